@@ -1,0 +1,1 @@
+//! strobe-recorder: arrives with its own issue.

@@ -1,0 +1,1 @@
+//! strobe-replayer: arrives with its own issue.

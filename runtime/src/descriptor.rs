@@ -1,0 +1,310 @@
+//! Descriptors: what a rank posts for every MPI call, and what the node manager hands back.
+//!
+//! A descriptor is a fixed-size `repr(C)` record so it can sit in the shared-memory queue
+//! between a rank and its node manager (the papers' "descriptor posted to the NIC"). It holds
+//! the call's parameters, including the *addresses* of the rank's buffers: the DMA Helper
+//! moves data directly from the sender's buffer to the receiver's. Addresses never enter a
+//! scheduling decision or its digest (they differ between runs because of ASLR).
+
+use crate::datatype::{ElemType, ReduceOp};
+
+/// `MPI_ANY_SOURCE` at the runtime level.
+pub const ANY_SOURCE: i32 = -1;
+/// `MPI_ANY_TAG` at the runtime level.
+pub const ANY_TAG: i32 = -1;
+/// `MPI_PROC_NULL` at the runtime level.
+pub const PROC_NULL: i32 = -2;
+/// Largest tag a program may use (`MPI_TAG_UB`).
+pub const TAG_UB: i32 = i32::MAX;
+/// The split colour meaning `MPI_UNDEFINED`: the rank gets no new communicator.
+pub const SPLIT_UNDEFINED: i64 = i64::MIN;
+
+/// Communicator context id of `MPI_COMM_WORLD`.
+pub const COMM_WORLD: u32 = 0;
+/// Communicator context ids at or above this are `MPI_COMM_SELF` of rank `id - COMM_SELF_BASE`.
+pub const COMM_SELF_BASE: u32 = 0x8000_0000;
+/// First context id handed out by `dup`/`split`.
+pub const COMM_FIRST_DERIVED: u32 = 2;
+
+/// The `MPI_COMM_SELF` context id of world rank `rank`.
+pub fn comm_self(rank: u32) -> u32 {
+    COMM_SELF_BASE + rank
+}
+
+/// What kind of call a descriptor stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum DescKind {
+    Send = 1,
+    Ssend = 2,
+    Rsend = 3,
+    Recv = 4,
+    Probe = 5,
+    Iprobe = 6,
+    /// Cancel the receive whose request id is in `aux`.
+    Cancel = 7,
+    Barrier = 10,
+    Bcast = 11,
+    Reduce = 12,
+    Allreduce = 13,
+    Scatter = 14,
+    Scatterv = 15,
+    Gather = 16,
+    Gatherv = 17,
+    Allgather = 18,
+    Allgatherv = 19,
+    Alltoall = 20,
+    Alltoallv = 21,
+    /// Reduce-scatter with per-rank counts (`aux` points at the counts).
+    ReduceScatter = 22,
+    ReduceScatterBlock = 23,
+    Scan = 24,
+    Exscan = 25,
+    CommDup = 30,
+    /// `aux` = colour (as i64), `aux2` = key (as i64).
+    CommSplit = 31,
+    CommFree = 32,
+    Finalize = 40,
+}
+
+impl DescKind {
+    pub fn from_u8(v: u8) -> Option<DescKind> {
+        use DescKind::*;
+        Some(match v {
+            1 => Send,
+            2 => Ssend,
+            3 => Rsend,
+            4 => Recv,
+            5 => Probe,
+            6 => Iprobe,
+            7 => Cancel,
+            10 => Barrier,
+            11 => Bcast,
+            12 => Reduce,
+            13 => Allreduce,
+            14 => Scatter,
+            15 => Scatterv,
+            16 => Gather,
+            17 => Gatherv,
+            18 => Allgather,
+            19 => Allgatherv,
+            20 => Alltoall,
+            21 => Alltoallv,
+            22 => ReduceScatter,
+            23 => ReduceScatterBlock,
+            24 => Scan,
+            25 => Exscan,
+            30 => CommDup,
+            31 => CommSplit,
+            32 => CommFree,
+            40 => Finalize,
+            _ => return None,
+        })
+    }
+
+    pub fn is_send(self) -> bool {
+        matches!(self, DescKind::Send | DescKind::Ssend | DescKind::Rsend)
+    }
+
+    /// Collectives: scheduled once every member of the communicator posted its descriptor.
+    pub fn is_collective(self) -> bool {
+        (self as u8) >= 10 && (self as u8) < 40 && self != DescKind::CommFree
+    }
+
+    /// Collectives whose data is combined by the Reduce Helper (the RM microphase).
+    pub fn is_reduction(self) -> bool {
+        matches!(
+            self,
+            DescKind::Reduce
+                | DescKind::Allreduce
+                | DescKind::ReduceScatter
+                | DescKind::ReduceScatterBlock
+                | DescKind::Scan
+                | DescKind::Exscan
+        )
+    }
+
+    /// The MPI function name, for reports.
+    pub fn mpi_name(self) -> &'static str {
+        use DescKind::*;
+        match self {
+            Send => "MPI_Send",
+            Ssend => "MPI_Ssend",
+            Rsend => "MPI_Rsend",
+            Recv => "MPI_Recv",
+            Probe => "MPI_Probe",
+            Iprobe => "MPI_Iprobe",
+            Cancel => "MPI_Cancel",
+            Barrier => "MPI_Barrier",
+            Bcast => "MPI_Bcast",
+            Reduce => "MPI_Reduce",
+            Allreduce => "MPI_Allreduce",
+            Scatter => "MPI_Scatter",
+            Scatterv => "MPI_Scatterv",
+            Gather => "MPI_Gather",
+            Gatherv => "MPI_Gatherv",
+            Allgather => "MPI_Allgather",
+            Allgatherv => "MPI_Allgatherv",
+            Alltoall => "MPI_Alltoall",
+            Alltoallv => "MPI_Alltoallv",
+            ReduceScatter => "MPI_Reduce_scatter",
+            ReduceScatterBlock => "MPI_Reduce_scatter_block",
+            Scan => "MPI_Scan",
+            Exscan => "MPI_Exscan",
+            CommDup => "MPI_Comm_dup",
+            CommSplit => "MPI_Comm_split",
+            CommFree => "MPI_Comm_free",
+            Finalize => "MPI_Finalize",
+        }
+    }
+}
+
+/// Descriptor flag: the posting call blocks until this descriptor completes.
+pub const FLAG_BLOCKING: u8 = 1;
+/// Descriptor flag: the send buffer is `MPI_IN_PLACE` (collectives).
+pub const FLAG_IN_PLACE: u8 = 2;
+
+/// One posted call. 128 bytes, `repr(C)`, plain data.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Descriptor {
+    /// Posting rank (world rank).
+    pub rank: u32,
+    /// `DescKind as u8`.
+    pub kind: u8,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// `ElemType as u8` (reductions).
+    pub elem: u8,
+    /// `ReduceOp as u8` (reductions).
+    pub op: u8,
+    /// Per-rank sequence number, from 0, without gaps.
+    pub seq: u64,
+    /// Rank-local request id the completion refers to (0: no completion wanted).
+    pub request: u64,
+    /// Communicator context id.
+    pub comm: u32,
+    /// Destination, source or root, relative to `comm`; `ANY_SOURCE`, `PROC_NULL`.
+    pub peer: i32,
+    /// Tag; `ANY_TAG` for receives.
+    pub tag: i32,
+    pub _reserved: u32,
+    /// Send (or only) buffer address in the posting rank.
+    pub buf: u64,
+    /// Bytes to send, or receive capacity.
+    pub bytes: u64,
+    /// Receive buffer of a collective.
+    pub rbuf: u64,
+    /// Receive capacity of a collective.
+    pub rbytes: u64,
+    /// Kind-specific: address of a `[u64]` counts/displacements table, a colour, a request id.
+    pub aux: u64,
+    /// Kind-specific: a second table, a key.
+    pub aux2: u64,
+    pub _pad: [u64; 4],
+}
+
+const _: () = assert!(std::mem::size_of::<Descriptor>() == 128);
+
+impl Descriptor {
+    pub fn kind(&self) -> Option<DescKind> {
+        DescKind::from_u8(self.kind)
+    }
+    pub fn elem_type(&self) -> Option<ElemType> {
+        ElemType::from_u8(self.elem)
+    }
+    pub fn reduce_op(&self) -> Option<ReduceOp> {
+        ReduceOp::from_u8(self.op)
+    }
+    pub fn blocking(&self) -> bool {
+        self.flags & FLAG_BLOCKING != 0
+    }
+    pub fn in_place(&self) -> bool {
+        self.flags & FLAG_IN_PLACE != 0
+    }
+    pub fn id(&self) -> DescRef {
+        DescRef {
+            rank: self.rank,
+            seq: self.seq,
+        }
+    }
+}
+
+/// Names a descriptor across the job: (posting rank, its sequence number). This is the
+/// canonical order of descriptors within a slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DescRef {
+    pub rank: u32,
+    pub seq: u64,
+}
+
+/// Error classes the runtime reports in a completion (the C ABI maps them to MPI codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum RtError {
+    Ok = 0,
+    /// The message was longer than the receive buffer (`MPI_ERR_TRUNCATE`).
+    Truncate = 1,
+    /// A rank outside the communicator (`MPI_ERR_RANK`).
+    Rank = 2,
+    /// An unknown or freed communicator (`MPI_ERR_COMM`).
+    Comm = 3,
+    /// Members of a communicator called different collectives, or with different roots
+    /// or sizes (`MPI_ERR_OTHER` class in MPI terms; reported clearly).
+    CollectiveMismatch = 4,
+    /// An op that is not defined for the element type (`MPI_ERR_OP`).
+    Op = 5,
+    /// A malformed descriptor (`MPI_ERR_ARG`).
+    Arg = 6,
+    /// A rank died, the job is going down (`MPI_ERR_OTHER`).
+    Aborted = 7,
+    /// Buffer sizes inconsistent with the collective (`MPI_ERR_COUNT`).
+    Count = 8,
+    /// Reading or writing a rank's memory failed (`MPI_ERR_BUFFER`).
+    Buffer = 9,
+}
+
+impl RtError {
+    pub fn from_u32(v: u32) -> RtError {
+        use RtError::*;
+        match v {
+            0 => Ok,
+            1 => Truncate,
+            2 => Rank,
+            3 => Comm,
+            4 => CollectiveMismatch,
+            5 => Op,
+            6 => Arg,
+            7 => Aborted,
+            8 => Count,
+            _ => Buffer,
+        }
+    }
+}
+
+/// Completion flag: the request was cancelled.
+pub const COMPLETION_CANCELLED: u32 = 1;
+/// Completion flag: an `Iprobe` found a message (status fields are valid).
+pub const COMPLETION_FOUND: u32 = 2;
+
+/// What the node manager tells a rank when one of its descriptors completes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Completion {
+    pub request: u64,
+    /// Status: source (comm-relative), tag, bytes received.
+    pub source: i32,
+    pub tag: i32,
+    pub bytes: u64,
+    /// `RtError as u32`.
+    pub error: u32,
+    /// `COMPLETION_*` bits.
+    pub flags: u32,
+    /// Kind-specific: the new communicator's context id (dup, split; `u64::MAX` for none).
+    pub value: u64,
+    /// Kind-specific: new rank in the high half, new size in the low half.
+    pub value2: u64,
+    pub _pad: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<Completion>() == 56);

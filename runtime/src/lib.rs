@@ -1,0 +1,21 @@
+//! strobe's Buffered Coscheduling (BCS) runtime.
+//!
+//! Layers, bottom up (names follow the papers in `shared/seeds/`):
+//! - [`transport`]: the three BCS core primitives (Xfer-And-Signal, Test-Event,
+//!   Compare-And-Write) between node managers; [`transport::shm`] is the one-host transport.
+//! - [`sched`]: the deterministic scheduler core (no I/O): descriptors in, decisions out.
+//! - [`engine`]: the slice engine: Strobe Sender, Strobe Receiver, Buffer Sender/Receiver,
+//!   DMA Helper, Collective and Reduce Helpers, running microphases DEM, MSM, P2P, BBM, RM.
+//! - [`rank`]: the rank side of a job: posting descriptors, sleeping until woken.
+//! - [`api`]: the Rust API for MPI programs.
+//! - [`launcher`]: the Machine Manager: creates the job, spawns ranks, watches them.
+
+pub mod datatype;
+pub mod descriptor;
+pub mod futex;
+pub mod ops;
+pub mod procmem;
+pub mod ring;
+pub mod sched;
+pub mod shm_region;
+pub mod transport;

@@ -1,0 +1,1 @@
+//! strobe-schema: arrives with its own issue.

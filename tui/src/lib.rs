@@ -1,0 +1,1 @@
+//! strobe-tui: arrives with its own issue.
