@@ -201,7 +201,7 @@ pub struct Descriptor {
     pub aux: u64,
     /// Kind-specific: a second table, a key.
     pub aux2: u64,
-    pub _pad: [u64; 4],
+    pub _pad: [u64; 5],
 }
 
 const _: () = assert!(std::mem::size_of::<Descriptor>() == 128);
