@@ -1,1 +1,281 @@
-//! placeholder
+//! The scheduler: a deterministic core with no I/O.
+//!
+//! Input for slice *i*: the descriptors posted during slice *i-1*, in canonical order
+//! (by rank, then by that rank's sequence number), applied to the state left by slice *i-1*.
+//! Output: that slice's [`SliceDecisions`]. Nothing else enters: no clock, no thread timing,
+//! no hash-map iteration order (only ordered maps and vectors are used), no arrival order.
+//! The same inputs give the same decisions, which is what the recorder stores and the
+//! replayer verifies (model.md section 4).
+//!
+//! Every node runs its own replica of the scheduler over the same global descriptor set
+//! (DEM delivers every node's descriptors to every node), then executes only its own part
+//! of the decisions; replicas cross-check each other through the slice digest. This keeps
+//! the schedule a pure function of the global inputs no matter how the job is cut into
+//! nodes. See docs/architecture.md for why we chose replication over the papers' per-node
+//! partition of matching.
+
+mod collective;
+mod comm;
+pub mod decision;
+mod p2p;
+
+pub use comm::{Comm, CommTable, CommView};
+pub use decision::{Decision, DecisionCounts, Fnv64, SliceDecisions};
+
+use std::collections::BTreeMap;
+
+use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
+
+/// Static facts the scheduler needs about the job.
+#[derive(Clone, Debug)]
+pub struct SchedConfig {
+    pub ranks: u32,
+    /// Node of each world rank.
+    pub node_of_rank: Vec<u32>,
+    /// Bytes the DMA Helpers of one node may receive per slice; larger messages are chunked
+    /// over several slices.
+    pub chunk_budget: u64,
+}
+
+impl SchedConfig {
+    /// All ranks on one node with the default budget.
+    pub fn single_node(ranks: u32) -> Self {
+        SchedConfig {
+            ranks,
+            node_of_rank: vec![0; ranks as usize],
+            chunk_budget: DEFAULT_CHUNK_BUDGET,
+        }
+    }
+    pub fn nodes(&self) -> u32 {
+        self.node_of_rank.iter().copied().max().map_or(1, |m| m + 1)
+    }
+}
+
+/// Default per-node, per-slice receive budget: 4 MiB, what a memory copy does in well
+/// under a 500 us slice on this class of machine.
+pub const DEFAULT_CHUNK_BUDGET: u64 = 4 << 20;
+
+/// What a pending operation of a blocked rank waits for, for deadlock reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingOp {
+    pub desc: DescRef,
+    pub kind: DescKind,
+    pub comm: u32,
+    /// Communicator-relative peer/root as posted.
+    pub peer: i32,
+    pub tag: i32,
+    pub bytes: u64,
+    /// World ranks this operation waits for (for `ANY_SOURCE`: every other member).
+    pub waits_for: Vec<u32>,
+}
+
+pub struct Scheduler {
+    cfg: SchedConfig,
+    comms: CommTable,
+    p2p: p2p::P2p,
+    coll: collective::Collectives,
+    /// Ranks that posted `MPI_Finalize`.
+    finalized: Vec<bool>,
+    /// Descriptors still referenced by pending operations, by id.
+    live: BTreeMap<DescRef, Descriptor>,
+    /// Next expected sequence number per rank: the canonical-order check.
+    next_seq: Vec<u64>,
+}
+
+/// A descriptor the scheduler refused before it could be scheduled (malformed input). It
+/// still completes, with an error, so the rank is never left waiting.
+fn reject(out: &mut Out, d: &Descriptor, error: RtError) {
+    out.complete(d, error, |_| {});
+}
+
+/// Decisions under construction for one slice.
+pub(crate) struct Out {
+    decisions: Vec<Decision>,
+    catalog: BTreeMap<DescRef, Descriptor>,
+    wake: Vec<u32>,
+}
+
+impl Out {
+    fn new() -> Self {
+        Out {
+            decisions: Vec::new(),
+            catalog: BTreeMap::new(),
+            wake: Vec::new(),
+        }
+    }
+    fn push(&mut self, d: Decision) {
+        self.decisions.push(d);
+    }
+    fn cite(&mut self, d: &Descriptor) {
+        self.catalog.insert(d.id(), *d);
+    }
+    /// Complete `d`; `fill` adjusts the completion's status fields.
+    fn complete(&mut self, d: &Descriptor, error: RtError, fill: impl FnOnce(&mut Decision)) {
+        self.cite(d);
+        let mut c = Decision::Complete {
+            desc: d.id(),
+            request: d.request,
+            source: 0,
+            tag: 0,
+            bytes: 0,
+            error,
+            flags: 0,
+            value: 0,
+            value2: 0,
+        };
+        fill(&mut c);
+        self.decisions.push(c);
+        self.wake.push(d.rank);
+    }
+    fn finish(mut self, slice: u64) -> SliceDecisions {
+        self.wake.sort_unstable();
+        self.wake.dedup();
+        SliceDecisions {
+            slice,
+            decisions: self.decisions,
+            wake: self.wake,
+            catalog: self.catalog.into_values().collect(),
+        }
+    }
+}
+
+/// Sets the status fields of a `Decision::Complete`.
+pub(crate) fn set_status(c: &mut Decision, s: i32, t: i32, b: u64) {
+    if let Decision::Complete {
+        source, tag, bytes, ..
+    } = c
+    {
+        *source = s;
+        *tag = t;
+        *bytes = b;
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SchedError {
+    #[error("descriptor {got:?} of rank {rank} out of canonical order (expected sequence {expected})")]
+    OutOfOrder {
+        rank: u32,
+        expected: u64,
+        got: DescRef,
+    },
+    #[error("descriptor from rank {0}, which is not in the job")]
+    NoSuchRank(u32),
+}
+
+impl Scheduler {
+    pub fn new(cfg: SchedConfig) -> Self {
+        let n = cfg.ranks as usize;
+        Scheduler {
+            comms: CommTable::new(cfg.ranks),
+            p2p: p2p::P2p::new(cfg.ranks),
+            coll: collective::Collectives::default(),
+            finalized: vec![false; n],
+            live: BTreeMap::new(),
+            next_seq: vec![0; n],
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &SchedConfig {
+        &self.cfg
+    }
+
+    /// Schedule one slice. `posted` must be in canonical order and each rank's sequence
+    /// numbers must continue where the previous slice left off.
+    pub fn schedule(
+        &mut self,
+        slice: u64,
+        posted: &[Descriptor],
+    ) -> Result<SliceDecisions, SchedError> {
+        self.check_order(posted)?;
+        let mut out = Out::new();
+        let mut iprobes = Vec::new();
+        for d in posted {
+            self.ingest(d, &mut out, &mut iprobes);
+        }
+        // MSM: point-to-point matching, then chunking (P2P), then collectives (BBM, RM).
+        self.p2p.match_pending(&self.comms, &mut self.live, &mut out);
+        self.p2p
+            .answer_iprobes(&iprobes, &self.comms, &self.live, &mut out);
+        self.p2p
+            .schedule_chunks(&self.cfg, &self.comms, &mut self.live, &mut out);
+        self.coll
+            .schedule_ready(&mut self.comms, &mut self.live, &mut out);
+        Ok(out.finish(slice))
+    }
+
+    fn check_order(&mut self, posted: &[Descriptor]) -> Result<(), SchedError> {
+        let mut prev: Option<DescRef> = None;
+        for d in posted {
+            let id = d.id();
+            let Some(next) = self.next_seq.get_mut(d.rank as usize) else {
+                return Err(SchedError::NoSuchRank(d.rank));
+            };
+            if *next != d.seq || prev.is_some_and(|p| p >= id) {
+                return Err(SchedError::OutOfOrder {
+                    rank: d.rank,
+                    expected: *next,
+                    got: id,
+                });
+            }
+            *next += 1;
+            prev = Some(id);
+        }
+        Ok(())
+    }
+
+    fn ingest(&mut self, d: &Descriptor, out: &mut Out, iprobes: &mut Vec<Descriptor>) {
+        let Some(kind) = d.kind() else {
+            return reject(out, d, RtError::Arg);
+        };
+        match kind {
+            k if k.is_send() => self.p2p.post_send(d, &self.comms, &mut self.live, out),
+            DescKind::Recv | DescKind::Probe => {
+                self.p2p.post_recv(d, &self.comms, &mut self.live, out)
+            }
+            DescKind::Iprobe => iprobes.push(*d),
+            DescKind::Cancel => self.p2p.cancel(d, &mut self.live, out),
+            DescKind::CommFree => {
+                let ok = self.comms.free(d.comm, d.rank);
+                if d.request != 0 {
+                    out.complete(d, if ok { RtError::Ok } else { RtError::Comm }, |_| {});
+                }
+            }
+            DescKind::Finalize => {
+                self.finalized[d.rank as usize] = true;
+                out.complete(d, RtError::Ok, |_| {});
+            }
+            _ => self.coll.post(d, &self.comms, &mut self.live, out),
+        }
+    }
+
+    /// Operations rank `rank` has pending, with what each waits for (deadlock reports).
+    pub fn pending_of(&self, rank: u32) -> Vec<PendingOp> {
+        let mut ops = self.p2p.pending_of(rank, &self.comms, &self.live);
+        ops.extend(self.coll.pending_of(rank, &self.comms, &self.live));
+        ops.sort_by_key(|o| o.desc);
+        ops
+    }
+
+    /// True when no transfer is in flight (nothing would be scheduled without new input).
+    pub fn is_quiescent(&self) -> bool {
+        self.p2p.in_flight() == 0
+    }
+
+    pub fn finalized(&self, rank: u32) -> bool {
+        self.finalized.get(rank as usize).copied().unwrap_or(false)
+    }
+
+    pub fn comms(&self) -> &CommTable {
+        &self.comms
+    }
+
+    /// Number of descriptors still referenced by pending operations.
+    pub fn live_descriptors(&self) -> usize {
+        self.live.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

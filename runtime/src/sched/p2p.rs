@@ -1,0 +1,353 @@
+//! Point-to-point scheduling: the Buffer Receiver's matching (MSM) and the chunk plan the
+//! DMA Helpers execute (P2P).
+//!
+//! **Matching rule** (model.md 4.2). Sends wait in one queue per (communicator, destination)
+//! in arrival order, and arrival order is canonical order: by slice posted, then sending
+//! rank, then that rank's sequence number. Each receiving rank's posted receives and probes
+//! are visited in posting order; each takes the *first* send of its queue whose source and
+//! tag it accepts. Hence:
+//! - non-overtaking holds: two sends of one sender to one receiver on one communicator
+//!   arrive in sequence order and are taken in that order;
+//! - an `MPI_ANY_SOURCE` receive takes the earliest-posted eligible send, ties between
+//!   ranks of one slice going to the lowest rank;
+//! - a later receive never takes a message an earlier pending receive accepts, because the
+//!   earlier one would have taken it.
+//!
+//! There is no eager protocol: data moves once, from the sender's buffer to the receiver's,
+//! after the match, so standard, synchronous and ready sends all complete when their last
+//! chunk has moved (which satisfies the semantics of all three).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::{set_status, CommTable, Out, PendingOp, SchedConfig};
+use crate::descriptor::{
+    DescKind, DescRef, Descriptor, RtError, ANY_SOURCE, ANY_TAG, COMPLETION_CANCELLED,
+    COMPLETION_FOUND, PROC_NULL,
+};
+
+struct Transfer {
+    send: DescRef,
+    recv: DescRef,
+    total: u64,
+    done: u64,
+    truncated: bool,
+}
+
+pub(super) struct P2p {
+    /// Unmatched sends by (communicator, destination world rank), in arrival order.
+    unexpected: BTreeMap<(u32, u32), VecDeque<DescRef>>,
+    /// Posted receives and probes by receiving world rank, in posting order.
+    posted: Vec<VecDeque<DescRef>>,
+    /// Receivers whose queues changed since the last matching pass.
+    dirty: BTreeSet<u32>,
+    /// Matched messages with bytes still to move, in match order.
+    transfers: Vec<Transfer>,
+}
+
+fn tag_ok(want: i32, got: i32) -> bool {
+    want == ANY_TAG || want == got
+}
+
+impl P2p {
+    pub fn new(ranks: u32) -> Self {
+        P2p {
+            unexpected: BTreeMap::new(),
+            posted: (0..ranks).map(|_| VecDeque::new()).collect(),
+            dirty: BTreeSet::new(),
+            transfers: Vec::new(),
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.transfers.len()
+    }
+
+    pub fn post_send(
+        &mut self,
+        d: &Descriptor,
+        comms: &CommTable,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        let Some(view) = comms.get(d.comm, d.rank) else {
+            return out.complete(d, RtError::Comm, |_| {});
+        };
+        if d.peer == PROC_NULL {
+            return out.complete(d, RtError::Ok, |c| set_status(c, PROC_NULL, ANY_TAG, 0));
+        }
+        if d.tag < 0 {
+            return out.complete(d, RtError::Arg, |_| {});
+        }
+        let Some(dest) = view.world_of(d.peer) else {
+            return out.complete(d, RtError::Rank, |_| {});
+        };
+        live.insert(d.id(), *d);
+        self.unexpected
+            .entry((d.comm, dest))
+            .or_default()
+            .push_back(d.id());
+        self.dirty.insert(dest);
+    }
+
+    pub fn post_recv(
+        &mut self,
+        d: &Descriptor,
+        comms: &CommTable,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        let Some(view) = comms.get(d.comm, d.rank) else {
+            return out.complete(d, RtError::Comm, |_| {});
+        };
+        if d.peer == PROC_NULL {
+            return out.complete(d, RtError::Ok, |c| set_status(c, PROC_NULL, ANY_TAG, 0));
+        }
+        if d.peer != ANY_SOURCE && view.world_of(d.peer).is_none() {
+            return out.complete(d, RtError::Rank, |_| {});
+        }
+        if d.tag < 0 && d.tag != ANY_TAG {
+            return out.complete(d, RtError::Arg, |_| {});
+        }
+        live.insert(d.id(), *d);
+        self.posted[d.rank as usize].push_back(d.id());
+        self.dirty.insert(d.rank);
+    }
+
+    /// `MPI_Cancel` of a receive: it succeeds if the receive is not matched yet.
+    pub fn cancel(&mut self, d: &Descriptor, live: &mut BTreeMap<DescRef, Descriptor>, out: &mut Out) {
+        let q = &mut self.posted[d.rank as usize];
+        let pos = q.iter().position(|id| {
+            live.get(id)
+                .is_some_and(|r| r.request == d.aux && r.kind() == Some(DescKind::Recv))
+        });
+        if let Some(pos) = pos {
+            let id = q.remove(pos).expect("position is in range");
+            let r = live.remove(&id).expect("posted receives are live");
+            out.complete(&r, RtError::Ok, |c| {
+                if let crate::sched::Decision::Complete { flags, .. } = c {
+                    *flags |= COMPLETION_CANCELLED;
+                }
+            });
+        }
+        if d.request != 0 {
+            out.complete(d, RtError::Ok, |_| {});
+        }
+    }
+
+    /// Index in `queue` of the first send `r` accepts.
+    fn find(
+        queue: &VecDeque<DescRef>,
+        r: &Descriptor,
+        comms: &CommTable,
+        live: &BTreeMap<DescRef, Descriptor>,
+    ) -> Option<usize> {
+        let view = comms.get(r.comm, r.rank)?;
+        let want_src = if r.peer == ANY_SOURCE {
+            None
+        } else {
+            view.world_of(r.peer)
+        };
+        queue.iter().position(|id| {
+            let s = &live[id];
+            want_src.is_none_or(|w| w == s.rank) && tag_ok(r.tag, s.tag)
+        })
+    }
+
+    /// MSM: match every dirty receiver's posted receives and probes, in posting order.
+    pub fn match_pending(
+        &mut self,
+        comms: &CommTable,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for rank in dirty {
+            let mut i = 0;
+            while i < self.posted[rank as usize].len() {
+                let rid = self.posted[rank as usize][i];
+                let r = live[&rid];
+                let Some(queue) = self.unexpected.get_mut(&(r.comm, rank)) else {
+                    i += 1;
+                    continue;
+                };
+                let Some(pos) = Self::find(queue, &r, comms, live) else {
+                    i += 1;
+                    continue;
+                };
+                let sid = queue[pos];
+                let s = live[&sid];
+                let src = comms
+                    .get(r.comm, rank)
+                    .and_then(|v| v.rank_of(s.rank))
+                    .map_or(-1, |x| x as i32);
+                self.posted[rank as usize].remove(i);
+                if r.kind() == Some(DescKind::Probe) {
+                    // A probe reports the message and leaves it for a receive.
+                    live.remove(&rid);
+                    out.complete(&r, RtError::Ok, |c| set_status(c, src, s.tag, s.bytes));
+                    continue;
+                }
+                queue.remove(pos);
+                if queue.is_empty() {
+                    self.unexpected.remove(&(r.comm, rank));
+                }
+                let truncated = s.bytes > r.bytes;
+                let bytes = s.bytes.min(r.bytes);
+                out.cite(&s);
+                out.cite(&r);
+                out.push(crate::sched::Decision::Match {
+                    send: sid,
+                    recv: rid,
+                    bytes,
+                    truncated,
+                });
+                self.transfers.push(Transfer {
+                    send: sid,
+                    recv: rid,
+                    total: bytes,
+                    done: 0,
+                    truncated,
+                });
+            }
+        }
+    }
+
+    /// Answer the `MPI_Iprobe`s of this slice from the state after matching.
+    pub fn answer_iprobes(
+        &self,
+        iprobes: &[Descriptor],
+        comms: &CommTable,
+        live: &BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        for p in iprobes {
+            let Some(view) = comms.get(p.comm, p.rank) else {
+                out.complete(p, RtError::Comm, |_| {});
+                continue;
+            };
+            if p.peer == PROC_NULL {
+                out.complete(p, RtError::Ok, |c| {
+                    set_status(c, PROC_NULL, ANY_TAG, 0);
+                    if let crate::sched::Decision::Complete { flags, .. } = c {
+                        *flags |= COMPLETION_FOUND;
+                    }
+                });
+                continue;
+            }
+            if p.peer != ANY_SOURCE && view.world_of(p.peer).is_none() {
+                out.complete(p, RtError::Rank, |_| {});
+                continue;
+            }
+            let hit = self
+                .unexpected
+                .get(&(p.comm, p.rank))
+                .and_then(|q| Self::find(q, p, comms, live));
+            match hit {
+                Some(pos) => {
+                    let s = live[&self.unexpected[&(p.comm, p.rank)][pos]];
+                    let src = view.rank_of(s.rank).map_or(-1, |x| x as i32);
+                    out.complete(p, RtError::Ok, |c| {
+                        set_status(c, src, s.tag, s.bytes);
+                        if let crate::sched::Decision::Complete { flags, .. } = c {
+                            *flags |= COMPLETION_FOUND;
+                        }
+                    });
+                }
+                None => out.complete(p, RtError::Ok, |_| {}),
+            }
+        }
+    }
+
+    /// P2P: plan this slice's chunks within each receiving node's budget, completing the
+    /// messages whose last byte moves.
+    pub fn schedule_chunks(
+        &mut self,
+        cfg: &SchedConfig,
+        comms: &CommTable,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        let mut budget = vec![cfg.chunk_budget; cfg.nodes() as usize];
+        let mut keep = Vec::with_capacity(self.transfers.len());
+        for mut t in std::mem::take(&mut self.transfers) {
+            let node = cfg.node_of_rank[t.recv.rank as usize] as usize;
+            let take = (t.total - t.done).min(budget[node]);
+            if take > 0 {
+                let (s, r) = (live[&t.send], live[&t.recv]);
+                out.cite(&s);
+                out.cite(&r);
+                out.push(crate::sched::Decision::Chunk {
+                    send: t.send,
+                    recv: t.recv,
+                    offset: t.done,
+                    len: take,
+                });
+                t.done += take;
+                budget[node] -= take;
+            }
+            if t.done < t.total {
+                keep.push(t);
+                continue;
+            }
+            let s = live.remove(&t.send).expect("matched send is live");
+            let r = live.remove(&t.recv).expect("matched receive is live");
+            out.complete(&s, RtError::Ok, |c| set_status(c, s.peer, s.tag, s.bytes));
+            let err = if t.truncated {
+                RtError::Truncate
+            } else {
+                RtError::Ok
+            };
+            // The receive's status source is the sender's rank in the communicator.
+            let src = comms
+                .get(r.comm, r.rank)
+                .and_then(|v| v.rank_of(s.rank))
+                .map_or(-1, |x| x as i32);
+            out.complete(&r, err, |c| set_status(c, src, s.tag, t.total));
+        }
+        self.transfers = keep;
+    }
+
+    /// Pending operations of `rank`, for deadlock reports.
+    pub fn pending_of(
+        &self,
+        rank: u32,
+        comms: &CommTable,
+        live: &BTreeMap<DescRef, Descriptor>,
+    ) -> Vec<PendingOp> {
+        let mut ops = Vec::new();
+        for id in &self.posted[rank as usize] {
+            let r = &live[id];
+            let waits_for = match comms.get(r.comm, rank) {
+                Some(v) if r.peer == ANY_SOURCE => {
+                    v.members().into_iter().filter(|&m| m != rank).collect()
+                }
+                Some(v) => v.world_of(r.peer).into_iter().collect(),
+                None => Vec::new(),
+            };
+            ops.push(PendingOp {
+                desc: *id,
+                kind: r.kind().unwrap_or(DescKind::Recv),
+                comm: r.comm,
+                peer: r.peer,
+                tag: r.tag,
+                bytes: r.bytes,
+                waits_for,
+            });
+        }
+        for (&(_, dest), q) in &self.unexpected {
+            for id in q.iter().filter(|id| id.rank == rank) {
+                let s = &live[id];
+                ops.push(PendingOp {
+                    desc: *id,
+                    kind: s.kind().unwrap_or(DescKind::Send),
+                    comm: s.comm,
+                    peer: s.peer,
+                    tag: s.tag,
+                    bytes: s.bytes,
+                    waits_for: vec![dest],
+                });
+            }
+        }
+        ops
+    }
+}

@@ -1,0 +1,411 @@
+//! Scheduler unit tests: no processes, no clock. The "virtual clock" is the slice counter
+//! the tests advance by calling `schedule`.
+
+use super::*;
+use crate::datatype::{ElemType, ReduceOp};
+use crate::descriptor::*;
+
+/// Builds descriptors with per-rank sequence numbers, like ranks posting calls.
+struct Job {
+    seq: Vec<u64>,
+    sched: Scheduler,
+    slice: u64,
+}
+
+impl Job {
+    fn new(ranks: u32) -> Self {
+        Self::with(SchedConfig::single_node(ranks))
+    }
+    fn with(cfg: SchedConfig) -> Self {
+        Job {
+            seq: vec![0; cfg.ranks as usize],
+            sched: Scheduler::new(cfg),
+            slice: 0,
+        }
+    }
+    fn desc(&mut self, rank: u32, kind: DescKind) -> Descriptor {
+        let seq = self.seq[rank as usize];
+        self.seq[rank as usize] += 1;
+        Descriptor {
+            rank,
+            kind: kind as u8,
+            seq,
+            request: seq + 1,
+            comm: COMM_WORLD,
+            ..Default::default()
+        }
+    }
+    fn send(&mut self, rank: u32, dest: i32, tag: i32, bytes: u64) -> Descriptor {
+        let mut d = self.desc(rank, DescKind::Send);
+        d.peer = dest;
+        d.tag = tag;
+        d.bytes = bytes;
+        d
+    }
+    fn recv(&mut self, rank: u32, src: i32, tag: i32, bytes: u64) -> Descriptor {
+        let mut d = self.desc(rank, DescKind::Recv);
+        d.peer = src;
+        d.tag = tag;
+        d.bytes = bytes;
+        d
+    }
+    fn coll(&mut self, rank: u32, kind: DescKind, root: i32, bytes: u64) -> Descriptor {
+        let mut d = self.desc(rank, kind);
+        d.peer = root;
+        d.bytes = bytes;
+        d.rbytes = bytes;
+        d
+    }
+    /// Run one slice over descriptors given in any order (sorted canonically here, as the
+    /// Buffer Receiver does).
+    fn slice(&mut self, mut posted: Vec<Descriptor>) -> SliceDecisions {
+        posted.sort_by_key(|d| d.id());
+        self.slice += 1;
+        self.sched.schedule(self.slice, &posted).expect("canonical input")
+    }
+}
+
+fn matches(s: &SliceDecisions) -> Vec<(DescRef, DescRef)> {
+    s.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Match { send, recv, .. } => Some((*send, *recv)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn completion(s: &SliceDecisions, id: DescRef) -> Option<(i32, i32, u64, RtError, u32, u64, u64)> {
+    s.decisions.iter().find_map(|d| match d {
+        Decision::Complete {
+            desc,
+            source,
+            tag,
+            bytes,
+            error,
+            flags,
+            value,
+            value2,
+            ..
+        } if *desc == id => Some((*source, *tag, *bytes, *error, *flags, *value, *value2)),
+        _ => None,
+    })
+}
+
+fn r(rank: u32, seq: u64) -> DescRef {
+    DescRef { rank, seq }
+}
+
+#[test]
+fn send_and_recv_in_one_slice_match_move_and_complete() {
+    let mut j = Job::new(2);
+    let s = j.send(0, 1, 7, 100);
+    let rv = j.recv(1, 0, 7, 100);
+    let out = j.slice(vec![rv, s]);
+    assert_eq!(matches(&out), vec![(r(0, 0), r(1, 0))]);
+    assert!(out.decisions.contains(&Decision::Chunk {
+        send: r(0, 0),
+        recv: r(1, 0),
+        offset: 0,
+        len: 100
+    }));
+    let (src, tag, bytes, err, ..) = completion(&out, r(1, 0)).unwrap();
+    assert_eq!((src, tag, bytes, err), (0, 7, 100, RtError::Ok));
+    assert_eq!(completion(&out, r(0, 0)).unwrap().3, RtError::Ok);
+    assert_eq!(out.wake, vec![0, 1]);
+    assert_eq!(out.descriptor(r(0, 0)).unwrap().bytes, 100);
+    assert_eq!(j.sched.live_descriptors(), 0);
+}
+
+#[test]
+fn unmatched_send_waits_for_a_later_receive() {
+    let mut j = Job::new(2);
+    let s = j.send(0, 1, 1, 8);
+    let out = j.slice(vec![s]);
+    assert!(out.is_empty());
+    let out = j.slice(vec![]);
+    assert!(out.is_empty(), "nothing changes without input");
+    let rv = j.recv(1, 0, 1, 8);
+    let out = j.slice(vec![rv]);
+    assert_eq!(matches(&out).len(), 1);
+}
+
+#[test]
+fn non_overtaking_order_between_one_pair() {
+    let mut j = Job::new(2);
+    let a = j.send(0, 1, 5, 1);
+    let b = j.send(0, 1, 5, 2);
+    j.slice(vec![a, b]);
+    let r1 = j.recv(1, 0, 5, 8);
+    let r2 = j.recv(1, 0, 5, 8);
+    let out = j.slice(vec![r1, r2]);
+    assert_eq!(matches(&out), vec![(r(0, 0), r(1, 0)), (r(0, 1), r(1, 1))]);
+    assert_eq!(completion(&out, r(1, 0)).unwrap().2, 1);
+    assert_eq!(completion(&out, r(1, 1)).unwrap().2, 2);
+}
+
+#[test]
+fn any_source_takes_earliest_slice_then_lowest_rank() {
+    let mut j = Job::new(4);
+    let late = j.send(1, 0, 0, 4);
+    let s3 = j.send(3, 0, 0, 4);
+    j.slice(vec![s3]);
+    let s2 = j.send(2, 0, 0, 4);
+    j.slice(vec![late, s2]);
+    let rv = j.recv(0, ANY_SOURCE, ANY_TAG, 4);
+    let rv2 = j.recv(0, ANY_SOURCE, ANY_TAG, 4);
+    let rv3 = j.recv(0, ANY_SOURCE, ANY_TAG, 4);
+    let out = j.slice(vec![rv, rv2, rv3]);
+    let senders: Vec<u32> = matches(&out).iter().map(|(s, _)| s.rank).collect();
+    assert_eq!(senders, vec![3, 1, 2], "slice posted first, then rank");
+    assert_eq!(completion(&out, r(0, 0)).unwrap().0, 3);
+}
+
+#[test]
+fn tag_selection_lets_a_later_message_match_first() {
+    let mut j = Job::new(2);
+    let a = j.send(0, 1, 1, 4);
+    let b = j.send(0, 1, 2, 4);
+    let rv = j.recv(1, 0, 2, 4);
+    let out = j.slice(vec![a, b, rv]);
+    assert_eq!(matches(&out), vec![(r(0, 1), r(1, 0))]);
+}
+
+#[test]
+fn truncation_moves_what_fits_and_reports_the_error() {
+    let mut j = Job::new(2);
+    let s = j.send(0, 1, 0, 100);
+    let rv = j.recv(1, 0, 0, 10);
+    let out = j.slice(vec![s, rv]);
+    let (_, _, bytes, err, ..) = completion(&out, r(1, 0)).unwrap();
+    assert_eq!((bytes, err), (10, RtError::Truncate));
+    assert_eq!(completion(&out, r(0, 0)).unwrap().3, RtError::Ok);
+}
+
+#[test]
+fn large_messages_are_chunked_over_slices_within_the_node_budget() {
+    let mut cfg = SchedConfig::single_node(2);
+    cfg.chunk_budget = 1000;
+    let mut j = Job::with(cfg);
+    let s = j.send(0, 1, 0, 2500);
+    let rv = j.recv(1, 0, 0, 2500);
+    let mut chunks = Vec::new();
+    let mut done_in = None;
+    let mut out = j.slice(vec![s, rv]);
+    for _ in 0..5 {
+        for d in &out.decisions {
+            if let Decision::Chunk { offset, len, .. } = d {
+                chunks.push((*offset, *len));
+            }
+        }
+        if completion(&out, r(1, 0)).is_some() {
+            done_in = Some(out.slice);
+            break;
+        }
+        assert!(!j.sched.is_quiescent());
+        out = j.slice(vec![]);
+    }
+    assert_eq!(chunks, vec![(0, 1000), (1000, 1000), (2000, 500)]);
+    assert_eq!(done_in, Some(3));
+    assert!(j.sched.is_quiescent());
+}
+
+#[test]
+fn budget_is_per_receiving_node() {
+    let mut cfg = SchedConfig::single_node(4);
+    cfg.node_of_rank = vec![0, 0, 1, 1];
+    cfg.chunk_budget = 100;
+    let mut j = Job::with(cfg);
+    let a = j.send(0, 1, 0, 100);
+    let b = j.send(2, 3, 0, 100);
+    let ra = j.recv(1, 0, 0, 100);
+    let rb = j.recv(3, 2, 0, 100);
+    let out = j.slice(vec![a, b, ra, rb]);
+    assert_eq!(out.counts().chunks, 2, "two nodes, one full budget each");
+}
+
+#[test]
+fn probe_reports_without_consuming_and_iprobe_answers_now() {
+    let mut j = Job::new(2);
+    let mut ip = j.desc(1, DescKind::Iprobe);
+    ip.peer = ANY_SOURCE;
+    ip.tag = ANY_TAG;
+    let out = j.slice(vec![ip]);
+    let (.., flags, _, _) = completion(&out, r(1, 0)).unwrap();
+    assert_eq!(flags & COMPLETION_FOUND, 0);
+
+    let s = j.send(0, 1, 9, 33);
+    let mut p = j.desc(1, DescKind::Probe);
+    p.peer = 0;
+    p.tag = ANY_TAG;
+    let rv = j.recv(1, 0, 9, 64);
+    let out = j.slice(vec![s, p, rv]);
+    let (src, tag, bytes, ..) = completion(&out, r(1, 1)).unwrap();
+    assert_eq!((src, tag, bytes), (0, 9, 33));
+    assert_eq!(matches(&out), vec![(r(0, 0), r(1, 2))]);
+}
+
+#[test]
+fn cancel_of_an_unmatched_receive_completes_it_cancelled() {
+    let mut j = Job::new(2);
+    let rv = j.recv(1, 0, 0, 8);
+    j.slice(vec![rv]);
+    let mut c = j.desc(1, DescKind::Cancel);
+    c.aux = rv.request;
+    c.request = 0;
+    let out = j.slice(vec![c]);
+    let (.., flags, _, _) = completion(&out, rv.id()).unwrap();
+    assert_ne!(flags & COMPLETION_CANCELLED, 0);
+    let s = j.send(0, 1, 0, 8);
+    assert!(matches(&j.slice(vec![s])).is_empty());
+}
+
+#[test]
+fn proc_null_and_bad_peers_complete_at_once() {
+    let mut j = Job::new(2);
+    let a = j.send(0, PROC_NULL, 0, 8);
+    let b = j.recv(1, PROC_NULL, 0, 8);
+    let c = j.send(0, 5, 0, 8);
+    let mut d = j.recv(1, 0, 0, 8);
+    d.comm = 77;
+    let out = j.slice(vec![a, b, c, d]);
+    assert_eq!(completion(&out, a.id()).unwrap().3, RtError::Ok);
+    assert_eq!(completion(&out, b.id()).unwrap().0, PROC_NULL);
+    assert_eq!(completion(&out, c.id()).unwrap().3, RtError::Rank);
+    assert_eq!(completion(&out, d.id()).unwrap().3, RtError::Comm);
+}
+
+#[test]
+fn out_of_order_input_is_refused() {
+    let mut j = Job::new(2);
+    let a = j.send(0, 1, 0, 8);
+    let b = j.send(0, 1, 0, 8);
+    let err = j.sched.schedule(1, &[b, a]).unwrap_err();
+    assert!(matches!(err, SchedError::OutOfOrder { rank: 0, .. }));
+}
+
+#[test]
+fn barrier_is_scheduled_when_the_last_member_arrives() {
+    let mut j = Job::new(3);
+    let a = j.coll(0, DescKind::Barrier, 0, 0);
+    let b = j.coll(1, DescKind::Barrier, 0, 0);
+    let out = j.slice(vec![a, b]);
+    assert!(out.is_empty());
+    let pending = j.sched.pending_of(0);
+    assert_eq!(pending[0].waits_for, vec![2]);
+    let c = j.coll(2, DescKind::Barrier, 0, 0);
+    let out = j.slice(vec![c]);
+    assert_eq!(out.counts().collectives, 1);
+    assert_eq!(out.counts().completions, 3);
+    assert_eq!(out.wake, vec![0, 1, 2]);
+}
+
+#[test]
+fn mismatched_collectives_fail_instead_of_hanging() {
+    let mut j = Job::new(2);
+    let a = j.coll(0, DescKind::Barrier, 0, 0);
+    let b = j.coll(1, DescKind::Bcast, 0, 8);
+    let out = j.slice(vec![a, b]);
+    assert_eq!(completion(&out, a.id()).unwrap().3, RtError::CollectiveMismatch);
+    let a = j.coll(0, DescKind::Bcast, 0, 8);
+    let b = j.coll(1, DescKind::Bcast, 1, 8);
+    let out = j.slice(vec![a, b]);
+    assert_eq!(completion(&out, b.id()).unwrap().3, RtError::CollectiveMismatch);
+}
+
+#[test]
+fn reductions_check_op_and_sizes() {
+    let mut j = Job::new(2);
+    let mut a = j.coll(0, DescKind::Allreduce, 0, 16);
+    let mut b = j.coll(1, DescKind::Allreduce, 0, 8);
+    for d in [&mut a, &mut b] {
+        d.op = ReduceOp::Sum as u8;
+        d.elem = ElemType::F64 as u8;
+    }
+    let out = j.slice(vec![a, b]);
+    assert_eq!(completion(&out, a.id()).unwrap().3, RtError::Count);
+}
+
+#[test]
+fn split_groups_by_colour_orders_by_key_and_numbers_comms_deterministically() {
+    let mut j = Job::new(4);
+    let mut ds = Vec::new();
+    for (rank, colour, key) in [(0, 1, 5), (1, 0, 0), (2, 1, 1), (3, SPLIT_UNDEFINED, 0)] {
+        let mut d = j.desc(rank, DescKind::CommSplit);
+        d.aux = colour as u64;
+        d.aux2 = key as u64;
+        ds.push(d);
+    }
+    let out = j.slice(ds.clone());
+    let new: Vec<(u32, Vec<u32>)> = out
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::NewComm { comm, members, .. } => Some((*comm, members.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(new, vec![(2, vec![1]), (3, vec![2, 0])]);
+    let (.., value, value2) = completion(&out, ds[0].id()).unwrap();
+    assert_eq!((value, value2), (3, (1 << 32) | 2));
+    assert_eq!(completion(&out, ds[3].id()).unwrap().5, u64::MAX);
+
+    // The new communicator works for point-to-point with its own ranks.
+    let mut s = j.send(2, 1, 0, 4);
+    s.comm = 3;
+    let mut rv = j.recv(0, 0, 0, 4);
+    rv.comm = 3;
+    let out = j.slice(vec![s, rv]);
+    assert_eq!(matches(&out).len(), 1);
+    assert_eq!(completion(&out, rv.id()).unwrap().0, 0, "source in comm ranks");
+    // A non-member cannot use it.
+    let mut bad = j.send(1, 0, 0, 4);
+    bad.comm = 3;
+    assert_eq!(completion(&j.slice(vec![bad]), bad.id()).unwrap().3, RtError::Comm);
+}
+
+#[test]
+fn comm_self_is_private_to_each_rank() {
+    let mut j = Job::new(2);
+    let mut a = j.coll(0, DescKind::Barrier, 0, 0);
+    a.comm = comm_self(0);
+    let mut s = j.send(1, 0, 0, 4);
+    s.comm = comm_self(1);
+    let mut rv = j.recv(1, 0, 0, 4);
+    rv.comm = comm_self(1);
+    let mut wrong = j.send(0, 0, 0, 4);
+    wrong.comm = comm_self(1);
+    let out = j.slice(vec![a, s, rv, wrong]);
+    assert_eq!(out.counts().collectives, 1);
+    assert_eq!(matches(&out).len(), 1);
+    assert_eq!(completion(&out, wrong.id()).unwrap().3, RtError::Comm);
+}
+
+#[test]
+fn deadlock_wait_for_graph_from_pending_operations() {
+    let mut j = Job::new(3);
+    let a = j.recv(0, 1, 0, 4);
+    let b = j.recv(1, 2, 0, 4);
+    let c = j.recv(2, 0, 0, 4);
+    let out = j.slice(vec![a, b, c]);
+    assert!(out.is_empty());
+    assert!(j.sched.is_quiescent());
+    let graph: Vec<Vec<u32>> = (0..3).map(|r| j.sched.pending_of(r)[0].waits_for.clone()).collect();
+    assert_eq!(graph, vec![vec![1], vec![2], vec![0]]);
+}
+
+#[test]
+fn same_input_same_digest_and_different_input_different_digest() {
+    let run = |tag: i32| {
+        let mut j = Job::new(3);
+        let mut digests = Vec::new();
+        for round in 0..5 {
+            let s = j.send(round % 3, ((round + 1) % 3) as i32, tag, 64);
+            let rv = j.recv((round + 1) % 3, (round % 3) as i32, ANY_TAG, 64);
+            digests.push(j.slice(vec![s, rv]).digest());
+        }
+        digests
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+}
