@@ -85,6 +85,25 @@ impl ShmRegion {
         result
     }
 
+    /// Maps the whole of an existing shared-memory descriptor (its current size), taking
+    /// ownership of `fd` as [`from_fd`](Self::from_fd) does.
+    pub fn from_fd_whole(fd: RawFd) -> io::Result<ShmRegion> {
+        match Self::file_len(fd) {
+            Ok(len) => Self::from_fd(fd, len),
+            Err(e) => {
+                close_quietly(fd);
+                Err(e)
+            }
+        }
+    }
+
+    /// Current size in bytes of the file behind `fd` (e.g. to map a whole inherited
+    /// region whose length is not known yet).
+    pub fn file_len(fd: RawFd) -> io::Result<usize> {
+        usize::try_from(fd_size(fd)?)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large to map"))
+    }
+
     fn map(fd: RawFd, len: usize) -> io::Result<ShmRegion> {
         // SAFETY: a fresh mapping chosen by the kernel (addr = null) cannot alias any Rust
         // object; `fd` is a valid descriptor at least `len` bytes long (checked by callers).
@@ -222,6 +241,10 @@ mod tests {
         // (from_fd closes the duplicate on error; not checked here because another test
         // thread may reuse the descriptor number at once.)
         assert!(ShmRegion::from_fd(dupfd, 8192).is_err());
+        assert_eq!(ShmRegion::file_len(a.fd()).unwrap(), 4096);
+        // SAFETY: as above.
+        let dupfd = unsafe { libc::dup(a.fd()) };
+        assert_eq!(ShmRegion::from_fd_whole(dupfd).unwrap().len(), 4096);
     }
 
     #[test]
