@@ -271,7 +271,7 @@ impl Inner {
 
     /// The 64-bit variable at `var` on `node`. Callers validated node, bounds, alignment.
     fn var(&self, node: NodeId, var: usize) -> &AtomicU64 {
-        debug_assert!(var % 8 == 0 && var + 8 <= self.layout.global_size);
+        debug_assert!(var & 7 == 0 && var + 8 <= self.layout.global_size);
         // SAFETY: `var + 8 <= global_size`, so the variable lies in `node`'s global
         // memory; node memory is 64-byte aligned and `var` is a multiple of 8, so the
         // address is 8-aligned; AtomicU64 has u64's layout; variables are only accessed
@@ -333,7 +333,7 @@ impl Inner {
     }
 
     fn check_var(&self, var: usize) -> Result<(), TransportError> {
-        if var % 8 != 0 {
+        if var & 7 != 0 {
             return Err(TransportError::Misaligned(var));
         }
         self.check_range(var, 8)
