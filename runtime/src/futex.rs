@@ -1,1 +1,242 @@
-//! placeholder, being written
+//! Process-shared futex wait/wake on an `AtomicU32`.
+//!
+//! The words live in memfd-backed shared memory and waiters and wakers are different
+//! processes, so these are the *shared* futex operations: never `FUTEX_PRIVATE_FLAG`,
+//! which keys the wait queue on the virtual address of one process and would make a wake
+//! from another process (mapping the word at a different address) miss the waiter.
+//!
+//! Futex waits can return spuriously; every caller must re-check its condition in a loop.
+
+use std::sync::atomic::AtomicU32;
+use std::time::{Duration, Instant};
+
+/// Why a wait returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitResult {
+    /// Woken by [`wake`] (or spuriously: re-check the condition).
+    Woken,
+    /// The timeout or deadline passed.
+    TimedOut,
+    /// The word did not hold `expected` when the wait started, so it never slept.
+    ValueChanged,
+}
+
+/// Matches every waiter in `FUTEX_WAIT_BITSET` (the kernel's `FUTEX_BITSET_MATCH_ANY`).
+const BITSET_MATCH_ANY: u32 = u32::MAX;
+
+/// Sleeps while `*word == expected`, for at most `timeout` (`None`: no limit).
+/// An interrupted wait (EINTR) is resumed with the remaining time.
+pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> WaitResult {
+    // A timeout too large to express as a deadline is as good as none.
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    wait_until(word, expected, deadline)
+}
+
+/// Sleeps while `*word == expected`, until `deadline` at the latest (`None`: no limit).
+/// Uses `FUTEX_WAIT_BITSET` without `FUTEX_CLOCK_REALTIME`, i.e. an absolute
+/// `CLOCK_MONOTONIC` deadline (the clock behind `Instant` on Linux), so retrying after
+/// EINTR needs no recomputation and wall-clock jumps do not matter.
+pub fn wait_until(word: &AtomicU32, expected: u32, deadline: Option<Instant>) -> WaitResult {
+    // The deadline is absolute, so one conversion serves every retry after EINTR.
+    let ts = match deadline {
+        None => None,
+        Some(d) => match monotonic_timespec(d) {
+            Some(ts) => Some(ts),
+            None => {
+                // Already past: report a changed value in preference to a timeout, as
+                // the kernel would have, so callers see the freshest information.
+                return if word.load(std::sync::atomic::Ordering::Acquire) != expected {
+                    WaitResult::ValueChanged
+                } else {
+                    WaitResult::TimedOut
+                };
+            }
+        },
+    };
+    loop {
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `word` is a valid, aligned u32 for the duration of the call (the kernel
+        // only reads it); `ts_ptr` is null or points to a live timespec; uaddr2 is unused
+        // by FUTEX_WAIT_BITSET.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT_BITSET,
+                expected,
+                ts_ptr,
+                std::ptr::null::<u32>(),
+                BITSET_MATCH_ANY,
+            )
+        };
+        if r == 0 {
+            return WaitResult::Woken;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) => return WaitResult::ValueChanged,
+            Some(libc::ETIMEDOUT) => return WaitResult::TimedOut,
+            // A signal handler ran; the deadline is absolute, so just go back to sleep.
+            Some(libc::EINTR) => continue,
+            // EFAULT/EINVAL/ENOSYS mean a bug (bad address or flags), not a runtime
+            // condition a caller could handle.
+            _ => panic!("futex wait failed: {}", std::io::Error::last_os_error()),
+        }
+    }
+}
+
+/// Wakes at most `n` waiters on `word`; returns how many were woken.
+pub fn wake(word: &AtomicU32, n: u32) -> usize {
+    let n = n.min(i32::MAX as u32);
+    // SAFETY: FUTEX_WAKE only uses the address as a key (it does not even read it);
+    // the remaining arguments are ignored by this operation.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            n,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    if r < 0 {
+        panic!("futex wake failed: {}", std::io::Error::last_os_error());
+    }
+    r as usize
+}
+
+/// Wakes every waiter on `word`; returns how many were woken.
+pub fn wake_all(word: &AtomicU32) -> usize {
+    wake(word, i32::MAX as u32)
+}
+
+/// `deadline` as an absolute `CLOCK_MONOTONIC` timespec, or `None` if it has passed.
+fn monotonic_timespec(deadline: Instant) -> Option<libc::timespec> {
+    let remaining = deadline.checked_duration_since(Instant::now())?;
+    if remaining.is_zero() {
+        return None;
+    }
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
+    // Saturate rather than overflow for absurd deadlines; they behave as "never".
+    let mut sec = now
+        .tv_sec
+        .saturating_add(libc::time_t::try_from(remaining.as_secs()).unwrap_or(libc::time_t::MAX));
+    let mut nsec = now.tv_nsec + remaining.subsec_nanos() as libc::c_long;
+    if nsec >= 1_000_000_000 {
+        nsec -= 1_000_000_000;
+        sec = sec.saturating_add(1);
+    }
+    Some(libc::timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::thread;
+
+    /// Wakes `word` until a waiter is actually asleep in the kernel (wake returns 1),
+    /// so the waiter's result is deterministically `Woken`.
+    fn wake_sleeper(word: &AtomicU32) {
+        let start = Instant::now();
+        while wake(word, 1) == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "waiter never slept"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn value_changed_when_not_expected() {
+        let w = AtomicU32::new(5);
+        assert_eq!(wait(&w, 4, None), WaitResult::ValueChanged);
+        assert_eq!(wait(&w, 4, Some(Duration::ZERO)), WaitResult::ValueChanged);
+        assert_eq!(wait_until(&w, 4, None), WaitResult::ValueChanged);
+    }
+
+    #[test]
+    fn relative_timeout_elapses() {
+        let w = AtomicU32::new(0);
+        let t = Instant::now();
+        assert_eq!(
+            wait(&w, 0, Some(Duration::from_millis(30))),
+            WaitResult::TimedOut
+        );
+        assert!(t.elapsed() >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn absolute_deadline_elapses_and_past_deadline_returns_at_once() {
+        let w = AtomicU32::new(0);
+        let d = Instant::now() + Duration::from_millis(30);
+        assert_eq!(wait_until(&w, 0, Some(d)), WaitResult::TimedOut);
+        assert!(Instant::now() >= d);
+        assert_eq!(wait_until(&w, 0, Some(d)), WaitResult::TimedOut);
+        assert_eq!(wait(&w, 0, Some(Duration::ZERO)), WaitResult::TimedOut);
+    }
+
+    #[test]
+    fn wake_without_waiters_wakes_nobody() {
+        let w = AtomicU32::new(0);
+        assert_eq!(wake(&w, 1), 0);
+        assert_eq!(wake_all(&w), 0);
+    }
+
+    #[test]
+    fn waiter_woken_by_other_thread() {
+        let w = Arc::new(AtomicU32::new(0));
+        let w2 = Arc::clone(&w);
+        let h = thread::spawn(move || wait(&w2, 0, Some(Duration::from_secs(30))));
+        wake_sleeper(&w);
+        assert_eq!(h.join().unwrap(), WaitResult::Woken);
+    }
+
+    #[test]
+    fn waiter_with_deadline_woken_by_other_thread() {
+        let w = Arc::new(AtomicU32::new(0));
+        let w2 = Arc::clone(&w);
+        let h = thread::spawn(move || {
+            wait_until(&w2, 0, Some(Instant::now() + Duration::from_secs(30)))
+        });
+        wake_sleeper(&w);
+        assert_eq!(h.join().unwrap(), WaitResult::Woken);
+    }
+
+    #[test]
+    fn wake_all_wakes_every_waiter() {
+        const N: u32 = 4;
+        let w = Arc::new(AtomicU32::new(0));
+        let handles: Vec<_> = (0..N)
+            .map(|_| {
+                let w = Arc::clone(&w);
+                thread::spawn(move || {
+                    // Condition loop, as real callers write it.
+                    while w.load(Ordering::Acquire) == 0 {
+                        wait(&w, 0, None);
+                    }
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(20));
+        w.store(1, Ordering::Release);
+        wake_all(&w);
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+}
