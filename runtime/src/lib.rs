@@ -12,10 +12,13 @@
 
 pub mod datatype;
 pub mod descriptor;
+pub mod engine;
 pub mod futex;
 pub mod ops;
 pub mod procmem;
+pub mod rank;
 pub mod ring;
 pub mod sched;
+pub mod segment;
 pub mod shm_region;
 pub mod transport;

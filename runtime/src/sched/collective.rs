@@ -53,7 +53,9 @@ impl Collectives {
         let Some(view) = comms.get(d.comm, d.rank) else {
             return out.complete(d, RtError::Comm, |_| {});
         };
-        let me = view.rank_of(d.rank).expect("the caller is a member of its view") as usize;
+        let me = view
+            .rank_of(d.rank)
+            .expect("the caller is a member of its view") as usize;
         let q = self.queues.entry(d.comm).or_insert_with(|| {
             let members = view.members();
             CollQueue {
@@ -163,7 +165,9 @@ fn schedule_one(comm: u32, seq: u64, parts: &[Descriptor], comms: &mut CommTable
             });
             let n = parts.len() as u64;
             for (r, p) in parts.iter().enumerate() {
-                out.complete(p, RtError::Ok, |c| set_value(c, id as u64, ((r as u64) << 32) | n));
+                out.complete(p, RtError::Ok, |c| {
+                    set_value(c, id as u64, ((r as u64) << 32) | n)
+                });
             }
         }
         DescKind::CommSplit => split(comm, parts, comms, out),
@@ -194,7 +198,10 @@ fn split(parent: u32, parts: &[Descriptor], comms: &mut CommTable, out: &mut Out
     for (r, p) in parts.iter().enumerate() {
         let colour = p.aux as i64;
         if colour != SPLIT_UNDEFINED {
-            by_colour.entry(colour).or_default().push((p.aux2 as i64, r));
+            by_colour
+                .entry(colour)
+                .or_default()
+                .push((p.aux2 as i64, r));
         }
     }
     let mut assigned: Vec<Option<(u32, u64, u64)>> = vec![None; parts.len()];
@@ -245,15 +252,23 @@ fn check_agreement(kind: DescKind, root: i32, parts: &[Descriptor]) -> Result<()
             let (Some(op), Some(elem)) = (first.reduce_op(), first.elem_type()) else {
                 return Err(RtError::Op);
             };
-            if parts.iter().any(|p| p.op != first.op || p.elem != first.elem) {
+            if parts
+                .iter()
+                .any(|p| p.op != first.op || p.elem != first.elem)
+            {
                 return Err(RtError::CollectiveMismatch);
             }
             if !crate::ops::op_defined(op, elem) {
                 return Err(RtError::Op);
             }
-            if matches!(k, DescKind::Allreduce | DescKind::Scan | DescKind::Exscan | DescKind::Reduce)
-            {
-                let want = parts.iter().find(|p| !p.in_place()).map_or(first.rbytes, |p| p.bytes);
+            if matches!(
+                k,
+                DescKind::Allreduce | DescKind::Scan | DescKind::Exscan | DescKind::Reduce
+            ) {
+                let want = parts
+                    .iter()
+                    .find(|p| !p.in_place())
+                    .map_or(first.rbytes, |p| p.bytes);
                 let sizes_ok = parts.iter().all(|p| {
                     let b = if p.in_place() { p.rbytes } else { p.bytes };
                     b == want && b % elem.size() as u64 == 0

@@ -153,7 +153,9 @@ pub(crate) fn set_status(c: &mut Decision, s: i32, t: i32, b: u64) {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SchedError {
-    #[error("descriptor {got:?} of rank {rank} out of canonical order (expected sequence {expected})")]
+    #[error(
+        "descriptor {got:?} of rank {rank} out of canonical order (expected sequence {expected})"
+    )]
     OutOfOrder {
         rank: u32,
         expected: u64,
@@ -195,7 +197,8 @@ impl Scheduler {
             self.ingest(d, &mut out, &mut iprobes);
         }
         // MSM: point-to-point matching, then chunking (P2P), then collectives (BBM, RM).
-        self.p2p.match_pending(&self.comms, &mut self.live, &mut out);
+        self.p2p
+            .match_pending(&self.comms, &mut self.live, &mut out);
         self.p2p
             .answer_iprobes(&iprobes, &self.comms, &self.live, &mut out);
         self.p2p

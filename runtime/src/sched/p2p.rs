@@ -114,7 +114,12 @@ impl P2p {
     }
 
     /// `MPI_Cancel` of a receive: it succeeds if the receive is not matched yet.
-    pub fn cancel(&mut self, d: &Descriptor, live: &mut BTreeMap<DescRef, Descriptor>, out: &mut Out) {
+    pub fn cancel(
+        &mut self,
+        d: &Descriptor,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
         let q = &mut self.posted[d.rank as usize];
         let pos = q.iter().position(|id| {
             live.get(id)

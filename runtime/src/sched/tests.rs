@@ -61,7 +61,9 @@ impl Job {
     fn slice(&mut self, mut posted: Vec<Descriptor>) -> SliceDecisions {
         posted.sort_by_key(|d| d.id());
         self.slice += 1;
-        self.sched.schedule(self.slice, &posted).expect("canonical input")
+        self.sched
+            .schedule(self.slice, &posted)
+            .expect("canonical input")
     }
 }
 
@@ -306,11 +308,17 @@ fn mismatched_collectives_fail_instead_of_hanging() {
     let a = j.coll(0, DescKind::Barrier, 0, 0);
     let b = j.coll(1, DescKind::Bcast, 0, 8);
     let out = j.slice(vec![a, b]);
-    assert_eq!(completion(&out, a.id()).unwrap().3, RtError::CollectiveMismatch);
+    assert_eq!(
+        completion(&out, a.id()).unwrap().3,
+        RtError::CollectiveMismatch
+    );
     let a = j.coll(0, DescKind::Bcast, 0, 8);
     let b = j.coll(1, DescKind::Bcast, 1, 8);
     let out = j.slice(vec![a, b]);
-    assert_eq!(completion(&out, b.id()).unwrap().3, RtError::CollectiveMismatch);
+    assert_eq!(
+        completion(&out, b.id()).unwrap().3,
+        RtError::CollectiveMismatch
+    );
 }
 
 #[test]
@@ -357,11 +365,18 @@ fn split_groups_by_colour_orders_by_key_and_numbers_comms_deterministically() {
     rv.comm = 3;
     let out = j.slice(vec![s, rv]);
     assert_eq!(matches(&out).len(), 1);
-    assert_eq!(completion(&out, rv.id()).unwrap().0, 0, "source in comm ranks");
+    assert_eq!(
+        completion(&out, rv.id()).unwrap().0,
+        0,
+        "source in comm ranks"
+    );
     // A non-member cannot use it.
     let mut bad = j.send(1, 0, 0, 4);
     bad.comm = 3;
-    assert_eq!(completion(&j.slice(vec![bad]), bad.id()).unwrap().3, RtError::Comm);
+    assert_eq!(
+        completion(&j.slice(vec![bad]), bad.id()).unwrap().3,
+        RtError::Comm
+    );
 }
 
 #[test]
@@ -390,7 +405,9 @@ fn deadlock_wait_for_graph_from_pending_operations() {
     let out = j.slice(vec![a, b, c]);
     assert!(out.is_empty());
     assert!(j.sched.is_quiescent());
-    let graph: Vec<Vec<u32>> = (0..3).map(|r| j.sched.pending_of(r)[0].waits_for.clone()).collect();
+    let graph: Vec<Vec<u32>> = (0..3)
+        .map(|r| j.sched.pending_of(r)[0].waits_for.clone())
+        .collect();
     assert_eq!(graph, vec![vec![1], vec![2], vec![0]]);
 }
 

@@ -96,7 +96,11 @@ pub enum Wait {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TransportError {
     #[error("global address range {offset}..{end} is outside the {size}-byte global memory")]
-    OutOfBounds { offset: usize, end: usize, size: usize },
+    OutOfBounds {
+        offset: usize,
+        end: usize,
+        size: usize,
+    },
     #[error("global variable at offset {0} is not 8-byte aligned")]
     Misaligned(usize),
     #[error("node {node} does not exist (the job has {nodes} nodes)")]

@@ -1,0 +1,430 @@
+//! The node's helpers that execute a slice's decisions on its own ranks' memory:
+//! the DMA Helper (P2P), the Collective Helper (BBM) and the Reduce Helper (RM).
+//!
+//! Data moves from the source rank's buffer to the destination rank's buffer by
+//! cross-memory attach (`process_vm_readv`/`writev`) through a small cache-resident bounce
+//! buffer: the node manager plays the papers' NIC thread that reads and writes application
+//! memory directly. A node executes exactly the work whose *destination* is one of its ranks.
+//!
+//! Buffer conventions per collective (set by the rank side, see `rank.rs`):
+//! - Bcast: `buf`/`bytes` is the buffer on every member.
+//! - Reduce, Allreduce, Scan, Exscan: `buf`/`bytes` input, `rbuf`/`rbytes` result;
+//!   `FLAG_IN_PLACE`: the input is in `rbuf`.
+//! - Scatter: root's `buf`/`bytes` holds n blocks; everyone's `rbuf`/`rbytes` one block
+//!   (root with IN_PLACE receives nothing). Scatterv: root's `aux` table.
+//! - Gather: `buf`/`bytes` my block; root's `rbuf`/`rbytes` n blocks. Gatherv: root's `aux`.
+//! - Allgather: `buf` my block, `rbuf` n blocks; IN_PLACE: my block already at its place.
+//!   Allgatherv: everyone's `aux` table.
+//! - Alltoall: `buf` n send blocks, `rbuf` n receive blocks. Alltoallv: `aux` send table,
+//!   `aux2` receive table.
+//! - Reduce_scatter_block: `buf` n blocks, `rbuf` one block. Reduce_scatter: `aux` table.
+//! - Comm_dup / Comm_split: `rbuf`/`rbytes` receives the new communicator's world ranks (u32).
+//!
+//! A table at `aux`/`aux2` is `n` little-endian `(bytes: u64, displacement: u64)` pairs.
+
+use std::collections::BTreeMap;
+
+use crate::datatype::{ElemType, ReduceOp};
+use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use crate::ops;
+use crate::procmem::{self, ProcMemError};
+use crate::sched::{Decision, SliceDecisions};
+
+/// Errors found while executing, to be reported in the completion of the named descriptor.
+pub type Overrides = BTreeMap<DescRef, RtError>;
+
+/// What the helpers need to know about the node's ranks.
+pub struct Memory<'a> {
+    /// pid of every world rank (0 for a rank that has not started).
+    pub pids: &'a [i32],
+    /// Whether a world rank is on this node.
+    pub local: &'a dyn Fn(u32) -> bool,
+    pub bounce: &'a mut Vec<u8>,
+}
+
+fn pe(e: ProcMemError) -> RtError {
+    let _ = e;
+    RtError::Buffer
+}
+
+impl Memory<'_> {
+    fn copy(&mut self, src: (u32, u64), dst: (u32, u64), len: u64) -> Result<(), RtError> {
+        if len == 0 {
+            return Ok(());
+        }
+        procmem::copy_between(
+            self.pids[src.0 as usize],
+            src.1,
+            self.pids[dst.0 as usize],
+            dst.1,
+            len as usize,
+            self.bounce,
+        )
+        .map_err(pe)
+    }
+
+    fn read(&self, rank: u32, addr: u64, len: u64) -> Result<Vec<u8>, RtError> {
+        let mut v = vec![0u8; len as usize];
+        if len > 0 {
+            procmem::read_from(self.pids[rank as usize], addr, &mut v).map_err(pe)?;
+        }
+        Ok(v)
+    }
+
+    fn write(&self, rank: u32, addr: u64, data: &[u8]) -> Result<(), RtError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        procmem::write_to(self.pids[rank as usize], addr, data).map_err(pe)
+    }
+
+    /// Read an n-entry (bytes, displacement) table.
+    fn table(&self, rank: u32, addr: u64, n: usize) -> Result<Vec<(u64, u64)>, RtError> {
+        if addr == 0 {
+            return Err(RtError::Arg);
+        }
+        let raw = self.read(rank, addr, (n * 16) as u64)?;
+        Ok(raw
+            .chunks_exact(16)
+            .map(|c| {
+                (
+                    u64::from_le_bytes(c[..8].try_into().expect("8 bytes")),
+                    u64::from_le_bytes(c[8..].try_into().expect("8 bytes")),
+                )
+            })
+            .collect())
+    }
+}
+
+/// P2P microphase: the DMA Helper moves every chunk whose receiver is local.
+pub fn run_p2p(dec: &SliceDecisions, mem: &mut Memory<'_>, errs: &mut Overrides) -> u32 {
+    let mut moved = 0;
+    for d in &dec.decisions {
+        let Decision::Chunk {
+            send,
+            recv,
+            offset,
+            len,
+        } = d
+        else {
+            continue;
+        };
+        if !(mem.local)(recv.rank) {
+            continue;
+        }
+        let (Some(s), Some(r)) = (dec.descriptor(*send), dec.descriptor(*recv)) else {
+            continue;
+        };
+        if let Err(e) = mem.copy((s.rank, s.buf + offset), (r.rank, r.buf + offset), *len) {
+            errs.insert(r.id(), e);
+        }
+        moved += 1;
+    }
+    moved
+}
+
+/// BBM (`reductions == false`) or RM (`reductions == true`) microphase.
+pub fn run_collectives(
+    dec: &SliceDecisions,
+    mem: &mut Memory<'_>,
+    errs: &mut Overrides,
+    reductions: bool,
+) -> u32 {
+    let mut n = 0;
+    for d in &dec.decisions {
+        match d {
+            Decision::Collective {
+                kind, root, parts, ..
+            } if kind.is_reduction() == reductions => {
+                let parts: Vec<Descriptor> = parts
+                    .iter()
+                    .filter_map(|p| dec.descriptor(*p).copied())
+                    .collect();
+                if !parts.iter().any(|p| (mem.local)(p.rank)) {
+                    continue;
+                }
+                n += 1;
+                let res = if reductions {
+                    reduce(*kind, *root, &parts, mem, errs)
+                } else {
+                    move_data(*kind, *root, &parts, mem, errs)
+                };
+                if let Err(e) = res {
+                    for p in parts.iter().filter(|p| (mem.local)(p.rank)) {
+                        errs.entry(p.id()).or_insert(e);
+                    }
+                }
+            }
+            Decision::NewComm { comm, members, .. } if !reductions => {
+                write_members(dec, *comm, members, mem, errs);
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+/// Give each local member of a new communicator its member list, if it asked for it.
+fn write_members(
+    dec: &SliceDecisions,
+    comm: u32,
+    members: &[u32],
+    mem: &mut Memory<'_>,
+    errs: &mut Overrides,
+) {
+    let bytes: Vec<u8> = members.iter().flat_map(|m| m.to_le_bytes()).collect();
+    for d in &dec.decisions {
+        let Decision::Complete { desc, value, .. } = d else {
+            continue;
+        };
+        if *value != comm as u64 || !(mem.local)(desc.rank) {
+            continue;
+        }
+        let Some(p) = dec.descriptor(*desc) else {
+            continue;
+        };
+        if !matches!(p.kind(), Some(DescKind::CommDup | DescKind::CommSplit)) || p.rbuf == 0 {
+            continue;
+        }
+        if p.rbytes < bytes.len() as u64 {
+            errs.insert(p.id(), RtError::Count);
+            continue;
+        }
+        if let Err(e) = mem.write(p.rank, p.rbuf, &bytes) {
+            errs.insert(p.id(), e);
+        }
+    }
+}
+
+fn move_data(
+    kind: DescKind,
+    root: i32,
+    parts: &[Descriptor],
+    mem: &mut Memory<'_>,
+    errs: &mut Overrides,
+) -> Result<(), RtError> {
+    let n = parts.len();
+    let root_d = (root >= 0).then(|| parts[root as usize]);
+    for (i, p) in parts.iter().enumerate() {
+        if !(mem.local)(p.rank) {
+            continue;
+        }
+        let r = match kind {
+            DescKind::Barrier | DescKind::CommDup | DescKind::CommSplit => Ok(()),
+            DescKind::Bcast => {
+                let rt = root_d.expect("rooted");
+                if i == root as usize {
+                    Ok(())
+                } else {
+                    mem.copy((rt.rank, rt.buf), (p.rank, p.buf), rt.bytes)
+                }
+            }
+            DescKind::Scatter => {
+                let rt = root_d.expect("rooted");
+                if i == root as usize && p.in_place() {
+                    Ok(())
+                } else {
+                    let blk = rt.bytes / n as u64;
+                    if p.rbytes < blk {
+                        Err(RtError::Truncate)
+                    } else {
+                        mem.copy((rt.rank, rt.buf + i as u64 * blk), (p.rank, p.rbuf), blk)
+                    }
+                }
+            }
+            DescKind::Scatterv => {
+                let rt = root_d.expect("rooted");
+                if i == root as usize && p.in_place() {
+                    Ok(())
+                } else {
+                    let (cnt, disp) = mem.table(rt.rank, rt.aux, n)?[i];
+                    if p.rbytes < cnt {
+                        Err(RtError::Truncate)
+                    } else {
+                        mem.copy((rt.rank, rt.buf + disp), (p.rank, p.rbuf), cnt)
+                    }
+                }
+            }
+            DescKind::Gather | DescKind::Gatherv if i == root as usize => {
+                let table = if kind == DescKind::Gatherv {
+                    Some(mem.table(p.rank, p.aux, n)?)
+                } else {
+                    None
+                };
+                let blk = p.rbytes / n as u64;
+                let mut res = Ok(());
+                for (j, q) in parts.iter().enumerate() {
+                    if j == i && p.in_place() {
+                        continue;
+                    }
+                    let (cnt, disp) = table.as_ref().map_or((blk, j as u64 * blk), |t| t[j]);
+                    let len = q.bytes.min(cnt);
+                    if q.bytes > cnt {
+                        res = Err(RtError::Truncate);
+                    }
+                    mem.copy((q.rank, q.buf), (p.rank, p.rbuf + disp), len)?;
+                }
+                res
+            }
+            DescKind::Gather | DescKind::Gatherv => Ok(()),
+            DescKind::Allgather | DescKind::Allgatherv => {
+                let table = if kind == DescKind::Allgatherv {
+                    Some(mem.table(p.rank, p.aux, n)?)
+                } else {
+                    None
+                };
+                let blk = p.rbytes / n as u64;
+                for (j, q) in parts.iter().enumerate() {
+                    if j == i && p.in_place() {
+                        continue;
+                    }
+                    let (cnt, disp) = table.as_ref().map_or((blk, j as u64 * blk), |t| t[j]);
+                    // A member that contributed in place has its block in its receive buffer.
+                    let src = if q.in_place() { q.rbuf + disp } else { q.buf };
+                    mem.copy((q.rank, src), (p.rank, p.rbuf + disp), cnt)?;
+                }
+                Ok(())
+            }
+            DescKind::Alltoall => {
+                for (j, q) in parts.iter().enumerate() {
+                    let sblk = q.bytes / n as u64;
+                    let rblk = p.rbytes / n as u64;
+                    mem.copy(
+                        (q.rank, q.buf + i as u64 * sblk),
+                        (p.rank, p.rbuf + j as u64 * rblk),
+                        sblk.min(rblk),
+                    )?;
+                }
+                Ok(())
+            }
+            DescKind::Alltoallv => {
+                let rt = mem.table(p.rank, p.aux2, n)?;
+                for (j, q) in parts.iter().enumerate() {
+                    let st = mem.table(q.rank, q.aux, n)?;
+                    let (scnt, sdisp) = st[i];
+                    let (rcnt, rdisp) = rt[j];
+                    if scnt > rcnt {
+                        errs.insert(p.id(), RtError::Truncate);
+                    }
+                    mem.copy(
+                        (q.rank, q.buf + sdisp),
+                        (p.rank, p.rbuf + rdisp),
+                        scnt.min(rcnt),
+                    )?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = r {
+            errs.entry(p.id()).or_insert(e);
+        }
+    }
+    Ok(())
+}
+
+/// The input of one member of a reduction.
+fn contribution(p: &Descriptor, mem: &Memory<'_>) -> Result<Vec<u8>, RtError> {
+    if p.in_place() {
+        mem.read(p.rank, p.rbuf, p.rbytes)
+    } else {
+        mem.read(p.rank, p.buf, p.bytes)
+    }
+}
+
+/// Combine `inputs` along a binomial tree rooted at index 0 (the papers' RM). The operand
+/// order is always lower ranks on the left, so the result is the same fixed expression in
+/// every run, whichever node computes it.
+fn tree_reduce(op: ReduceOp, elem: ElemType, mut inputs: Vec<Vec<u8>>) -> Result<Vec<u8>, RtError> {
+    let n = inputs.len();
+    let mut step = 1;
+    while step < n {
+        let mut i = 0;
+        while i + step < n {
+            let right = std::mem::take(&mut inputs[i + step]);
+            ops::reduce_into(op, elem, &mut inputs[i], &right).map_err(|_| RtError::Op)?;
+            i += 2 * step;
+        }
+        step *= 2;
+    }
+    Ok(inputs.into_iter().next().unwrap_or_default())
+}
+
+fn reduce(
+    kind: DescKind,
+    root: i32,
+    parts: &[Descriptor],
+    mem: &mut Memory<'_>,
+    errs: &mut Overrides,
+) -> Result<(), RtError> {
+    let first = parts[0];
+    let op = first.reduce_op().ok_or(RtError::Op)?;
+    let elem = first.elem_type().ok_or(RtError::Op)?;
+    let inputs = parts
+        .iter()
+        .map(|p| contribution(p, mem))
+        .collect::<Result<Vec<_>, _>>()?;
+    let n = parts.len();
+    match kind {
+        DescKind::Scan | DescKind::Exscan => {
+            // Prefix reductions: member i gets in_0 op ... op in_i (Exscan: up to in_{i-1}),
+            // folded left to right.
+            let mut acc: Option<Vec<u8>> = None;
+            for (i, p) in parts.iter().enumerate() {
+                let before = acc.clone();
+                match &mut acc {
+                    None => acc = Some(inputs[i].clone()),
+                    Some(a) => {
+                        ops::reduce_into(op, elem, a, &inputs[i]).map_err(|_| RtError::Op)?
+                    }
+                }
+                if !(mem.local)(p.rank) {
+                    continue;
+                }
+                let out = if kind == DescKind::Scan {
+                    acc.as_ref()
+                } else {
+                    before.as_ref()
+                };
+                if let Some(v) = out {
+                    if let Err(e) = mem.write(p.rank, p.rbuf, v) {
+                        errs.insert(p.id(), e);
+                    }
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            let total = tree_reduce(op, elem, inputs)?;
+            for (i, p) in parts.iter().enumerate() {
+                if !(mem.local)(p.rank) {
+                    continue;
+                }
+                let r = match kind {
+                    DescKind::Reduce if i == root as usize => mem.write(p.rank, p.rbuf, &total),
+                    DescKind::Reduce => Ok(()),
+                    DescKind::Allreduce => mem.write(p.rank, p.rbuf, &total),
+                    DescKind::ReduceScatterBlock => {
+                        let blk = total.len() / n;
+                        mem.write(p.rank, p.rbuf, &total[i * blk..(i + 1) * blk])
+                    }
+                    DescKind::ReduceScatter => {
+                        let t = mem.table(p.rank, p.aux, n)?;
+                        let (cnt, disp) = t[i];
+                        let (a, b) = (disp as usize, (disp + cnt) as usize);
+                        if b > total.len() {
+                            Err(RtError::Count)
+                        } else {
+                            mem.write(p.rank, p.rbuf, &total[a..b])
+                        }
+                    }
+                    _ => Ok(()),
+                };
+                if let Err(e) = r {
+                    errs.insert(p.id(), e);
+                }
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The slice engine: one Node Manager per node, each running the slice loop
+//! (Strobe Receiver, Buffer Sender/Receiver, scheduler replica, DMA/Collective/Reduce
+//! Helpers), and on node 0 the Strobe Sender, which opens every slice and every microphase.
+//!
+//! Nodes talk to each other only through the [`Transport`](crate::transport::Transport)
+//! trait. Ranks talk to their node manager through the [`JobSegment`].
+
+mod deadlock;
+pub mod helpers;
+mod node;
+pub mod sink;
+mod strobe;
+
+pub use deadlock::{BlockedRank, DeadlockReport};
+pub use sink::{
+    GlobalMetrics, LocalMetrics, NullSink, SliceRecord, SliceSink, SliceSource, StartReason,
+};
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::segment::JobSegment;
+use crate::transport::shm::ShmFabric;
+use crate::transport::TransportError;
+
+/// When the Strobe Sender starts the next slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrobePolicy {
+    /// Every `slice` exactly, as in the papers.
+    Fixed,
+    /// Every `slice`, or as soon as no rank is computing (every rank blocked or done).
+    Adaptive,
+}
+
+impl std::str::FromStr for StrobePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fixed" => Ok(StrobePolicy::Fixed),
+            "adaptive" => Ok(StrobePolicy::Adaptive),
+            _ => Err(format!(
+                "unknown strobe policy {s:?} (expected adaptive or fixed)"
+            )),
+        }
+    }
+}
+
+impl StrobePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            StrobePolicy::Fixed => "fixed",
+            StrobePolicy::Adaptive => "adaptive",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub ranks: u32,
+    pub nodes: u32,
+    pub slice: Duration,
+    pub policy: StrobePolicy,
+    /// Consecutive slices with every live rank blocked and nothing scheduled after which
+    /// the job is declared deadlocked.
+    pub deadlock_slices: u32,
+    /// Per-node receive budget per slice, in bytes.
+    pub chunk_budget: u64,
+}
+
+impl EngineConfig {
+    /// Node of each rank: contiguous blocks, as a batch system places ranks.
+    pub fn node_of_rank(&self) -> Vec<u32> {
+        (0..self.ranks)
+            .map(|r| (r as u64 * self.nodes as u64 / self.ranks as u64) as u32)
+            .collect()
+    }
+}
+
+/// How the engine ended.
+#[derive(Debug)]
+pub enum EngineOutcome {
+    /// Every rank finalized or exited.
+    Finished { slices: u64 },
+    /// Every live rank blocked with nothing to schedule.
+    Deadlock(DeadlockReport),
+    /// Stopped from outside (a rank died, Ctrl-C).
+    Stopped { slices: u64 },
+    /// The engine itself failed (a transport error, replicas that disagree).
+    Failed(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("transport: {0}")]
+    Transport(#[from] TransportError),
+    #[error("scheduler: {0}")]
+    Sched(#[from] crate::sched::SchedError),
+    #[error("node {node}'s scheduler disagrees with node 0's in slice {slice}")]
+    ReplicaDivergence { node: u32, slice: u64 },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// State shared between the launcher and the engine's threads.
+pub struct JobShared {
+    pub seg: JobSegment,
+    /// Set by the launcher to stop the engine.
+    pub stop: AtomicBool,
+    /// The slice the engine is in (for reports: "rank 3 died in slice 1234").
+    pub slice: AtomicU64,
+    /// When the job started (metrics are relative to it).
+    pub started: Instant,
+    /// The deadlock report, if there was one.
+    pub outcome: Mutex<Option<EngineOutcome>>,
+}
+
+impl JobShared {
+    pub fn new(seg: JobSegment) -> Self {
+        JobShared {
+            seg,
+            stop: AtomicBool::new(false),
+            slice: AtomicU64::new(0),
+            started: Instant::now(),
+            outcome: Mutex::new(None),
+        }
+    }
+
+    /// Ask the engine to stop at the next slice boundary and wake its Strobe Sender.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        crate::segment::ring_doorbell(&self.seg);
+    }
+}
+
+/// A running engine: one thread per node.
+pub struct Engine {
+    threads: Vec<JoinHandle<Result<(), EngineError>>>,
+    shared: Arc<JobShared>,
+}
+
+impl Engine {
+    /// Start the node managers of a job over a fresh shared-memory fabric.
+    pub fn start(
+        cfg: EngineConfig,
+        shared: Arc<JobShared>,
+        sink: Arc<dyn SliceSink>,
+        source: Option<Arc<dyn SliceSource>>,
+    ) -> Result<Engine, EngineError> {
+        let fabric = ShmFabric::create(cfg.nodes, node::global_size(&cfg), node::EVENTS)?;
+        let mut threads = Vec::new();
+        for n in 0..cfg.nodes {
+            let ep = fabric.endpoint(n);
+            let nm = node::NodeManager::new(
+                cfg.clone(),
+                n,
+                Box::new(ep),
+                shared.clone(),
+                sink.clone(),
+                source.clone(),
+            );
+            let t = std::thread::Builder::new()
+                .name(format!("strobe-node{n}"))
+                .spawn(move || nm.run())
+                .map_err(|e| EngineError::Other(format!("spawning node thread: {e}")))?;
+            threads.push(t);
+        }
+        Ok(Engine { threads, shared })
+    }
+
+    /// Wait for every node manager and return how the job's engine ended.
+    pub fn join(self) -> EngineOutcome {
+        let mut failure = None;
+        for t in self.threads {
+            match t.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failure = failure.or(Some(e.to_string())),
+                Err(_) => failure = failure.or(Some("a node manager panicked".into())),
+            }
+        }
+        if let Some(f) = failure {
+            return EngineOutcome::Failed(f);
+        }
+        let slices = self.shared.slice.load(Ordering::Acquire);
+        self.shared
+            .outcome
+            .lock()
+            .expect("outcome lock")
+            .take()
+            .unwrap_or(EngineOutcome::Stopped { slices })
+    }
+}

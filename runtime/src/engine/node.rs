@@ -1,0 +1,465 @@
+//! A Node Manager: the slice loop of one node.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::deadlock::DeadlockReport;
+use super::helpers::{self, Memory, Overrides};
+use super::sink::{GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason};
+use super::strobe::{self, Phase, STOP};
+use super::{EngineConfig, EngineError, EngineOutcome, JobShared, StrobePolicy};
+use crate::descriptor::{Completion, Descriptor};
+use crate::futex;
+use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
+use crate::segment::{
+    resume_computing, RankQueues, STATE_BLOCKED, STATE_COMPUTING, STATE_EXITED, STATE_FINALIZED,
+};
+use crate::transport::{NodeSet, Transport};
+
+pub const EVENTS: u32 = 4;
+/// Global memory: variables in the first page, then one DEM mailbox per source node.
+const MAILBOX_BASE: usize = 4096;
+const MAILBOX_HEADER: usize = 64;
+
+fn mailbox_size(cfg: &EngineConfig) -> usize {
+    let per_node = (cfg.ranks as usize).div_ceil(cfg.nodes as usize) + 1;
+    MAILBOX_HEADER + per_node * crate::rank::DESC_CAPACITY * std::mem::size_of::<Descriptor>()
+}
+
+pub fn global_size(cfg: &EngineConfig) -> usize {
+    MAILBOX_BASE + cfg.nodes as usize * mailbox_size(cfg)
+}
+
+pub struct NodeManager {
+    cfg: EngineConfig,
+    node: u32,
+    t: Box<dyn Transport>,
+    shared: Arc<JobShared>,
+    sink: Arc<dyn SliceSink>,
+    source: Option<Arc<dyn SliceSource>>,
+    sched: Scheduler,
+    node_of_rank: Vec<u32>,
+    local_ranks: Vec<u32>,
+    queues: Vec<RankQueues>,
+    /// Completions that did not fit a rank's completion queue yet.
+    overflow: Vec<Vec<Completion>>,
+    bounce: Vec<u8>,
+    // Strobe Sender state (node 0 only).
+    last_start: Option<Instant>,
+    idle_slices: u32,
+}
+
+impl NodeManager {
+    pub fn new(
+        cfg: EngineConfig,
+        node: u32,
+        t: Box<dyn Transport>,
+        shared: Arc<JobShared>,
+        sink: Arc<dyn SliceSink>,
+        source: Option<Arc<dyn SliceSource>>,
+    ) -> Self {
+        let node_of_rank = cfg.node_of_rank();
+        let local_ranks: Vec<u32> = (0..cfg.ranks)
+            .filter(|&r| node_of_rank[r as usize] == node)
+            .collect();
+        let queues = local_ranks.iter().map(|&r| shared.seg.queues(r)).collect();
+        let sched = Scheduler::new(SchedConfig {
+            ranks: cfg.ranks,
+            node_of_rank: node_of_rank.clone(),
+            chunk_budget: cfg.chunk_budget,
+        });
+        NodeManager {
+            overflow: vec![Vec::new(); local_ranks.len()],
+            bounce: vec![0; 256 << 10],
+            cfg,
+            node,
+            t,
+            shared,
+            sink,
+            source,
+            sched,
+            node_of_rank,
+            local_ranks,
+            queues,
+            last_start: None,
+            idle_slices: 0,
+        }
+    }
+
+    pub fn run(mut self) -> Result<(), EngineError> {
+        if self.node == 0 {
+            // Precise slice timers: the default 50 us timer slack would stretch every slice.
+            // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        }
+        let res = self.slice_loop();
+        if self.node == 0 {
+            // Whatever happened, let the other nodes leave their loops.
+            let _ = strobe::send_strobe(self.t.as_ref(), STOP);
+        }
+        if let Err(e) = &res {
+            self.shared.request_stop();
+            *self.shared.outcome.lock().expect("outcome lock") =
+                Some(EngineOutcome::Failed(e.to_string()));
+        }
+        res
+    }
+
+    fn slice_loop(&mut self) -> Result<(), EngineError> {
+        let mut slice = 0u64;
+        loop {
+            let (next, reason, getts) = if self.node == 0 {
+                match self.await_start()? {
+                    Some((reason, getts)) => {
+                        strobe::send_strobe(self.t.as_ref(), slice + 1)?;
+                        (slice + 1, reason, getts)
+                    }
+                    None => return Ok(()),
+                }
+            } else {
+                let s = strobe::await_strobe(self.t.as_ref(), slice)?;
+                (s, StartReason::Timer, Duration::ZERO)
+            };
+            if next == STOP {
+                return Ok(());
+            }
+            slice = next;
+            self.shared.slice.store(slice, Ordering::Release);
+            self.run_slice(slice, reason, getts)?;
+        }
+    }
+
+    /// Strobe Sender: wait until the next slice should start. `None`: the job is over.
+    fn await_start(&mut self) -> Result<Option<(StartReason, Duration)>, EngineError> {
+        let h = self.shared.seg.header();
+        let Some(last) = self.last_start else {
+            let now = Instant::now();
+            self.last_start = Some(now);
+            return Ok(Some((StartReason::First, Duration::ZERO)));
+        };
+        let deadline = last + self.cfg.slice;
+        let reason = loop {
+            if self.shared.stop.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            if self.all_done() {
+                *self.shared.outcome.lock().expect("outcome lock") =
+                    Some(EngineOutcome::Finished {
+                        slices: self.shared.slice.load(Ordering::Acquire),
+                    });
+                return Ok(None);
+            }
+            let bell = h.doorbell.load(Ordering::Acquire);
+            if self.cfg.policy == StrobePolicy::Adaptive && h.computing.load(Ordering::Acquire) == 0
+            {
+                break StartReason::Early;
+            }
+            if Instant::now() >= deadline {
+                break StartReason::Timer;
+            }
+            futex::wait_until(&h.doorbell, bell, Some(deadline));
+        };
+        let now = Instant::now();
+        self.last_start = Some(now);
+        Ok(Some((reason, now - last)))
+    }
+
+    fn all_done(&self) -> bool {
+        (0..self.cfg.ranks).all(|r| {
+            let s = self.shared.seg.slot(r).state.load(Ordering::Acquire);
+            s == STATE_FINALIZED || s == STATE_EXITED
+        })
+    }
+
+    fn run_slice(
+        &mut self,
+        slice: u64,
+        reason: StartReason,
+        getts: Duration,
+    ) -> Result<(), EngineError> {
+        let t0 = Instant::now();
+        let mut local = LocalMetrics {
+            node: self.node,
+            letts: getts,
+            ..Default::default()
+        };
+        let mut global = GlobalMetrics {
+            getts,
+            ..Default::default()
+        };
+        let blocked: Vec<(u32, u32)> = self
+            .local_ranks
+            .iter()
+            .filter(|&&r| self.shared.seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
+            .map(|&r| {
+                (
+                    r,
+                    self.shared.seg.slot(r).blocked_call.load(Ordering::Acquire),
+                )
+            })
+            .collect();
+        local.bpts = blocked.len() as u32;
+
+        // DEM: the Buffer Sender drains the local ranks' queues and delivers the batch to
+        // every node's Buffer Receiver.
+        let batch = self.drain(slice);
+        for d in &batch {
+            match d.kind() {
+                Some(k) if k.is_collective() => local.ncolldem += 1,
+                Some(_) => local.np2pdem += 1,
+                None => {}
+            }
+        }
+        local.t_drain = t0.elapsed();
+        let bytes = descriptors_as_bytes(&batch);
+        let mut mail = Vec::with_capacity(8 + bytes.len());
+        mail.extend_from_slice(&(batch.len() as u64).to_le_bytes());
+        mail.resize(MAILBOX_HEADER, 0);
+        mail.extend_from_slice(bytes);
+        let all = NodeSet::all(self.cfg.nodes);
+        self.t
+            .xfer_and_signal(&mail, &all, self.mailbox(self.node), None, None)?;
+        global.usrdem = strobe::microstrobe(self.t.as_ref(), slice, Phase::Dem)?;
+        local.ltdem = t0.elapsed();
+        global.gtdem = local.ltdem;
+
+        // MSM: every node's scheduler replica schedules the global batch.
+        let ts = Instant::now();
+        let posted = self.collect_mail()?;
+        let dec = self.sched.schedule(slice, &posted)?;
+        local.t_schedule = ts.elapsed();
+        for d in &dec.decisions {
+            match d {
+                Decision::Chunk { recv, .. } if self.is_local(recv.rank) => local.np2pmsm += 1,
+                Decision::Collective { parts, .. }
+                    if parts.iter().any(|p| self.is_local(p.rank)) =>
+                {
+                    local.ncollmsm += 1
+                }
+                _ => {}
+            }
+        }
+        global.usrmsm = strobe::microstrobe(self.t.as_ref(), slice, Phase::Msm)?;
+        local.ltmsm = t0.elapsed();
+        global.gtmsm = local.ltmsm;
+
+        // P2P, BBM, RM: the helpers execute this node's share of the decisions.
+        let mut errs = Overrides::new();
+        let pids: Vec<i32> = (0..self.cfg.ranks)
+            .map(|r| self.shared.seg.slot(r).pid.load(Ordering::Acquire) as i32)
+            .collect();
+        let node_of = self.node_of_rank.clone();
+        let me = self.node;
+        let is_local = move |r: u32| node_of[r as usize] == me;
+        let mut mem = Memory {
+            pids: &pids,
+            local: &is_local,
+            bounce: &mut self.bounce,
+        };
+        let tp = Instant::now();
+        helpers::run_p2p(&dec, &mut mem, &mut errs);
+        local.t_p2p = tp.elapsed();
+        let mut usr = strobe::microstrobe(self.t.as_ref(), slice, Phase::P2p)?;
+        let tb = Instant::now();
+        helpers::run_collectives(&dec, &mut mem, &mut errs, false);
+        local.t_bbm = tb.elapsed();
+        usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::Bbm)?;
+        let tr = Instant::now();
+        helpers::run_collectives(&dec, &mut mem, &mut errs, true);
+        local.t_rm = tr.elapsed();
+        let td = Instant::now();
+        self.deliver(&dec, &errs);
+        local.t_deliver = td.elapsed();
+        usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::Rm)?;
+        local.ltts = t0.elapsed();
+        global.gtts = local.ltts;
+        global.usrsts = global.usrdem + global.usrmsm + usr;
+
+        self.sink.node_metrics(slice, &local);
+        if self.node == 0 {
+            let digest = dec.digest();
+            self.check_deadlock(slice, &posted, &dec);
+            let mut all_blocked = blocked;
+            if self.cfg.nodes > 1 {
+                all_blocked = (0..self.cfg.ranks)
+                    .filter(|&r| {
+                        self.shared.seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED
+                    })
+                    .map(|r| {
+                        (
+                            r,
+                            self.shared.seg.slot(r).blocked_call.load(Ordering::Acquire),
+                        )
+                    })
+                    .collect();
+            }
+            self.sink.slice(&SliceRecord {
+                slice,
+                reason,
+                start_ns: (t0 - self.shared.started).as_nanos() as u64,
+                global,
+                descriptors: posted,
+                decisions: dec,
+                digest,
+                blocked: all_blocked,
+            });
+        }
+        Ok(())
+    }
+
+    fn is_local(&self, rank: u32) -> bool {
+        self.node_of_rank[rank as usize] == self.node
+    }
+
+    fn mailbox(&self, node: u32) -> usize {
+        MAILBOX_BASE + node as usize * mailbox_size(&self.cfg)
+    }
+
+    /// Buffer Sender: take what the local ranks posted (up to the replayer's quota).
+    fn drain(&mut self, slice: u64) -> Vec<Descriptor> {
+        let mut batch = Vec::new();
+        for (i, q) in self.queues.iter().enumerate() {
+            let rank = self.local_ranks[i];
+            match self.source.as_ref().and_then(|s| s.quota(slice, rank)) {
+                None => {
+                    q.descriptors.drain_into(&mut batch);
+                }
+                Some(k) => {
+                    for _ in 0..k {
+                        match q.descriptors.pop() {
+                            Some(d) => batch.push(d),
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        batch
+    }
+
+    /// Buffer Receiver: read every node's batch and merge into canonical order.
+    fn collect_mail(&self) -> Result<Vec<Descriptor>, EngineError> {
+        let mut all = Vec::new();
+        for n in 0..self.cfg.nodes {
+            let base = self.mailbox(n);
+            let mut head = [0u8; 8];
+            self.t.read_local(base, &mut head)?;
+            let count = u64::from_le_bytes(head) as usize;
+            let mut raw = vec![0u8; count * std::mem::size_of::<Descriptor>()];
+            self.t.read_local(base + MAILBOX_HEADER, &mut raw)?;
+            all.extend(
+                raw.chunks_exact(std::mem::size_of::<Descriptor>())
+                    .map(|c| {
+                        // SAFETY: `c` holds the bytes of a Descriptor written by a Buffer Sender
+                        // (plain data, every bit pattern valid); read_unaligned copes with alignment.
+                        unsafe { std::ptr::read_unaligned(c.as_ptr() as *const Descriptor) }
+                    }),
+            );
+        }
+        // Canonical order: by rank, then sequence number.
+        all.sort_unstable_by_key(|d| d.id());
+        Ok(all)
+    }
+
+    /// Hand completions to the local ranks and wake them.
+    fn deliver(&mut self, dec: &SliceDecisions, errs: &Overrides) {
+        for d in &dec.decisions {
+            let Decision::Complete {
+                desc,
+                request,
+                source,
+                tag,
+                bytes,
+                error,
+                flags,
+                value,
+                value2,
+            } = d
+            else {
+                continue;
+            };
+            let Some(i) = self.local_index(desc.rank) else {
+                continue;
+            };
+            if *request == 0 {
+                continue;
+            }
+            let c = Completion {
+                request: *request,
+                source: *source,
+                tag: *tag,
+                bytes: *bytes,
+                error: errs.get(desc).copied().unwrap_or(*error) as u32,
+                flags: *flags,
+                value: *value,
+                value2: *value2,
+                _pad: 0,
+            };
+            self.overflow[i].push(c);
+        }
+        for i in 0..self.local_ranks.len() {
+            let q = &self.queues[i];
+            let pending = std::mem::take(&mut self.overflow[i]);
+            let mut delivered = false;
+            let mut rest = Vec::new();
+            for c in pending {
+                if !rest.is_empty() || q.completions.push(&c).is_err() {
+                    rest.push(c);
+                } else {
+                    delivered = true;
+                }
+            }
+            self.overflow[i] = rest;
+            if delivered {
+                let rank = self.local_ranks[i];
+                resume_computing(&self.shared.seg, rank);
+                let slot = self.shared.seg.slot(rank);
+                slot.wake.fetch_add(1, Ordering::Release);
+                futex::wake_all(&slot.wake);
+            }
+        }
+    }
+
+    fn local_index(&self, rank: u32) -> Option<usize> {
+        self.local_ranks.binary_search(&rank).ok()
+    }
+
+    /// Strobe Sender: every live rank blocked, nothing posted, nothing scheduled, nothing in
+    /// flight, for `deadlock_slices` slices in a row: the job can never progress.
+    fn check_deadlock(&mut self, slice: u64, posted: &[Descriptor], dec: &SliceDecisions) {
+        let seg = &self.shared.seg;
+        let mut live = 0;
+        let mut blocked = 0;
+        for r in 0..self.cfg.ranks {
+            match seg.slot(r).state.load(Ordering::Acquire) {
+                STATE_BLOCKED => {
+                    live += 1;
+                    blocked += 1;
+                }
+                STATE_COMPUTING => live += 1,
+                _ => {}
+            }
+        }
+        let stuck = live > 0
+            && blocked == live
+            && posted.is_empty()
+            && dec.is_empty()
+            && self.sched.is_quiescent()
+            && self.overflow.iter().all(|o| o.is_empty());
+        self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
+        if self.idle_slices >= self.cfg.deadlock_slices {
+            let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks);
+            *self.shared.outcome.lock().expect("outcome lock") =
+                Some(EngineOutcome::Deadlock(report));
+            self.shared.stop.store(true, Ordering::Release);
+        }
+    }
+}
+
+fn descriptors_as_bytes(d: &[Descriptor]) -> &[u8] {
+    // SAFETY: Descriptor is repr(C) plain data without padding holes that matter (every
+    // field is an integer; `_pad` fields are zeroed by Default), so viewing it as bytes is
+    // sound; the length is exactly the slice's size.
+    unsafe { std::slice::from_raw_parts(d.as_ptr() as *const u8, std::mem::size_of_val(d)) }
+}

@@ -1,0 +1,252 @@
+//! The rank side of a job: posting descriptors and sleeping until woken.
+//!
+//! A rank is a separate process started by the launcher with the job segment's descriptor
+//! in its environment. Every MPI call posts a descriptor into the rank's queue and returns
+//! (non-blocking) or sleeps on the rank's futex word until the node manager delivers the
+//! completion at a slice boundary (blocking). Ranks are single-threaded towards the runtime
+//! (`MPI_THREAD_FUNNELED`); a mutex still guards the context so misuse cannot corrupt it.
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::descriptor::{Completion, Descriptor};
+use crate::futex;
+use crate::segment::{
+    self, leave_computing, resume_computing, ring_doorbell, JobSegment, RankQueues, ENV_FD,
+    ENV_LEN, ENV_RANK, ENV_SIZE, STATE_BLOCKED, STATE_FINALIZED,
+};
+
+/// Capacity of each rank's descriptor queue.
+pub const DESC_CAPACITY: usize = 1024;
+/// Capacity of each rank's completion queue (more completions wait in the node manager).
+pub const COMP_CAPACITY: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("not started by `strobe run` ({0} is not set): run the program with `strobe run -n N -- PROGRAM`")]
+    NotLaunched(&'static str),
+    #[error("bad value of {0}: {1:?}")]
+    BadEnv(&'static str, String),
+    #[error("cannot map the job segment: {0}")]
+    Segment(#[from] std::io::Error),
+    #[error("the runtime is already initialized")]
+    AlreadyInitialized,
+}
+
+struct Inner {
+    queues: RankQueues,
+    next_seq: u64,
+    next_request: u64,
+    done: HashMap<u64, Completion>,
+}
+
+impl Inner {
+    /// Move delivered completions from the queue into the table.
+    fn pump(&mut self) {
+        while let Some(c) = self.queues.completions.pop() {
+            self.done.insert(c.request, c);
+        }
+    }
+}
+
+pub struct RankCtx {
+    seg: JobSegment,
+    rank: u32,
+    size: u32,
+    inner: Mutex<Inner>,
+}
+
+static CTX: OnceLock<RankCtx> = OnceLock::new();
+
+fn env_u64(name: &'static str) -> Result<u64, InitError> {
+    let v = std::env::var(name).map_err(|_| InitError::NotLaunched(name))?;
+    v.parse().map_err(|_| InitError::BadEnv(name, v))
+}
+
+impl RankCtx {
+    /// Attach to the job this process was launched into (once per process).
+    pub fn init() -> Result<&'static RankCtx, InitError> {
+        if CTX.get().is_some() {
+            return Err(InitError::AlreadyInitialized);
+        }
+        let fd = env_u64(ENV_FD)? as RawFd;
+        let len = env_u64(ENV_LEN)? as usize;
+        let rank = env_u64(ENV_RANK)? as u32;
+        let size = env_u64(ENV_SIZE)? as u32;
+        let seg = JobSegment::attach(fd, len)?;
+        if rank >= seg.ranks() || size != seg.ranks() {
+            return Err(InitError::BadEnv(ENV_RANK, rank.to_string()));
+        }
+        // Let our node manager (and, under Yama ptrace_scope=1, sibling helpers) reach our
+        // buffers with cross-memory attach.
+        let _ = crate::procmem::allow_cross_memory_attach();
+        seg.slot(rank)
+            .pid
+            .store(std::process::id(), Ordering::Release);
+        let queues = seg.queues(rank);
+        let ctx = RankCtx {
+            rank,
+            size,
+            inner: Mutex::new(Inner {
+                queues,
+                next_seq: 0,
+                next_request: 1,
+                done: HashMap::new(),
+            }),
+            seg,
+        };
+        CTX.set(ctx).map_err(|_| InitError::AlreadyInitialized)?;
+        Ok(CTX.get().expect("just set"))
+    }
+
+    /// The context, if `init` succeeded.
+    pub fn get() -> Option<&'static RankCtx> {
+        CTX.get()
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The slice the job is in (for `MPI_Wtime`-style diagnostics).
+    pub fn slice(&self) -> u64 {
+        self.seg.header().slice.load(Ordering::Relaxed)
+    }
+
+    /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.
+    pub fn post(&self, mut d: Descriptor) -> u64 {
+        let mut g = self.inner.lock().expect("rank context lock");
+        d.rank = self.rank;
+        d.seq = g.next_seq;
+        d.request = g.next_request;
+        loop {
+            match g.queues.descriptors.push(&d) {
+                Ok(()) => break,
+                Err(_) => {
+                    // The queue is full until the next slice drains it: wait for the node
+                    // manager rather than spin.
+                    drop(g);
+                    let slot = self.seg.slot(self.rank);
+                    let seen = slot.wake.load(Ordering::Acquire);
+                    ring_doorbell(&self.seg);
+                    futex::wait(&slot.wake, seen, Some(Duration::from_micros(200)));
+                    g = self.inner.lock().expect("rank context lock");
+                }
+            }
+        }
+        g.next_seq += 1;
+        g.next_request += 1;
+        self.seg
+            .slot(self.rank)
+            .posted
+            .store(g.next_seq, Ordering::Release);
+        d.request
+    }
+
+    /// The completion of `request` if it has arrived (consumes it).
+    pub fn test(&self, request: u64) -> Option<Completion> {
+        let mut g = self.inner.lock().expect("rank context lock");
+        g.pump();
+        g.done.remove(&request)
+    }
+
+    /// Whether `request` completed, without consuming it.
+    pub fn is_complete(&self, request: u64) -> bool {
+        let mut g = self.inner.lock().expect("rank context lock");
+        g.pump();
+        g.done.contains_key(&request)
+    }
+
+    /// Sleep until `ready` holds over the set of completed requests. `call` names the MPI
+    /// call for deadlock reports (`segment::CALL_*` or a `DescKind`).
+    pub fn block_until(&self, call: u32, mut ready: impl FnMut(&HashMap<u64, Completion>) -> bool) {
+        let slot = self.seg.slot(self.rank);
+        loop {
+            let seen = slot.wake.load(Ordering::Acquire);
+            {
+                let mut g = self.inner.lock().expect("rank context lock");
+                g.pump();
+                if ready(&g.done) {
+                    return;
+                }
+            }
+            slot.blocked_call.store(call, Ordering::Release);
+            if leave_computing(&self.seg, self.rank, STATE_BLOCKED) {
+                ring_doorbell(&self.seg);
+            }
+            // Re-check after announcing the block: a completion may have landed in between,
+            // and the node manager only wakes ranks it sees blocked or bumps `wake`.
+            let satisfied = {
+                let mut g = self.inner.lock().expect("rank context lock");
+                g.pump();
+                ready(&g.done)
+            };
+            if !satisfied {
+                futex::wait(&slot.wake, seen, Some(Duration::from_millis(100)));
+            }
+            resume_computing(&self.seg, self.rank);
+            if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
+                // The job is going down (another rank died): leave without a fuss.
+                std::process::exit(1);
+            }
+            if satisfied {
+                return;
+            }
+        }
+    }
+
+    /// Wait for one request and consume its completion.
+    pub fn wait(&self, call: u32, request: u64) -> Completion {
+        self.block_until(call, |done| done.contains_key(&request));
+        self.take(request).expect("completion present after wait")
+    }
+
+    /// Consume a completion that `block_until` saw.
+    pub fn take(&self, request: u64) -> Option<Completion> {
+        self.inner
+            .lock()
+            .expect("rank context lock")
+            .done
+            .remove(&request)
+    }
+
+    /// Post a blocking descriptor and wait for its completion.
+    pub fn call(&self, mut d: Descriptor) -> Completion {
+        d.flags |= crate::descriptor::FLAG_BLOCKING;
+        let kind = d.kind as u32;
+        let req = self.post(d);
+        self.wait(kind, req)
+    }
+
+    /// `MPI_Finalize`: the last descriptor; the rank stops counting as computing.
+    pub fn finalize(&self) {
+        let d = Descriptor {
+            kind: crate::descriptor::DescKind::Finalize as u8,
+            ..Default::default()
+        };
+        self.call(d);
+        if leave_computing(&self.seg, self.rank, STATE_FINALIZED) {
+            ring_doorbell(&self.seg);
+        }
+    }
+
+    /// `MPI_Abort`: record the code for the launcher's report and exit with it.
+    pub fn abort(&self, code: i32) -> ! {
+        self.seg
+            .slot(self.rank)
+            .abort_code
+            .store((code as u32).wrapping_add(1).max(1), Ordering::Release);
+        std::process::exit(if code == 0 { 1 } else { code });
+    }
+}
+
+/// Used by the launcher when it creates the segment.
+pub fn create_segment(ranks: u32, nodes: u32) -> std::io::Result<JobSegment> {
+    segment::JobSegment::create(ranks, nodes, DESC_CAPACITY, COMP_CAPACITY)
+}
