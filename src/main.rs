@@ -1,1 +1,230 @@
-fn main() {}
+//! `strobe`: run MPI jobs on the Buffered Coscheduling runtime (and, as the recorder,
+//! replayer and TUI land, record, replay and browse them).
+
+mod cli_util;
+mod decision_log;
+mod summary;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use strobe_runtime::engine::{EngineConfig, NullSink, SliceSink, StrobePolicy};
+use strobe_runtime::launcher::{self, LaunchConfig, EXIT_CANNOT_START};
+use strobe_runtime::sched::DEFAULT_CHUNK_BUDGET;
+
+#[derive(Parser)]
+#[command(
+    name = "strobe",
+    version,
+    about = "Deterministic record/replay debugger for MPI jobs on a Buffered Coscheduling runtime"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run an MPI program on N ranks (like mpiexec).
+    Run(RunArgs),
+    /// Run a fixture job and show what the runtime did, slice by slice, in summary.
+    Demo {
+        /// Number of ranks.
+        #[arg(short = 'n', long, default_value_t = 4)]
+        ranks: u32,
+    },
+}
+
+#[derive(Args, Clone)]
+struct JobArgs {
+    /// Number of ranks.
+    #[arg(
+        short = 'n',
+        long = "np",
+        visible_short_alias = 'N',
+        default_value_t = 1
+    )]
+    ranks: u32,
+    /// Number of node managers on this host (each gets a contiguous block of ranks).
+    #[arg(long, default_value_t = 1)]
+    nodes: u32,
+    /// Slice length, e.g. 500us, 250us, 2ms.
+    #[arg(long, default_value = "500us", value_parser = cli_util::parse_duration)]
+    slice: Duration,
+    /// Strobe policy: adaptive (start a slice early when no rank computes) or fixed.
+    #[arg(long, default_value = "adaptive")]
+    strobe: StrobePolicy,
+    /// Idle slices with every rank blocked before the job is declared deadlocked.
+    #[arg(long, default_value_t = 20)]
+    deadlock_slices: u32,
+    /// Bytes each node may receive per slice; larger messages are chunked.
+    #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_bytes)]
+    chunk_budget: u64,
+    /// Prefix each line of rank output with `[rank] `.
+    #[arg(long)]
+    tag_output: bool,
+    /// Stop the job after this long (also MPIEXEC_TIMEOUT, in seconds).
+    #[arg(long, value_parser = cli_util::parse_duration)]
+    timeout: Option<Duration>,
+    /// Write a plain-text log of every slice's decisions to this file.
+    #[arg(long)]
+    decision_log: Option<PathBuf>,
+    /// Print a summary of the run's slices on stderr at the end.
+    #[arg(long)]
+    summary: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Run(a) => run(&a.job, &a.command),
+        Cmd::Demo { ranks } => demo(ranks),
+    };
+    match code {
+        Ok(c) => std::process::exit(c),
+        Err(e) => {
+            eprintln!("strobe: {e:#}");
+            std::process::exit(EXIT_CANNOT_START);
+        }
+    }
+}
+
+fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
+    let Some((program, args)) = command.split_first() else {
+        bail!("no program given: strobe run -n N -- PROGRAM [ARGS]");
+    };
+    if job.ranks == 0 {
+        bail!("-n must be at least 1");
+    }
+    if job.nodes == 0 || job.nodes > job.ranks {
+        bail!(
+            "--nodes must be between 1 and the number of ranks ({})",
+            job.ranks
+        );
+    }
+    if job.chunk_budget == 0 {
+        bail!("--chunk-budget must be positive");
+    }
+    let timeout = match (job.timeout, std::env::var("MPIEXEC_TIMEOUT")) {
+        (Some(t), _) => Some(t),
+        (None, Ok(s)) => Some(Duration::from_secs(s.trim().parse().with_context(
+            || format!("MPIEXEC_TIMEOUT={s:?} is not a number of seconds"),
+        )?)),
+        (None, Err(_)) => None,
+    };
+    Ok(LaunchConfig {
+        engine: EngineConfig {
+            ranks: job.ranks,
+            nodes: job.nodes,
+            slice: job.slice,
+            policy: job.strobe,
+            deadlock_slices: job.deadlock_slices.max(1),
+            chunk_budget: job.chunk_budget,
+        },
+        program: resolve_program(program)?,
+        args: args.to_vec(),
+        tag_output: job.tag_output,
+        timeout,
+        env: Vec::new(),
+    })
+}
+
+/// Find the program like a shell would, so errors name the real problem.
+fn resolve_program(p: &OsString) -> Result<PathBuf> {
+    let path = PathBuf::from(p);
+    if path.components().count() > 1 {
+        if !path.exists() {
+            bail!("program {} does not exist", path.display());
+        }
+        return Ok(path);
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        let cand = dir.join(&path);
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    bail!("program {} not found in PATH", path.display())
+}
+
+fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
+    let cfg = launch_config(job, command)?;
+    let summary = Arc::new(summary::Summary::default());
+    let log = match &job.decision_log {
+        Some(p) => Some(Arc::new(
+            decision_log::DecisionLog::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let mut sinks: Vec<Arc<dyn SliceSink>> = Vec::new();
+    if job.summary {
+        sinks.push(summary.clone());
+    }
+    if let Some(l) = &log {
+        sinks.push(l.clone());
+    }
+    let sink: Arc<dyn SliceSink> = if sinks.is_empty() {
+        Arc::new(NullSink)
+    } else {
+        Arc::new(summary::Tee(sinks))
+    };
+    let report = launcher::launch(&cfg, sink, None)?;
+    if let Some(l) = &log {
+        l.finish().context("writing the decision log")?;
+    }
+    if let Some(msg) = report.message() {
+        eprintln!("strobe: {}", msg.trim_end());
+    }
+    if job.summary {
+        eprint!("{}", summary.render(report.elapsed));
+    }
+    Ok(report.exit_code())
+}
+
+/// The fixture programs are built next to this executable (same target directory).
+fn fixture(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let p = exe.with_file_name(name);
+    if !p.exists() {
+        bail!(
+            "fixture {} not found next to {}: build the workspace first (cargo build --release --workspace)",
+            name,
+            exe.display()
+        );
+    }
+    Ok(p)
+}
+
+fn demo(ranks: u32) -> Result<i32> {
+    let prog = fixture("token_ring")?;
+    eprintln!(
+        "strobe demo: running the token_ring fixture on {ranks} ranks (adaptive strobe, 500us slices)\n"
+    );
+    let job = JobArgs {
+        ranks,
+        nodes: 1,
+        slice: Duration::from_micros(500),
+        strobe: StrobePolicy::Adaptive,
+        deadlock_slices: 20,
+        chunk_budget: DEFAULT_CHUNK_BUDGET,
+        tag_output: false,
+        timeout: Some(Duration::from_secs(60)),
+        decision_log: None,
+        summary: true,
+    };
+    run(&job, &[prog.into_os_string()])
+}

@@ -14,6 +14,7 @@ pub mod datatype;
 pub mod descriptor;
 pub mod engine;
 pub mod futex;
+pub mod launcher;
 pub mod ops;
 pub mod procmem;
 pub mod rank;

@@ -1,0 +1,405 @@
+//! The Machine Manager: creates a job, spawns its ranks, starts the node managers, watches
+//! everything, and tears it all down, whatever happens.
+//!
+//! - Ranks are children of this process; each inherits the job segment's memfd (nothing is
+//!   ever created in `/dev/shm`) and dies with us (`PR_SET_PDEATHSIG`).
+//! - A reaper thread blocks in `waitpid` and reports every exit; the first abnormal one
+//!   (signal, non-zero status, `MPI_Abort`, exit without `MPI_Finalize`) stops the job.
+//! - Ctrl-C (SIGINT/SIGTERM) stops the job cleanly; every child is reaped before we return.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::engine::{
+    DeadlockReport, Engine, EngineConfig, EngineOutcome, JobShared, SliceSink, SliceSource,
+};
+use crate::segment::{
+    leave_computing, ring_doorbell, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE, STATE_EXITED,
+    STATE_FINALIZED,
+};
+
+/// Exit status of `strobe run` when the job deadlocked.
+pub const EXIT_DEADLOCK: i32 = 3;
+/// Exit status when the runtime itself failed.
+pub const EXIT_INTERNAL: i32 = 70;
+/// Exit status when the job ran past its timeout (as timeout(1)).
+pub const EXIT_TIMEOUT: i32 = 124;
+/// Exit status when the program could not be started.
+pub const EXIT_CANNOT_START: i32 = 127;
+/// Exit status after Ctrl-C.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    pub engine: EngineConfig,
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// Prefix every line a rank prints with `[rank] `.
+    pub tag_output: bool,
+    /// Stop the job after this long.
+    pub timeout: Option<Duration>,
+    /// Extra environment for the ranks.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// How a rank died.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RankDeath {
+    Signal(i32),
+    ExitCode(i32),
+    /// Exited with status 0 without calling `MPI_Finalize`.
+    NoFinalize,
+    Abort(i32),
+}
+
+#[derive(Debug)]
+pub enum JobOutcome {
+    Success,
+    RankFailed {
+        rank: u32,
+        pid: u32,
+        how: RankDeath,
+        slice: u64,
+    },
+    Deadlock(DeadlockReport),
+    Interrupted,
+    Timeout,
+    EngineFailed(String),
+}
+
+#[derive(Debug)]
+pub struct JobReport {
+    pub outcome: JobOutcome,
+    pub slices: u64,
+    pub elapsed: Duration,
+    /// Each rank's raw wait status, as `ExitStatus::into_raw`, if it was reaped.
+    pub rank_status: Vec<Option<i32>>,
+}
+
+impl JobReport {
+    /// The exit status `strobe run` should end with.
+    pub fn exit_code(&self) -> i32 {
+        match &self.outcome {
+            JobOutcome::Success => 0,
+            JobOutcome::RankFailed { how, .. } => match how {
+                RankDeath::Signal(s) => 128 + s,
+                RankDeath::ExitCode(c) | RankDeath::Abort(c) => *c,
+                RankDeath::NoFinalize => 1,
+            },
+            JobOutcome::Deadlock(_) => EXIT_DEADLOCK,
+            JobOutcome::Interrupted => EXIT_INTERRUPTED,
+            JobOutcome::Timeout => EXIT_TIMEOUT,
+            JobOutcome::EngineFailed(_) => EXIT_INTERNAL,
+        }
+    }
+
+    /// A human-readable explanation, or `None` on success (success prints nothing).
+    pub fn message(&self) -> Option<String> {
+        Some(match &self.outcome {
+            JobOutcome::Success => return None,
+            JobOutcome::RankFailed {
+                rank,
+                pid,
+                how,
+                slice,
+            } => {
+                let how = match how {
+                    RankDeath::Signal(s) => format!("was killed by {}", signal_name(*s)),
+                    RankDeath::ExitCode(c) => format!("exited with status {c}"),
+                    RankDeath::NoFinalize => "exited without calling MPI_Finalize".to_string(),
+                    RankDeath::Abort(c) => format!("called MPI_Abort with error code {c}"),
+                };
+                format!(
+                    "rank {rank} (pid {pid}) {how} in slice {slice}; the other ranks were stopped"
+                )
+            }
+            JobOutcome::Deadlock(r) => r.to_string(),
+            JobOutcome::Interrupted => "interrupted; every rank was stopped".to_string(),
+            JobOutcome::Timeout => {
+                "the job ran past its timeout; every rank was stopped".to_string()
+            }
+            JobOutcome::EngineFailed(e) => format!("runtime failure: {e}"),
+        })
+    }
+}
+
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("cannot create the job segment: {0}")]
+    Segment(std::io::Error),
+    #[error("cannot start the node managers: {0}")]
+    Engine(#[from] crate::engine::EngineError),
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+fn install_interrupt_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(sig, on_interrupt as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+enum Event {
+    Exited { pid: i32, status: i32 },
+}
+
+/// Run a job to the end. Prints nothing on stdout of its own.
+pub fn launch(
+    cfg: &LaunchConfig,
+    sink: Arc<dyn SliceSink>,
+    source: Option<Arc<dyn SliceSource>>,
+) -> Result<JobReport, LaunchError> {
+    let e = &cfg.engine;
+    if e.ranks == 0 || e.nodes == 0 || e.nodes > e.ranks {
+        return Err(LaunchError::Config(format!(
+            "need at least one rank and 1..=ranks nodes (got {} ranks, {} nodes)",
+            e.ranks, e.nodes
+        )));
+    }
+    install_interrupt_handlers();
+    let started = Instant::now();
+    let seg = crate::rank::create_segment(e.ranks, e.nodes).map_err(LaunchError::Segment)?;
+    let fd = seg.inheritable_fd().map_err(LaunchError::Segment)?;
+    let seg_len = seg.len();
+    let shared = Arc::new(JobShared::new(seg));
+    let engine = Engine::start(e.clone(), shared.clone(), sink, source)?;
+
+    let mut children: Vec<Child> = Vec::new();
+    let mut forwarders = Vec::new();
+    for rank in 0..e.ranks {
+        let mut cmd = Command::new(&cfg.program);
+        cmd.args(&cfg.args)
+            .env(ENV_FD, fd.to_string())
+            .env(ENV_LEN, seg_len.to_string())
+            .env(ENV_RANK, rank.to_string())
+            .env(ENV_SIZE, e.ranks.to_string())
+            .stdin(if rank == 0 {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
+        for (k, v) in &cfg.env {
+            cmd.env(k, v);
+        }
+        if cfg.tag_output {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        // SAFETY: the closure runs in the child between fork and exec and only calls
+        // async-signal-safe functions (prctl, signal).
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                shared
+                    .seg
+                    .slot(rank)
+                    .pid
+                    .store(child.id(), Ordering::Release);
+                if cfg.tag_output {
+                    forwarders.push(forward(child.stdout.take(), rank, false));
+                    forwarders.push(forward(child.stderr.take(), rank, true));
+                }
+                children.push(child);
+            }
+            Err(source) => {
+                shutdown(&shared, &mut children, &[]);
+                for c in children.iter_mut() {
+                    let _ = c.wait();
+                }
+                let _ = engine.join();
+                return Err(LaunchError::Spawn {
+                    program: cfg.program.display().to_string(),
+                    source,
+                });
+            }
+        }
+    }
+
+    let pids: Vec<i32> = children.iter().map(|c| c.id() as i32).collect();
+    let (tx, rx) = mpsc::channel();
+    let expected = children.len();
+    let reaper = std::thread::Builder::new()
+        .name("strobe-reaper".into())
+        .spawn(move || reap(expected, tx))
+        .expect("spawn reaper thread");
+
+    let mut status: Vec<Option<i32>> = vec![None; pids.len()];
+    let mut outcome: Option<JobOutcome> = None;
+    let mut alive = pids.len();
+    while alive > 0 {
+        if outcome.is_none() {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                outcome = Some(JobOutcome::Interrupted);
+            } else if cfg.timeout.is_some_and(|t| started.elapsed() > t) {
+                outcome = Some(JobOutcome::Timeout);
+            } else if shared.stop.load(Ordering::Acquire) {
+                outcome = Some(match shared.outcome.lock().expect("outcome lock").take() {
+                    Some(EngineOutcome::Deadlock(r)) => JobOutcome::Deadlock(r),
+                    Some(EngineOutcome::Failed(f)) => JobOutcome::EngineFailed(f),
+                    _ => JobOutcome::EngineFailed("the engine stopped unexpectedly".into()),
+                });
+            }
+            if outcome.is_some() {
+                shutdown(&shared, &mut children, &status);
+            }
+        }
+        let Ok(Event::Exited { pid, status: raw }) = rx.recv_timeout(Duration::from_millis(20))
+        else {
+            continue;
+        };
+        let Some(rank) = pids.iter().position(|&p| p == pid) else {
+            continue;
+        };
+        alive -= 1;
+        status[rank] = Some(raw);
+        let rank = rank as u32;
+        let slot = shared.seg.slot(rank);
+        let finalized = slot.state.load(Ordering::Acquire) == STATE_FINALIZED;
+        if leave_computing(&shared.seg, rank, STATE_EXITED) {
+            ring_doorbell(&shared.seg);
+        }
+        if outcome.is_some() {
+            continue;
+        }
+        let st = std::process::ExitStatus::from_raw(raw);
+        let abort = slot.abort_code.load(Ordering::Acquire);
+        let how = if let Some(sig) = st.signal() {
+            Some(RankDeath::Signal(sig))
+        } else if abort != 0 {
+            Some(RankDeath::Abort(abort as i32 - 1))
+        } else if st.code() != Some(0) {
+            Some(RankDeath::ExitCode(st.code().unwrap_or(1)))
+        } else if !finalized {
+            Some(RankDeath::NoFinalize)
+        } else {
+            None
+        };
+        if let Some(how) = how {
+            outcome = Some(JobOutcome::RankFailed {
+                rank,
+                pid: pid as u32,
+                how,
+                slice: shared.slice.load(Ordering::Acquire),
+            });
+            shutdown(&shared, &mut children, &status);
+        }
+    }
+    let _ = reaper.join();
+    shared.request_stop();
+    let engine_outcome = engine.join();
+    for f in forwarders {
+        let _ = f.join();
+    }
+    let outcome = outcome.unwrap_or(match engine_outcome {
+        EngineOutcome::Failed(f) => JobOutcome::EngineFailed(f),
+        _ => JobOutcome::Success,
+    });
+    Ok(JobReport {
+        outcome,
+        slices: shared.slice.load(Ordering::Acquire),
+        elapsed: started.elapsed(),
+        rank_status: status,
+    })
+}
+
+/// Stop every rank: tell them (blocked ranks exit on their own), then kill what is left.
+fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) {
+    let h = shared.seg.header();
+    h.shutdown.store(1, Ordering::Release);
+    shared.request_stop();
+    for r in 0..shared.seg.ranks() {
+        let slot = shared.seg.slot(r);
+        slot.wake.fetch_add(1, Ordering::Release);
+        crate::futex::wake_all(&slot.wake);
+    }
+    // Ranks computing outside MPI would never notice: kill everything still running.
+    for (i, c) in children.iter_mut().enumerate() {
+        if reaped.get(i).is_none_or(|s| s.is_none()) {
+            let _ = c.kill();
+        }
+    }
+}
+
+/// Reaper thread: report every child exit.
+fn reap(mut expected: usize, tx: mpsc::Sender<Event>) {
+    while expected > 0 {
+        let mut status = 0;
+        // SAFETY: waitpid with a valid pointer to a local int.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+        expected -= 1;
+        if tx.send(Event::Exited { pid, status }).is_err() {
+            return;
+        }
+    }
+}
+
+/// Copy a rank's output line by line with a `[rank] ` prefix.
+fn forward<R: std::io::Read + Send + 'static>(
+    pipe: Option<R>,
+    rank: u32,
+    to_stderr: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Some(p) = pipe else { return };
+        for line in BufReader::new(p).split(b'\n') {
+            let Ok(line) = line else { return };
+            let mut buf = format!("[{rank}] ").into_bytes();
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+            if to_stderr {
+                let _ = std::io::stderr().lock().write_all(&buf);
+            } else {
+                let _ = std::io::stdout().lock().write_all(&buf);
+            }
+        }
+    })
+}

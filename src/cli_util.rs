@@ -1,0 +1,73 @@
+//! Small parsers for the command line.
+
+use std::time::Duration;
+
+/// Parse a duration such as `500us`, `500µs`, `0.25ms`, `2ms`, `1s`, `100ns`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (try 500us, 2ms, 1s)"))?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "" => return Err(format!("{s:?} needs a unit (ns, us, ms, s)")),
+        u => return Err(format!("unknown unit {u:?} in {s:?} (ns, us, ms, s)")),
+    };
+    let secs = v * scale;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("{s:?} is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parse a byte count such as `4MiB`, `256KiB`, `1000`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a byte count (try 4MiB)"))?;
+    let mul = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        u => return Err(format!("unknown unit {u:?} in {s:?}")),
+    };
+    v.checked_mul(mul)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("500µs").unwrap(), Duration::from_micros(500));
+        assert_eq!(
+            parse_duration("0.25ms").unwrap(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("500").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(parse_bytes("4MiB").unwrap(), 4 << 20);
+        assert_eq!(parse_bytes("12").unwrap(), 12);
+        assert!(parse_bytes("4XB").is_err());
+    }
+}
