@@ -1,6 +1,7 @@
 //! `strobe`: run MPI jobs on the Buffered Coscheduling runtime (and, as the recorder,
 //! replayer and TUI land, record, replay and browse them).
 
+mod bench;
 mod cli_util;
 mod decision_log;
 mod summary;
@@ -31,11 +32,40 @@ struct Cli {
 enum Cmd {
     /// Run an MPI program on N ranks (like mpiexec).
     Run(RunArgs),
+    /// Measure the runtime itself (figures are printed as Markdown for docs/).
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+        /// Also write the Markdown to this file.
+        #[arg(long, global = true)]
+        out: Option<PathBuf>,
+    },
     /// Run a fixture job and show what the runtime did, slice by slice, in summary.
     Demo {
         /// Number of ranks.
         #[arg(short = 'n', long, default_value_t = 4)]
         ranks: u32,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Cost of one empty slice versus the number of ranks.
+    EmptySlice {
+        #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32,64")]
+        ranks: Vec<u32>,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        nodes: Vec<u32>,
+        /// How long the ranks stay idle, in milliseconds.
+        #[arg(long, default_value_t = 300)]
+        idle_ms: u32,
+    },
+    /// The papers' validation run: barrier every 1.9 ms under fixed 250 us slices.
+    Validation {
+        #[arg(short = 'n', long, default_value_t = 2)]
+        ranks: u32,
+        #[arg(long, default_value_t = 2000)]
+        iterations: u32,
     },
 }
 
@@ -92,6 +122,7 @@ fn main() {
     let code = match cli.cmd {
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Demo { ranks } => demo(ranks),
+        Cmd::Bench { what, out } => bench_cmd(what, out),
     };
     match code {
         Ok(c) => std::process::exit(c),
@@ -227,4 +258,20 @@ fn demo(ranks: u32) -> Result<i32> {
         summary: true,
     };
     run(&job, &[prog.into_os_string()])
+}
+
+fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
+    let text = match what {
+        BenchCmd::EmptySlice {
+            ranks,
+            nodes,
+            idle_ms,
+        } => bench::empty_slice(&ranks, &nodes, idle_ms)?,
+        BenchCmd::Validation { ranks, iterations } => bench::validation(ranks, iterations)?,
+    };
+    print!("{text}");
+    if let Some(p) = out {
+        std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(0)
 }

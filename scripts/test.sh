@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite: builds every binary the end-to-end tests launch (strobe, the
+# fixtures), then runs every test of the workspace. Needs only the Rust toolchain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+cargo build --workspace --bins --examples
+cargo test --workspace -- --test-threads=2

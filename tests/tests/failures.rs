@@ -1,0 +1,141 @@
+//! Jobs that go wrong end quickly, say what happened, and leave nothing behind.
+
+use std::time::Duration;
+
+use strobe_tests::{dev_shm_strobe_entries, fixture, processes_matching, run_fixture, strobe};
+
+fn assert_no_leftovers(name: &str) {
+    let path = fixture(name).display().to_string();
+    // The launcher reaps every rank before it exits; give the kernel a moment to drop
+    // the zombies' /proc entries.
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        processes_matching(&path).is_empty(),
+        "leftover ranks: {:?}",
+        processes_matching(&path)
+    );
+    assert!(dev_shm_strobe_entries().is_empty(), "leftovers in /dev/shm");
+}
+
+#[test]
+fn deadlock_is_reported_within_a_second_with_the_cycle() {
+    for (n, nodes) in [("3", "1"), ("4", "2")] {
+        let r = run_fixture(&["-n", n, "--nodes", nodes], "deadlock", &[]);
+        assert_eq!(r.code, 3, "deadlock exit status; stderr:\n{}", r.stderr);
+        assert!(r.elapsed < Duration::from_secs(1), "took {:?}", r.elapsed);
+        assert!(r.stderr.contains("deadlock in slice"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("rank 0 blocked in MPI_Recv"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("wait-for cycle: rank 0 -> rank 1"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty());
+        assert_no_leftovers("deadlock");
+    }
+}
+
+#[test]
+fn deadlock_under_fixed_slices_too() {
+    let r = run_fixture(
+        &["-n", "2", "--strobe", "fixed", "--slice", "1ms"],
+        "deadlock",
+        &[],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(1), "took {:?}", r.elapsed);
+}
+
+#[test]
+fn a_crashing_rank_stops_the_job_with_a_clear_message() {
+    let r = run_fixture(&["-n", "4"], "crash", &[]);
+    assert_eq!(r.code, 128 + 6, "SIGABRT status; stderr:\n{}", r.stderr);
+    assert!(
+        r.stderr.contains("rank 3 (pid") && r.stderr.contains("was killed by SIGABRT in slice"),
+        "{}",
+        r.stderr
+    );
+    assert_no_leftovers("crash");
+}
+
+#[test]
+fn mpi_abort_reports_the_code_and_exits_with_it() {
+    let r = run_fixture(&["-n", "3"], "abort", &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rank 0") && r.stderr.contains("called MPI_Abort with error code 3"),
+        "{}",
+        r.stderr
+    );
+    assert_no_leftovers("abort");
+}
+
+#[test]
+fn exit_without_finalize_is_a_failure() {
+    let r = run_fixture(&["-n", "2"], "noexit_finalize", &[]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("exited without calling MPI_Finalize"),
+        "{}",
+        r.stderr
+    );
+    assert_no_leftovers("noexit_finalize");
+}
+
+#[test]
+fn missing_program_and_bad_arguments_are_clear_errors() {
+    let out = std::process::Command::new(strobe())
+        .args(["run", "-n", "2", "--", "/nonexistent/prog"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    for bad in [
+        vec!["run", "-n", "0", "--", "true"],
+        vec!["run", "-n", "2", "--nodes", "3", "--", "true"],
+        vec!["run", "-n", "2", "--slice", "fast", "--", "true"],
+        vec!["run", "-n", "2", "--strobe", "sometimes", "--", "true"],
+    ] {
+        let out = std::process::Command::new(strobe())
+            .args(&bad)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{bad:?}");
+        assert!(!out.stderr.is_empty(), "{bad:?} printed no error");
+    }
+}
+
+#[test]
+fn a_non_mpi_program_is_reported_as_not_finalizing() {
+    let r = std::process::Command::new(strobe())
+        .args(["run", "-n", "2", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("without calling MPI_Finalize"));
+}
+
+#[test]
+fn ctrl_c_stops_the_job_cleanly() {
+    let mut child = std::process::Command::new(strobe())
+        .args(["run", "-n", "3", "--"])
+        .arg(fixture("barrier_every"))
+        .args(["1900", "1000000"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_no_leftovers("barrier_every");
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
