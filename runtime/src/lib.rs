@@ -10,6 +10,7 @@
 //! - [`api`]: the Rust API for MPI programs.
 //! - [`launcher`]: the Machine Manager: creates the job, spawns ranks, watches them.
 
+pub mod api;
 pub mod datatype;
 pub mod descriptor;
 pub mod engine;
