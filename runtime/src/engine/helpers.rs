@@ -123,12 +123,23 @@ pub fn run_p2p(dec: &SliceDecisions, mem: &mut Memory<'_>, errs: &mut Overrides)
     moved
 }
 
-/// BBM (`reductions == false`) or RM (`reductions == true`) microphase.
+/// A result the Reduce Helper computed, to be written once every node has read its inputs.
+pub struct PendingWrite {
+    desc: DescRef,
+    addr: u64,
+    data: Vec<u8>,
+}
+
+/// BBM (`reductions == false`) or the reading half of RM (`reductions == true`): for
+/// reductions, the results are returned as writes, applied by [`apply_writes`] after a
+/// microstrobe, because an in-place member's input buffer is also its output buffer and
+/// another node may not have read it yet.
 pub fn run_collectives(
     dec: &SliceDecisions,
     mem: &mut Memory<'_>,
     errs: &mut Overrides,
     reductions: bool,
+    writes: &mut Vec<PendingWrite>,
 ) -> u32 {
     let mut n = 0;
     for d in &dec.decisions {
@@ -145,7 +156,7 @@ pub fn run_collectives(
                 }
                 n += 1;
                 let res = if reductions {
-                    reduce(*kind, *root, &parts, mem, errs)
+                    reduce(*kind, *root, &parts, mem, errs, writes)
                 } else {
                     move_data(*kind, *root, &parts, mem, errs)
                 };
@@ -350,13 +361,31 @@ fn tree_reduce(op: ReduceOp, elem: ElemType, mut inputs: Vec<Vec<u8>>) -> Result
     Ok(inputs.into_iter().next().unwrap_or_default())
 }
 
+/// Second half of RM: write the reduction results.
+pub fn apply_writes(writes: Vec<PendingWrite>, mem: &mut Memory<'_>, errs: &mut Overrides) {
+    for w in writes {
+        if let Err(e) = mem.write(w.desc.rank, w.addr, &w.data) {
+            errs.entry(w.desc).or_insert(e);
+        }
+    }
+}
+
 fn reduce(
     kind: DescKind,
     root: i32,
     parts: &[Descriptor],
     mem: &mut Memory<'_>,
     errs: &mut Overrides,
+    writes: &mut Vec<PendingWrite>,
 ) -> Result<(), RtError> {
+    let mut out = |p: &Descriptor, data: &[u8]| -> Result<(), RtError> {
+        writes.push(PendingWrite {
+            desc: p.id(),
+            addr: p.rbuf,
+            data: data.to_vec(),
+        });
+        Ok(())
+    };
     let first = parts[0];
     let op = first.reduce_op().ok_or(RtError::Op)?;
     let elem = first.elem_type().ok_or(RtError::Op)?;
@@ -381,15 +410,13 @@ fn reduce(
                 if !(mem.local)(p.rank) {
                     continue;
                 }
-                let out = if kind == DescKind::Scan {
+                let result = if kind == DescKind::Scan {
                     acc.as_ref()
                 } else {
                     before.as_ref()
                 };
-                if let Some(v) = out {
-                    if let Err(e) = mem.write(p.rank, p.rbuf, v) {
-                        errs.insert(p.id(), e);
-                    }
+                if let Some(v) = result {
+                    out(p, v)?;
                 }
             }
             Ok(())
@@ -401,12 +428,12 @@ fn reduce(
                     continue;
                 }
                 let r = match kind {
-                    DescKind::Reduce if i == root as usize => mem.write(p.rank, p.rbuf, &total),
+                    DescKind::Reduce if i == root as usize => out(p, &total),
                     DescKind::Reduce => Ok(()),
-                    DescKind::Allreduce => mem.write(p.rank, p.rbuf, &total),
+                    DescKind::Allreduce => out(p, &total),
                     DescKind::ReduceScatterBlock => {
                         let blk = total.len() / n;
-                        mem.write(p.rank, p.rbuf, &total[i * blk..(i + 1) * blk])
+                        out(p, &total[i * blk..(i + 1) * blk])
                     }
                     DescKind::ReduceScatter => {
                         let t = mem.table(p.rank, p.aux, n)?;
@@ -415,7 +442,7 @@ fn reduce(
                         if b > total.len() {
                             Err(RtError::Count)
                         } else {
-                            mem.write(p.rank, p.rbuf, &total[a..b])
+                            out(p, &total[a..b])
                         }
                     }
                     _ => Ok(()),

@@ -262,11 +262,24 @@ impl NodeManager {
         local.t_p2p = tp.elapsed();
         let mut usr = strobe::microstrobe(self.t.as_ref(), slice, Phase::P2p)?;
         let tb = Instant::now();
-        helpers::run_collectives(&dec, &mut mem, &mut errs, false);
+        let mut writes = Vec::new();
+        helpers::run_collectives(&dec, &mut mem, &mut errs, false, &mut writes);
         local.t_bbm = tb.elapsed();
         usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::Bbm)?;
         let tr = Instant::now();
-        helpers::run_collectives(&dec, &mut mem, &mut errs, true);
+        helpers::run_collectives(&dec, &mut mem, &mut errs, true, &mut writes);
+        // Every node must have read its reduction inputs before any node writes results (an
+        // in-place member's input is its output buffer). The decisions are the same on every
+        // node, so every node takes part in this microstrobe or none does.
+        if self.cfg.nodes > 1
+            && dec
+                .decisions
+                .iter()
+                .any(|d| matches!(d, Decision::Collective { kind, .. } if kind.is_reduction()))
+        {
+            usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::RmRead)?;
+        }
+        helpers::apply_writes(writes, &mut mem, &mut errs);
         local.t_rm = tr.elapsed();
         let td = Instant::now();
         self.deliver(&dec, &errs);

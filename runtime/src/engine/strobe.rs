@@ -28,7 +28,9 @@ pub enum Phase {
     Msm = 2,
     P2p = 3,
     Bbm = 4,
-    Rm = 5,
+    /// Within RM: every node has read its reduction inputs (results are written after it).
+    RmRead = 5,
+    Rm = 6,
 }
 
 pub fn code(slice: u64, phase: Phase) -> u64 {
