@@ -276,6 +276,8 @@ mod suite {
         signal();
         assert!(eps[1].test_event(e, Wait::Block).unwrap());
         signal();
+        assert!(eps[1].test_event(e, Wait::BlockSpinning).unwrap());
+        signal();
         assert!(eps[1].test_event(e, Wait::Timeout(LONG)).unwrap());
         signal();
         assert!(eps[1].test_event(e, Wait::Timeout(Duration::ZERO)).unwrap());
@@ -313,6 +315,7 @@ mod suite {
             let waiter = s.spawn(|| {
                 let t = Instant::now();
                 assert!(eps[1].test_event(EventId(0), Wait::Block).unwrap());
+                assert!(eps[1].test_event(EventId(0), Wait::BlockSpinning).unwrap());
                 t.elapsed()
             });
             let timed = s.spawn(|| eps[1].test_event(EventId(1), Wait::Timeout(LONG)).unwrap());
@@ -324,7 +327,12 @@ mod suite {
             eps[0]
                 .xfer_and_signal(&[], &NodeSet::single(1), 0, None, Some(EventId(1)))
                 .unwrap();
-            assert!(waiter.join().unwrap() >= Duration::from_millis(40));
+            // The spinning wait gives up spinning and sleeps; a later signal still wakes it.
+            thread::sleep(Duration::from_millis(50));
+            eps[0]
+                .xfer_and_signal(&[], &NodeSet::single(1), 0, None, Some(EventId(0)))
+                .unwrap();
+            assert!(waiter.join().unwrap() >= Duration::from_millis(90));
             assert!(timed.join().unwrap());
         });
         assert_no_signals(&eps);

@@ -47,6 +47,9 @@ pub struct NodeManager {
     bounce: Vec<u8>,
     // Strobe Sender state (node 0 only).
     last_start: Option<Instant>,
+    /// When the current slice was *due*: timer slices are scheduled from this, not from
+    /// the actual start, so wake-up latency does not accumulate into drift.
+    due: Option<Instant>,
     idle_slices: u32,
 }
 
@@ -83,6 +86,7 @@ impl NodeManager {
             local_ranks,
             queues,
             last_start: None,
+            due: None,
             idle_slices: 0,
         }
     }
@@ -136,9 +140,17 @@ impl NodeManager {
         let Some(last) = self.last_start else {
             let now = Instant::now();
             self.last_start = Some(now);
+            self.due = Some(now);
             return Ok(Some((StartReason::First, Duration::ZERO)));
         };
-        let deadline = last + self.cfg.slice;
+        let due = self.due.unwrap_or(last);
+        // If the previous slice overran by more than a whole slice, resynchronise rather
+        // than firing a burst of back-to-back catch-up slices.
+        // A late slice is not followed by a near-empty catch-up slice: at least half a slice
+        // separates two timer starts.
+        let deadline = (due + self.cfg.slice)
+            .max(Instant::now() - self.cfg.slice)
+            .max(last + self.cfg.slice / 2);
         let reason = loop {
             if self.shared.stop.load(Ordering::Acquire) {
                 return Ok(None);
@@ -162,6 +174,11 @@ impl NodeManager {
         };
         let now = Instant::now();
         self.last_start = Some(now);
+        self.due = Some(if reason == StartReason::Timer {
+            deadline
+        } else {
+            now
+        });
         Ok(Some((reason, now - last)))
     }
 

@@ -79,7 +79,7 @@ pub fn microstrobe(t: &dyn Transport, slice: u64, phase: Phase) -> Result<u32, T
     if t.node() != 0 {
         t.xfer_and_signal(&[], &NodeSet::single(0), 0, None, Some(EV_DONE))?;
         while t.load_var(VAR_GO)? < c {
-            t.test_event(EV_MICRO, Wait::Block)?;
+            t.test_event(EV_MICRO, Wait::BlockSpinning)?;
         }
         return Ok(0);
     }
@@ -91,12 +91,12 @@ pub fn microstrobe(t: &dyn Transport, slice: u64, phase: Phase) -> Result<u32, T
     while !t.compare_and_write(VAR_DONE, CmpOp::Ge, c, &all, Some((VAR_GO, c)))? {
         retries += 1;
         if owed > 0 {
-            t.test_event(EV_DONE, Wait::Block)?;
+            t.test_event(EV_DONE, Wait::BlockSpinning)?;
             owed -= 1;
         }
     }
     for _ in 0..owed {
-        t.test_event(EV_DONE, Wait::Block)?;
+        t.test_event(EV_DONE, Wait::BlockSpinning)?;
     }
     signal_others(t, EV_MICRO)?;
     Ok(retries)

@@ -89,6 +89,10 @@ pub enum Wait {
     Poll,
     /// Block until signalled.
     Block,
+    /// Block until signalled, polling for a few microseconds before sleeping: for waits
+    /// expected to be short, such as microstrobes, where a sleep/wake pair costs more than
+    /// the wait itself.
+    BlockSpinning,
     /// Block at most this long.
     Timeout(Duration),
 }
@@ -138,7 +142,7 @@ pub trait Transport: Send + Sync {
     ) -> Result<(), TransportError>;
 
     /// Test-Event: consume one signal of `event` on this node. Returns whether a signal
-    /// was consumed (always true for `Wait::Block`).
+    /// was consumed (always true for `Wait::Block` and `Wait::BlockSpinning`).
     fn test_event(&self, event: EventId, wait: Wait) -> Result<bool, TransportError>;
 
     /// Compare-And-Write: if `global[var] OP value` holds on every node of `dest`, write

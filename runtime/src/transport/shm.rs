@@ -377,6 +377,23 @@ impl Inner {
         }
         false
     }
+
+    /// Polls for a signal for a few microseconds before a blocking wait sleeps. Yields now
+    /// and then: with more node threads than cores, the signaller may need our core.
+    fn spin_consume(&self, e: &AtomicU32) -> bool {
+        const SPINS: u32 = 2000;
+        for i in 0..SPINS {
+            if self.try_consume(e) {
+                return true;
+            }
+            if i % 32 == 31 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        false
+    }
 }
 
 /// Holds the fabric lock; releases it on drop.
@@ -470,6 +487,12 @@ impl Transport for ShmEndpoint {
         let deadline = match wait {
             Wait::Poll => return Ok(inner.try_consume(e)),
             Wait::Block => None,
+            Wait::BlockSpinning => {
+                if inner.spin_consume(e) {
+                    return Ok(true);
+                }
+                None
+            }
             // Too far in the future to represent: the same as blocking.
             Wait::Timeout(d) => Instant::now().checked_add(d),
         };
