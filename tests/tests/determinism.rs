@@ -37,13 +37,19 @@ fn token_ring_decisions_are_identical_under_timing_noise() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut reference: Option<Vec<Vec<String>>> = None;
     let mut physical = Vec::new();
-    for (i, (noise, policy, slice)) in [
-        ("0", "adaptive", "500us"),
-        ("300", "adaptive", "500us"),
-        ("1000", "adaptive", "100us"),
-        ("300", "fixed", "200us"),
-        ("2000", "adaptive", "1ms"),
-        ("700", "fixed", "50us"),
+    // The node count changes nothing in the decisions either: every node runs a replica
+    // of the scheduler over the same global input.
+    for (i, (noise, policy, slice, nodes)) in [
+        ("0", "adaptive", "500us", "1"),
+        ("300", "adaptive", "500us", "1"),
+        ("1000", "adaptive", "100us", "1"),
+        ("300", "fixed", "200us", "1"),
+        ("2000", "adaptive", "1ms", "1"),
+        ("700", "fixed", "50us", "1"),
+        ("500", "adaptive", "500us", "2"),
+        ("1500", "fixed", "100us", "3"),
+        ("100", "adaptive", "50us", "4"),
+        ("3000", "adaptive", "2ms", "2"),
     ]
     .into_iter()
     .enumerate()
@@ -79,7 +85,7 @@ fn token_ring_decisions_are_identical_under_timing_noise() {
                 let first_diff = want.iter().zip(&slices).position(|(a, b)| a != b);
                 assert!(
                     first_diff.is_none() && want.len() == slices.len(),
-                    "run {i} (noise {noise} us, {policy} {slice}) differs at logical slice {first_diff:?}: {:?} vs {:?}",
+                    "run {i} (noise {noise} us, {policy} {slice}, {nodes} nodes) differs at logical slice {first_diff:?}: {:?} vs {:?}",
                     first_diff.map(|d| &want[d]),
                     first_diff.map(|d| &slices[d])
                 );
