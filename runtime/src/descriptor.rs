@@ -108,7 +108,8 @@ impl DescKind {
 
     /// Collectives: scheduled once every member of the communicator posted its descriptor.
     pub fn is_collective(self) -> bool {
-        (self as u8) >= 10 && (self as u8) < 40 && self != DescKind::CommFree
+        ((self as u8) >= 10 && (self as u8) < 40 && self != DescKind::CommFree)
+            || self == DescKind::Finalize
     }
 
     /// Collectives whose data is combined by the Reduce Helper (the RM microphase).

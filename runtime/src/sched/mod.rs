@@ -246,8 +246,13 @@ impl Scheduler {
                 }
             }
             DescKind::Finalize => {
+                // MPI_Finalize is collective over every process (MPI-3.1 8.7): it is
+                // scheduled like a barrier on MPI_COMM_WORLD, which also keeps the end of
+                // a run the same in every run.
                 self.finalized[d.rank as usize] = true;
-                out.complete(d, RtError::Ok, |_| {});
+                let mut f = *d;
+                f.comm = crate::descriptor::COMM_WORLD;
+                self.coll.post(&f, &self.comms, &mut self.live, out);
             }
             _ => self.coll.post(d, &self.comms, &mut self.live, out),
         }

@@ -426,3 +426,16 @@ fn same_input_same_digest_and_different_input_different_digest() {
     assert_eq!(run(1), run(1));
     assert_ne!(run(1), run(2));
 }
+
+#[test]
+fn finalize_is_collective_over_the_world() {
+    let mut j = Job::new(3);
+    let a = j.desc(0, DescKind::Finalize);
+    let b = j.desc(2, DescKind::Finalize);
+    assert!(j.slice(vec![a, b]).is_empty(), "waits for rank 1");
+    assert_eq!(j.sched.pending_of(0)[0].waits_for, vec![1]);
+    let c = j.desc(1, DescKind::Finalize);
+    let out = j.slice(vec![c]);
+    assert_eq!(out.counts().completions, 3);
+    assert!((0..3).all(|r| j.sched.finalized(r)));
+}
