@@ -94,6 +94,7 @@ fn run_job(
             policy,
             deadlock_slices: u32::MAX,
             chunk_budget: DEFAULT_CHUNK_BUDGET,
+            direct_copy_min: strobe_runtime::engine::DEFAULT_DIRECT_COPY_MIN,
         },
         program: fixture(prog)?,
         args: args.iter().map(Into::into).collect(),

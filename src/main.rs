@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use strobe_runtime::engine::{EngineConfig, NullSink, SliceSink, StrobePolicy};
+use strobe_runtime::engine::{
+    EngineConfig, NullSink, SliceSink, StrobePolicy, DEFAULT_DIRECT_COPY_MIN,
+};
 use strobe_runtime::launcher::{self, LaunchConfig, EXIT_CANNOT_START};
 use strobe_runtime::sched::DEFAULT_CHUNK_BUDGET;
 
@@ -94,6 +96,10 @@ struct JobArgs {
     /// Bytes each node may receive per slice; larger messages are chunked.
     #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_bytes)]
     chunk_budget: u64,
+    /// Chunks of at least this size are copied by the receiving rank's own DMA Helper (one
+    /// copy); `off` sends every chunk through the node manager.
+    #[arg(long, default_value = "2MiB", value_parser = parse_direct_min)]
+    direct_copy_min: u64,
     /// Prefix each line of rank output with `[rank] `.
     #[arg(long)]
     tag_output: bool,
@@ -164,6 +170,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
             policy: job.strobe,
             deadlock_slices: job.deadlock_slices.max(1),
             chunk_budget: job.chunk_budget,
+            direct_copy_min: job.direct_copy_min,
         },
         program: resolve_program(program)?,
         args: args.to_vec(),
@@ -252,6 +259,7 @@ fn demo(ranks: u32) -> Result<i32> {
         strobe: StrobePolicy::Adaptive,
         deadlock_slices: 20,
         chunk_budget: DEFAULT_CHUNK_BUDGET,
+        direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
         tag_output: false,
         timeout: Some(Duration::from_secs(60)),
         decision_log: None,
@@ -274,4 +282,12 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
         std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(0)
+}
+
+fn parse_direct_min(s: &str) -> Result<u64, String> {
+    if s == "off" {
+        Ok(u64::MAX)
+    } else {
+        cli_util::parse_bytes(s)
+    }
 }

@@ -99,7 +99,12 @@ impl RankCtx {
             seg,
         };
         CTX.set(ctx).map_err(|_| InitError::AlreadyInitialized)?;
-        Ok(CTX.get().expect("just set"))
+        let ctx = CTX.get().expect("just set");
+        std::thread::Builder::new()
+            .name("strobe-dma".into())
+            .spawn(move || ctx.dma_helper())
+            .map_err(InitError::Segment)?;
+        Ok(ctx)
     }
 
     /// The context, if `init` succeeded.
@@ -117,6 +122,41 @@ impl RankCtx {
     /// The slice the job is in (for `MPI_Wtime`-style diagnostics).
     pub fn slice(&self) -> u64 {
         self.seg.header().slice.load(Ordering::Relaxed)
+    }
+
+    /// The rank's DMA Helper thread: performs the direct copies its node manager queues for
+    /// large chunks this rank receives, one `process_vm_readv` from the sender straight into
+    /// the receive buffer. It never runs application code and never counts as computing.
+    fn dma_helper(&self) {
+        let dma = self.seg.queues(self.rank).dma;
+        let slot = self.seg.slot(self.rank);
+        let me = std::process::id() as i32;
+        loop {
+            let seen = slot.dma_req.load(Ordering::Acquire);
+            while let Some(w) = dma.pop() {
+                // Our own side is passed to the kernel as an address, never as a Rust slice:
+                // the receive buffer belongs to a request the runtime owns until it completes.
+                let r = crate::procmem::copy_between(
+                    w.src_pid as i32,
+                    w.src_addr,
+                    me,
+                    w.dst_addr,
+                    w.len as usize,
+                    &mut [],
+                );
+                if r.is_err() {
+                    let _ = slot.dma_error.compare_exchange(
+                        0,
+                        (w.tag as u32).wrapping_add(1),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                }
+                slot.dma_done.fetch_add(1, Ordering::AcqRel);
+                futex::wake_all(&slot.dma_done);
+            }
+            futex::wait(&slot.dma_req, seen, None);
+        }
     }
 
     /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.

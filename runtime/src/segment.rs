@@ -14,7 +14,7 @@ use crate::ring::{ring_bytes, Ring};
 use crate::shm_region::ShmRegion;
 
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 
 /// Rank states, in `RankSlot::state`.
 pub const STATE_COMPUTING: u32 = 0;
@@ -83,8 +83,32 @@ pub struct RankSlot {
     pub posted: AtomicU64,
     /// Set when the rank called `MPI_Abort`: the error code plus one.
     pub abort_code: AtomicU32,
-    _p: [u8; 36],
+    /// Futex word of the rank's DMA Helper thread: bumped when direct copies are queued.
+    pub dma_req: AtomicU32,
+    /// Direct copies the rank's DMA Helper finished (wrapping); the node manager waits on it.
+    pub dma_done: AtomicU32,
+    /// First failed direct copy since the node manager last looked: its tag plus one.
+    pub dma_error: AtomicU32,
+    _p: [u8; 24],
 }
+
+/// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
+/// `src_addr` in process `src_pid` straight into this rank's memory at `dst_addr`, with
+/// one `process_vm_readv` (one copy, instead of two through the node manager).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DmaWork {
+    pub src_pid: u32,
+    pub _pad: u32,
+    pub src_addr: u64,
+    pub dst_addr: u64,
+    pub len: u64,
+    /// The node manager's reference for error reports.
+    pub tag: u64,
+}
+
+/// Capacity of each rank's direct-copy queue.
+pub const DMA_CAPACITY: usize = 256;
 
 const HEADER_BYTES: usize = 4096;
 const SLOT_HEADER: usize = 64;
@@ -95,7 +119,10 @@ fn align_up(v: usize, a: usize) -> usize {
 
 fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
     align_up(
-        SLOT_HEADER + ring_bytes::<Descriptor>(desc_cap) + ring_bytes::<Completion>(comp_cap),
+        SLOT_HEADER
+            + ring_bytes::<Descriptor>(desc_cap)
+            + ring_bytes::<Completion>(comp_cap)
+            + ring_bytes::<DmaWork>(DMA_CAPACITY),
         4096,
     )
 }
@@ -111,6 +138,8 @@ pub struct JobSegment {
 pub struct RankQueues {
     pub descriptors: Ring<Descriptor>,
     pub completions: Ring<Completion>,
+    /// Node manager -> the rank's DMA Helper thread.
+    pub dma: Ring<DmaWork>,
 }
 
 impl JobSegment {
@@ -142,6 +171,14 @@ impl JobSegment {
                 Ring::<Completion>::init(
                     base.add(SLOT_HEADER + ring_bytes::<Descriptor>(desc_cap)),
                     comp_cap,
+                );
+                Ring::<DmaWork>::init(
+                    base.add(
+                        SLOT_HEADER
+                            + ring_bytes::<Descriptor>(desc_cap)
+                            + ring_bytes::<Completion>(comp_cap),
+                    ),
+                    DMA_CAPACITY,
                 );
             }
         }
@@ -222,13 +259,17 @@ impl JobSegment {
     pub fn queues(&self, rank: u32) -> RankQueues {
         let base = self.slot_ptr(rank);
         let dcap = self.header().desc_capacity as usize;
-        // SAFETY: both rings were initialised by `create` at these offsets inside the slot,
+        let ccap = self.header().comp_capacity as usize;
+        // SAFETY: the three rings were initialised by `create` at these offsets inside the slot,
         // and the mapping outlives the returned rings as long as the segment does (callers
         // keep the JobSegment alive, see RankCtx and NodeManager).
         unsafe {
             RankQueues {
                 descriptors: Ring::attach(base.add(SLOT_HEADER)),
                 completions: Ring::attach(base.add(SLOT_HEADER + ring_bytes::<Descriptor>(dcap))),
+                dma: Ring::attach(base.add(
+                    SLOT_HEADER + ring_bytes::<Descriptor>(dcap) + ring_bytes::<Completion>(ccap),
+                )),
             }
         }
     }

@@ -83,3 +83,21 @@ fn tagged_output_prefixes_each_line_with_the_rank() {
         vec!["[0] hello from rank 0 of 2", "[1] hello from rank 1 of 2"]
     );
 }
+
+#[test]
+fn every_chunk_by_the_receivers_dma_helper_or_none() {
+    for min in ["0", "off"] {
+        for fixture in ["p2p", "comms"] {
+            for nodes in ["1", "2"] {
+                let r = run_fixture(
+                    &["-n", "4", "--nodes", nodes, "--direct-copy-min", min],
+                    fixture,
+                    &[],
+                );
+                r.assert_ok(&format!(
+                    "{fixture}, direct copies from {min}, {nodes} nodes"
+                ));
+            }
+        }
+    }
+}

@@ -96,8 +96,55 @@ impl Memory<'_> {
     }
 }
 
-/// P2P microphase: the DMA Helper moves every chunk whose receiver is local.
-pub fn run_p2p(dec: &SliceDecisions, mem: &mut Memory<'_>, errs: &mut Overrides) -> u32 {
+/// A chunk the receiving rank's own DMA Helper thread copies (one copy).
+#[derive(Clone, Copy, Debug)]
+pub struct DirectChunk {
+    pub recv: DescRef,
+    pub src_pid: i32,
+    pub src_addr: u64,
+    pub dst_addr: u64,
+    pub len: u64,
+}
+
+/// The chunks with a local receiver of at least `min` bytes: for these one copy by the
+/// receiver's own DMA Helper beats two through the node manager's bounce buffer.
+pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
+    let mut v = Vec::new();
+    for d in &dec.decisions {
+        let Decision::Chunk {
+            send,
+            recv,
+            offset,
+            len,
+        } = d
+        else {
+            continue;
+        };
+        if *len < min || !(mem.local)(recv.rank) {
+            continue;
+        }
+        let (Some(s), Some(r)) = (dec.descriptor(*send), dec.descriptor(*recv)) else {
+            continue;
+        };
+        v.push(DirectChunk {
+            recv: *recv,
+            src_pid: mem.pids[s.rank as usize],
+            src_addr: s.buf + offset,
+            dst_addr: r.buf + offset,
+            len: *len,
+        });
+    }
+    v
+}
+
+/// P2P microphase: the node's DMA Helper moves every chunk of fewer than `direct_min` bytes
+/// whose receiver is local (the larger ones went to the receivers' own DMA Helpers).
+pub fn run_p2p(
+    dec: &SliceDecisions,
+    mem: &mut Memory<'_>,
+    errs: &mut Overrides,
+    direct_min: u64,
+) -> u32 {
     let mut moved = 0;
     for d in &dec.decisions {
         let Decision::Chunk {
@@ -109,7 +156,7 @@ pub fn run_p2p(dec: &SliceDecisions, mem: &mut Memory<'_>, errs: &mut Overrides)
         else {
             continue;
         };
-        if !(mem.local)(recv.rank) {
+        if !(mem.local)(recv.rank) || *len >= direct_min {
             continue;
         }
         let (Some(s), Some(r)) = (dec.descriptor(*send), dec.descriptor(*recv)) else {

@@ -67,7 +67,14 @@ pub struct EngineConfig {
     pub deadlock_slices: u32,
     /// Per-node receive budget per slice, in bytes.
     pub chunk_budget: u64,
+    /// Chunks of at least this many bytes are copied by the receiving rank's own DMA Helper
+    /// thread (one copy); smaller ones by the node manager (two copies through a bounce
+    /// buffer, but no thread hand-off). `u64::MAX` turns direct copies off.
+    pub direct_copy_min: u64,
 }
+
+/// Default threshold for direct copies (see `docs/benchmarks.md` for the measurement).
+pub const DEFAULT_DIRECT_COPY_MIN: u64 = 2 << 20;
 
 impl EngineConfig {
     /// Node of each rank: contiguous blocks, as a batch system places ranks.
