@@ -106,35 +106,40 @@ pub struct DirectChunk {
     pub len: u64,
 }
 
-/// The chunks with a local receiver of at least `min` bytes: for these one copy by the
-/// receiver's own DMA Helper beats two through the node manager's bounce buffer.
-pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
-    let mut v = Vec::new();
-    for d in &dec.decisions {
-        let Decision::Chunk {
+/// Every chunk of this slice whose receiver is local: (send, receive, offset, length).
+fn local_chunks<'d>(
+    dec: &'d SliceDecisions,
+    local: &'d dyn Fn(u32) -> bool,
+) -> impl Iterator<Item = (&'d Descriptor, &'d Descriptor, u64, u64)> + 'd {
+    dec.decisions.iter().filter_map(move |d| match d {
+        Decision::Chunk {
             send,
             recv,
             offset,
             len,
-        } = d
-        else {
-            continue;
-        };
-        if *len < min || !(mem.local)(recv.rank) {
-            continue;
-        }
-        let (Some(s), Some(r)) = (dec.descriptor(*send), dec.descriptor(*recv)) else {
-            continue;
-        };
-        v.push(DirectChunk {
-            recv: *recv,
+        } if local(recv.rank) => Some((
+            dec.descriptor(*send)?,
+            dec.descriptor(*recv)?,
+            *offset,
+            *len,
+        )),
+        _ => None,
+    })
+}
+
+/// The chunks with a local receiver of at least `min` bytes: for these one copy by the
+/// receiver's own DMA Helper beats two through the node manager's bounce buffer.
+pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
+    local_chunks(dec, mem.local)
+        .filter(|&(_, _, _, len)| len >= min)
+        .map(|(s, r, offset, len)| DirectChunk {
+            recv: r.id(),
             src_pid: mem.pids[s.rank as usize],
             src_addr: s.buf + offset,
             dst_addr: r.buf + offset,
-            len: *len,
-        });
-    }
-    v
+            len,
+        })
+        .collect()
 }
 
 /// P2P microphase: the node's DMA Helper moves every chunk of fewer than `direct_min` bytes
@@ -145,24 +150,10 @@ pub fn run_p2p(
     errs: &mut Overrides,
     direct_min: u64,
 ) -> u32 {
+    let local = mem.local;
     let mut moved = 0;
-    for d in &dec.decisions {
-        let Decision::Chunk {
-            send,
-            recv,
-            offset,
-            len,
-        } = d
-        else {
-            continue;
-        };
-        if !(mem.local)(recv.rank) || *len >= direct_min {
-            continue;
-        }
-        let (Some(s), Some(r)) = (dec.descriptor(*send), dec.descriptor(*recv)) else {
-            continue;
-        };
-        if let Err(e) = mem.copy((s.rank, s.buf + offset), (r.rank, r.buf + offset), *len) {
+    for (s, r, offset, len) in local_chunks(dec, local).filter(|c| c.3 < direct_min) {
+        if let Err(e) = mem.copy((s.rank, s.buf + offset), (r.rank, r.buf + offset), len) {
             errs.insert(r.id(), e);
         }
         moved += 1;
