@@ -33,16 +33,17 @@ out=docs/benchmarks.md
   echo "with every chunk through the node manager (\`off\`, two copies through a 256 KiB bounce"
   echo "buffer), and the papers' fixed 500 us strobe. Runs alternate per size."
   echo
-  echo "| bytes | adaptive (us) | direct 0 (us) | direct off (us) | fixed 500us (us) | MB/s (adaptive) |"
-  echo "|---:|---:|---:|---:|---:|---:|"
+  echo "| bytes | adaptive (us) | direct 0 (us) | direct off (us) | no polling (us) | fixed 500us (us) | MB/s (adaptive) |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|"
   pp() { $S run -n 2 "$@" | sed 's/.*one_way_us=//'; }
   for b in 0 8 4096 65536 262144 1048576 2097152 4194304; do
     a=$(pp -- $T/pingpong $b 500)
     d=$(pp --direct-copy-min 0 -- $T/pingpong $b 500)
     o=$(pp --direct-copy-min off -- $T/pingpong $b 500)
+    z=$(STROBE_SPIN_US=0 pp -- $T/pingpong $b 500)
     f=$(pp --strobe fixed -- $T/pingpong $b 100)
     bw=$(awk -v b=$b -v t=$a 'BEGIN { if (t > 0) printf "%.0f", b / t; else print "-" }')
-    echo "| $b | $a | $d | $o | $f | $bw |"
+    echo "| $b | $a | $d | $o | $z | $f | $bw |"
   done
   cat <<'TXT'
 
@@ -57,11 +58,11 @@ out=docs/benchmarks.md
   drift), each rank enters a barrier every 8 slices and one barrier is scheduled every 8
   slices in about 95% of the cases. The tail (p99.9 around 1.9 ms) is the node manager being
   starved by two ranks that spin on both cores.
-- Ping-pong with the adaptive strobe costs about 65 us one way for small messages, against
-  one slice (500 us) with the papers' fixed strobe. Most of it is wake-up latency: a slice
-  with one match takes about 18 us (GTTS), and the rest is the futex hand-offs between the
-  ranks and the node manager on two cores. The benchmark issue sets the targets (under
-  10 us, at least half of MPICH's bandwidth) and will compare side by side.
+- Ping-pong with the adaptive strobe costs about 9 us one way for small messages, against
+  one slice (500 us) with the papers' fixed strobe: the next slice starts as soon as both
+  ranks are blocked. Polling before sleeping is what makes it fast: with `STROBE_SPIN_US=0`
+  the same ping-pong takes about 65 us, the cost of waking threads that sleep on idle cores.
+  The benchmark issue will compare with MPICH side by side.
 - Data movement: a chunk is copied either by the node manager (two copies through a
   cache-resident bounce buffer, no thread hand-off) or by the receiving rank's own DMA
   Helper thread (one `process_vm_readv` straight into the receive buffer, one thread

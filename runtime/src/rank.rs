@@ -227,7 +227,7 @@ impl RankCtx {
                 g.pump();
                 ready(&g.done)
             };
-            if !satisfied {
+            if !satisfied && !futex::spin_while_eq(&slot.wake, seen, futex::spin_budget()) {
                 futex::wait(&slot.wake, seen, Some(Duration::from_millis(100)));
             }
             resume_computing(&self.seg, self.rank);

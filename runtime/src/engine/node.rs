@@ -174,7 +174,16 @@ impl NodeManager {
             if Instant::now() >= deadline {
                 break StartReason::Timer;
             }
-            futex::wait_until(&h.doorbell, bell, Some(deadline));
+            // Only the adaptive strobe can start early, so only it polls the doorbell; the
+            // fixed strobe sleeps until its timer.
+            let spin = match self.cfg.policy {
+                StrobePolicy::Adaptive => futex::spin_budget(),
+                StrobePolicy::Fixed => Duration::ZERO,
+            }
+            .min(deadline.saturating_duration_since(Instant::now()));
+            if !futex::spin_while_eq(&h.doorbell, bell, spin) {
+                futex::wait_until(&h.doorbell, bell, Some(deadline));
+            }
         };
         let now = Instant::now();
         self.last_start = Some(now);
