@@ -141,6 +141,45 @@ fn monotonic_timespec(deadline: Instant) -> Option<libc::timespec> {
     })
 }
 
+/// How long a waiter polls before it sleeps in the kernel (`STROBE_SPIN_US`, default 50 us;
+/// 0 turns polling off). Waking a sleeping thread on an idle core costs tens of
+/// microseconds (more in a VM), while the hand-offs of a slice are a few microseconds apart.
+pub fn spin_budget() -> Duration {
+    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let us = std::env::var("STROBE_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50u64);
+        Duration::from_micros(us)
+    })
+}
+
+/// Poll `word` for up to `budget` while it still holds `expected`, yielding the core now and
+/// then so that polling never starves a runnable thread (on an oversubscribed host the
+/// thread we wait for may need our core). Returns true when the word changed.
+pub fn spin_while_eq(word: &AtomicU32, expected: u32, budget: Duration) -> bool {
+    if budget.is_zero() {
+        return word.load(Ordering::Acquire) != expected;
+    }
+    let start = Instant::now();
+    let mut i = 0u32;
+    loop {
+        if word.load(Ordering::Acquire) != expected {
+            return true;
+        }
+        i = i.wrapping_add(1);
+        if i % 64 == 0 {
+            if start.elapsed() >= budget {
+                return false;
+            }
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,45 +276,6 @@ mod tests {
         wake_all(&w);
         for h in handles {
             h.join().unwrap();
-        }
-    }
-}
-
-/// How long a waiter polls before it sleeps in the kernel (`STROBE_SPIN_US`, default 50 us;
-/// 0 turns polling off). Waking a sleeping thread on an idle core costs tens of
-/// microseconds (more in a VM), while the hand-offs of a slice are a few microseconds apart.
-pub fn spin_budget() -> Duration {
-    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let us = std::env::var("STROBE_SPIN_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50u64);
-        Duration::from_micros(us)
-    })
-}
-
-/// Poll `word` for up to `budget` while it still holds `expected`, yielding the core now and
-/// then so that polling never starves a runnable thread (on an oversubscribed host the
-/// thread we wait for may need our core). Returns true when the word changed.
-pub fn spin_while_eq(word: &AtomicU32, expected: u32, budget: Duration) -> bool {
-    if budget.is_zero() {
-        return word.load(Ordering::Acquire) != expected;
-    }
-    let start = Instant::now();
-    let mut i = 0u32;
-    loop {
-        if word.load(Ordering::Acquire) != expected {
-            return true;
-        }
-        i = i.wrapping_add(1);
-        if i % 64 == 0 {
-            if start.elapsed() >= budget {
-                return false;
-            }
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
         }
     }
 }
