@@ -47,6 +47,8 @@ pub struct NodeManager {
     overflow: Vec<Vec<Completion>>,
     /// Direct copies queued so far to each local rank's DMA Helper (wrapping).
     dma_pushed: Vec<u32>,
+    /// pid of every rank, once known.
+    pids: Vec<i32>,
     bounce: Vec<u8>,
     // Strobe Sender state (node 0 only).
     last_start: Option<Instant>,
@@ -78,6 +80,7 @@ impl NodeManager {
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
+            pids: vec![0; cfg.ranks as usize],
             bounce: vec![0; 256 << 10],
             cfg,
             node,
@@ -276,14 +279,18 @@ impl NodeManager {
 
         // P2P, BBM, RM: the helpers execute this node's share of the decisions.
         let mut errs = Overrides::new();
-        let pids: Vec<i32> = (0..self.cfg.ranks)
-            .map(|r| self.shared.seg.slot(r).pid.load(Ordering::Acquire) as i32)
-            .collect();
-        let node_of = self.node_of_rank.clone();
+        // A rank's pid is set once, before it can post anything: refresh only unknown ones.
+        for (r, pid) in self.pids.iter_mut().enumerate() {
+            if *pid == 0 {
+                *pid = self.shared.seg.slot(r as u32).pid.load(Ordering::Acquire) as i32;
+            }
+        }
+        let pids = &self.pids;
+        let node_of = &self.node_of_rank;
         let me = self.node;
         let is_local = move |r: u32| node_of[r as usize] == me;
         let mut mem = Memory {
-            pids: &pids,
+            pids,
             local: &is_local,
             bounce: &mut self.bounce,
         };
