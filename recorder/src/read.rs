@@ -188,8 +188,10 @@ pub fn stats(path: &Path) -> Result<String, RecordError> {
         }
     }
 
-    let mut st =
-        conn.prepare("SELECT reason, count(*) FROM slice GROUP BY reason ORDER BY reason")?;
+    let mut st = conn.prepare(
+        "SELECT reason, count(*) FROM slice GROUP BY reason
+         ORDER BY CASE reason WHEN 'first' THEN 0 WHEN 'timer' THEN 1 ELSE 2 END",
+    )?;
     let reasons: Vec<String> = st
         .query_map([], |r| {
             Ok(format!(
@@ -234,11 +236,10 @@ pub fn stats(path: &Path) -> Result<String, RecordError> {
         .collect::<Result<_, _>>()?;
     let ndesc: i64 = conn.query_row("SELECT count(*) FROM descriptor", [], |r| r.get(0))?;
     if kinds.is_empty() {
-        writeln!(w, "decisions  none recorded").ok();
+        writeln!(w, "decisions  none recorded ({ndesc} descriptors)").ok();
     } else {
-        writeln!(w, "decisions  {}", kinds.join(", ")).ok();
+        writeln!(w, "decisions  {} ({ndesc} descriptors)", kinds.join(", ")).ok();
     }
-    writeln!(w, "descriptors {ndesc}").ok();
 
     let mut st = conn.prepare(
         "SELECT slice, reason, getts_ns, n_descriptors, n_matches + n_chunks + n_collectives + n_completions
