@@ -4,6 +4,7 @@
 mod bench;
 mod cli_util;
 mod decision_log;
+mod record;
 mod summary;
 
 use std::ffi::OsString;
@@ -34,6 +35,13 @@ struct Cli {
 enum Cmd {
     /// Run an MPI program on N ranks (like mpiexec).
     Run(RunArgs),
+    /// Run a job exactly like `run` and record it into an SQLite file.
+    Record(record::RecordArgs),
+    /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks.
+    Stats {
+        /// The recording (an SQLite file written by `strobe record`).
+        file: PathBuf,
+    },
     /// Measure the runtime itself (figures are printed as Markdown for docs/).
     Bench {
         #[command(subcommand)]
@@ -42,11 +50,14 @@ enum Cmd {
         #[arg(long, global = true)]
         out: Option<PathBuf>,
     },
-    /// Run a fixture job and show what the runtime did, slice by slice, in summary.
+    /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
         /// Number of ranks.
         #[arg(short = 'n', long, default_value_t = 4)]
         ranks: u32,
+        /// Keep the recording in this file (overwritten) instead of a temporary one.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
 }
 
@@ -127,7 +138,9 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Run(a) => run(&a.job, &a.command),
-        Cmd::Demo { ranks } => demo(ranks),
+        Cmd::Record(a) => record::record(&a),
+        Cmd::Stats { file } => Ok(record::stats(&file)),
+        Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { what, out } => bench_cmd(what, out),
     };
     match code {
@@ -200,6 +213,16 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
+    Ok(execute(job, &cfg, None)?.exit_code())
+}
+
+/// Run a job with the sinks `job` asks for plus `extra` (the recorder), and report its end
+/// on stderr. Shared by `run` and `record`, so both run a job the same way.
+fn execute(
+    job: &JobArgs,
+    cfg: &LaunchConfig,
+    extra: Option<Arc<dyn SliceSink>>,
+) -> Result<launcher::JobReport> {
     let summary = Arc::new(summary::Summary::default());
     let log = match &job.decision_log {
         Some(p) => Some(Arc::new(
@@ -208,19 +231,19 @@ fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
         )),
         None => None,
     };
-    let mut sinks: Vec<Arc<dyn SliceSink>> = Vec::new();
+    let mut sinks: Vec<Arc<dyn SliceSink>> = extra.into_iter().collect();
     if job.summary {
         sinks.push(summary.clone());
     }
     if let Some(l) = &log {
         sinks.push(l.clone());
     }
-    let sink: Arc<dyn SliceSink> = if sinks.is_empty() {
-        Arc::new(NullSink)
-    } else {
-        Arc::new(summary::Tee(sinks))
+    let sink: Arc<dyn SliceSink> = match sinks.len() {
+        0 => Arc::new(NullSink),
+        1 => sinks.pop().expect("one sink"),
+        _ => Arc::new(summary::Tee(sinks)),
     };
-    let report = launcher::launch(&cfg, sink, None)?;
+    let report = launcher::launch(cfg, sink, None)?;
     if let Some(l) = &log {
         l.finish().context("writing the decision log")?;
     }
@@ -230,7 +253,7 @@ fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     if job.summary {
         eprint!("{}", summary.render(report.elapsed));
     }
-    Ok(report.exit_code())
+    Ok(report)
 }
 
 /// The fixture programs are built next to this executable (same target directory).
@@ -247,10 +270,18 @@ fn fixture(name: &str) -> Result<PathBuf> {
     Ok(p)
 }
 
-fn demo(ranks: u32) -> Result<i32> {
+fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
     let prog = fixture("token_ring")?;
+    let (path, keep) = match out {
+        Some(p) => (p, true),
+        None => (
+            std::env::temp_dir().join(format!("strobe-demo-{}.db", std::process::id())),
+            false,
+        ),
+    };
     eprintln!(
-        "strobe demo: running the token_ring fixture on {ranks} ranks (adaptive strobe, 500us slices)\n"
+        "strobe demo: recording the token_ring fixture on {ranks} ranks (adaptive strobe, 500us slices) to {}\n",
+        path.display()
     );
     let job = JobArgs {
         ranks,
@@ -263,9 +294,14 @@ fn demo(ranks: u32) -> Result<i32> {
         tag_output: false,
         timeout: Some(Duration::from_secs(60)),
         decision_log: None,
-        summary: true,
+        summary: false,
     };
-    run(&job, &[prog.into_os_string()])
+    let code = record::record_to(&job, &[prog.into_os_string()], &path, true, None, None)?;
+    let shown = record::stats(&path);
+    if !keep {
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(if code != 0 { code } else { shown })
 }
 
 fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {

@@ -1,1 +1,400 @@
-//! strobe-recorder: arrives with its own issue.
+//! strobe-recorder: records a job into one SQLite file (schema in `docs/recording.md`).
+//!
+//! [`Recorder`] is a [`SliceSink`]. The slice path only copies what the enabled layers need
+//! into a bounded queue; one writer thread owns the SQLite connection and writes in batched
+//! transactions, so node managers never wait on the disk (unless the queue fills, in which
+//! case they wait rather than lose records: a recording with holes is useless for replay).
+
+pub mod migrations;
+pub mod read;
+pub mod window;
+mod writer;
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection};
+use sha2::{Digest, Sha256};
+use strobe_runtime::engine::{LocalMetrics, SliceRecord, SliceSink};
+use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
+
+pub use read::{open_recording, stats};
+pub use window::Layer;
+
+use writer::{Msg, Schedule, SliceMsg, WriterDone};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0} already exists (use --force to overwrite it)")]
+    Exists(PathBuf),
+    #[error("SQLite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("this recording has format version {found}, but this strobe reads only up to version {supported}: use a newer strobe")]
+    TooNew { found: i64, supported: i64 },
+    #[error("not a strobe recording: {0}")]
+    NotARecording(String),
+    #[error("the recording is damaged: {0}")]
+    Corrupt(String),
+    #[error("the recorder's writer thread failed: {0}")]
+    Writer(String),
+    #[error("the recording was already finished")]
+    Finished,
+}
+
+/// How the recorder batches and which layers it records.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordOptions {
+    /// Descriptors, decisions and blocked ranks (tables `descriptor`, `decision`, `blocked`).
+    pub schedule_log: Layer,
+    /// Slice metrics columns and the `node_slice` table.
+    pub metrics: Layer,
+    /// Queue capacity between the slice path and the writer thread, in messages.
+    pub queue: usize,
+    /// Commit after this many slices...
+    pub batch_slices: usize,
+    /// ...or this long after the transaction began, whichever comes first.
+    pub batch_interval: Duration,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions {
+            schedule_log: Layer::On,
+            metrics: Layer::On,
+            queue: 8192,
+            batch_slices: 512,
+            batch_interval: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What is known about a job before it runs.
+#[derive(Clone, Debug)]
+pub struct JobInfo {
+    /// The command line as typed after `--` (program first). Non-UTF-8 bytes are replaced.
+    pub command: Vec<String>,
+    pub cwd: String,
+    /// The resolved program path (what was executed).
+    pub program: PathBuf,
+    /// Environment variables that can change a run: see [`recorded_env`].
+    pub env: Vec<(String, String)>,
+    pub ranks: u32,
+    pub nodes: u32,
+    pub slice: Duration,
+    pub policy: String,
+    pub deadlock_slices: u32,
+    pub chunk_budget: u64,
+    pub direct_copy_min: u64,
+}
+
+impl JobInfo {
+    /// Describe the job `cfg` started from `command`, in the current process environment.
+    pub fn new(cfg: &LaunchConfig, command: &[OsString]) -> JobInfo {
+        let e = &cfg.engine;
+        JobInfo {
+            command: command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            cwd: std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            program: cfg.program.clone(),
+            env: recorded_env(std::env::vars_os()),
+            ranks: e.ranks,
+            nodes: e.nodes,
+            slice: e.slice,
+            policy: e.policy.name().to_string(),
+            deadlock_slices: e.deadlock_slices,
+            chunk_budget: e.chunk_budget,
+            direct_copy_min: e.direct_copy_min,
+        }
+    }
+}
+
+/// The environment variables a recording keeps: `STROBE_*` (strobe's own switches),
+/// `OMP_*` (threading inside ranks changes timing) and `MPIEXEC_TIMEOUT`. Not `PATH`: the
+/// resolved program path and its SHA-256 identify the program better, and a full
+/// environment would leak secrets into files people share. Sorted by name.
+pub fn recorded_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = vars
+        .filter_map(|(k, val)| Some((k.into_string().ok()?, val)))
+        .filter(|(k, _)| {
+            k.starts_with("STROBE_") || k.starts_with("OMP_") || k == "MPIEXEC_TIMEOUT"
+        })
+        .map(|(k, val)| (k, val.to_string_lossy().into_owned()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// SHA-256 of a file, lowercase hex.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A JSON string literal (the recorder has no JSON dependency; SQLite's `json_each` reads it).
+pub(crate) fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            '\r' => o.push_str("\\r"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn unix_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Records one job into an SQLite file. Create it before `launch`, pass it as (part of) the
+/// sink, then call [`Recorder::finish`] with the report, whatever the outcome.
+pub struct Recorder {
+    path: PathBuf,
+    opts: RecordOptions,
+    tx: RwLock<Option<SyncSender<Msg>>>,
+    writer: Mutex<Option<JoinHandle<WriterDone>>>,
+}
+
+impl Recorder {
+    /// Create `path` (which must not exist), write the job row and start the writer thread.
+    pub fn create(
+        path: &Path,
+        job: &JobInfo,
+        opts: RecordOptions,
+    ) -> Result<Recorder, RecordError> {
+        if path.exists() {
+            return Err(RecordError::Exists(path.to_path_buf()));
+        }
+        let sha = sha256_file(&job.program).ok();
+        let mut conn = Connection::open(path)?;
+        // WAL: the writer's commits do not rewrite the main file; NORMAL: a commit does not
+        // wait for fsync (a power cut may lose the last batch, never corrupt the file).
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrations::migrate(&mut conn)?;
+        let command = format!(
+            "[{}]",
+            job.command
+                .iter()
+                .map(|a| json_str(a))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let env = format!(
+            "{{{}}}",
+            job.env
+                .iter()
+                .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        conn.execute(
+            "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
+                env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
+                schedule_log, metrics, started_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            params![
+                migrations::CURRENT_VERSION,
+                env!("CARGO_PKG_VERSION"),
+                command,
+                job.cwd,
+                job.program.display().to_string(),
+                sha,
+                env,
+                job.ranks,
+                job.nodes,
+                job.slice.as_nanos() as i64,
+                job.policy,
+                job.deadlock_slices,
+                job.chunk_budget as i64,
+                job.direct_copy_min as i64,
+                opts.schedule_log.to_string(),
+                opts.metrics.to_string(),
+                unix_ns(),
+            ],
+        )?;
+        let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
+        let batch = (opts.batch_slices.max(1), opts.batch_interval);
+        let handle = std::thread::Builder::new()
+            .name("strobe-recorder".into())
+            .spawn(move || writer::run(conn, rx, batch.0, batch.1))
+            .map_err(|e| RecordError::Writer(e.to_string()))?;
+        Ok(Recorder {
+            path: path.to_path_buf(),
+            opts,
+            tx: RwLock::new(Some(tx)),
+            writer: Mutex::new(Some(handle)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn send(&self, m: Msg) {
+        if let Some(tx) = self.tx.read().expect("recorder lock").as_ref() {
+            // Blocks when the queue is full; fails only if the writer is gone (its error
+            // is reported by finish).
+            let _ = tx.send(m);
+        }
+    }
+
+    /// Stop the writer and get the connection back, with the writer's first error.
+    fn stop_writer(&self) -> Result<(Connection, u64), RecordError> {
+        self.tx.write().expect("recorder lock").take();
+        let handle = self
+            .writer
+            .lock()
+            .expect("recorder lock")
+            .take()
+            .ok_or(RecordError::Finished)?;
+        let done = handle
+            .join()
+            .map_err(|_| RecordError::Writer("panicked".into()))?;
+        match done.error {
+            Some(e) => Err(RecordError::Writer(e.to_string())),
+            None => Ok((done.conn, done.slices)),
+        }
+    }
+
+    /// Flush every slice, write the outcome and the ranks' exit statuses, and close the file.
+    /// Returns the number of slices recorded.
+    pub fn finish(&self, report: &JobReport) -> Result<u64, RecordError> {
+        let outcome = match &report.outcome {
+            JobOutcome::Success => "success",
+            JobOutcome::RankFailed { .. } => "rank_failed",
+            JobOutcome::Deadlock(_) => "deadlock",
+            JobOutcome::Interrupted => "interrupted",
+            JobOutcome::Timeout => "timeout",
+            JobOutcome::EngineFailed(_) => "engine_failed",
+        };
+        self.finish_with(
+            outcome,
+            report.message(),
+            report.exit_code(),
+            Some((report.slices, report.elapsed)),
+            &report.rank_status,
+        )
+    }
+
+    /// The job could not be started at all (`outcome = 'not_started'`).
+    pub fn finish_not_started(&self, message: &str, exit_status: i32) -> Result<u64, RecordError> {
+        self.finish_with(
+            "not_started",
+            Some(message.to_string()),
+            exit_status,
+            None,
+            &[],
+        )
+    }
+
+    fn finish_with(
+        &self,
+        outcome: &str,
+        message: Option<String>,
+        exit_status: i32,
+        slices: Option<(u64, Duration)>,
+        rank_status: &[Option<i32>],
+    ) -> Result<u64, RecordError> {
+        let (mut conn, recorded) = self.stop_writer()?;
+        let tx = conn.transaction()?;
+        tx.execute(
+            "UPDATE job SET ended_at = ?1, elapsed_ns = ?2, outcome = ?3, message = ?4,
+                exit_status = ?5, total_slices = ?6",
+            params![
+                unix_ns(),
+                slices.map(|s| s.1.as_nanos() as i64),
+                outcome,
+                message,
+                exit_status,
+                slices.map(|s| s.0 as i64),
+            ],
+        )?;
+        {
+            let mut st = tx.prepare(
+                "INSERT INTO rank (rank, wait_status, exit_code, signal) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (rank, raw) in rank_status.iter().enumerate() {
+                let st_ = raw.map(std::process::ExitStatus::from_raw);
+                st.execute(params![
+                    rank as i64,
+                    raw,
+                    st_.and_then(|s| s.code()),
+                    st_.and_then(|s| s.signal()),
+                ])?;
+            }
+        }
+        tx.commit()?;
+        // Leave one self-contained file: fold the WAL back and switch to a rollback
+        // journal, so the recording can be copied alone and opened read-only anywhere.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        conn.pragma_update(None, "journal_mode", "DELETE")?;
+        conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
+        Ok(recorded)
+    }
+}
+
+impl SliceSink for Recorder {
+    fn slice(&self, rec: &SliceRecord) {
+        let metrics = self.opts.metrics.covers(rec.slice);
+        let schedule = self.opts.schedule_log.covers(rec.slice).then(|| Schedule {
+            // Only what the tables hold: the catalog carries addresses and is not copied.
+            descriptors: rec.descriptors.clone(),
+            decisions: rec.decisions.decisions.clone(),
+            blocked: rec.blocked.clone(),
+        });
+        self.send(Msg::Slice(Box::new(SliceMsg {
+            slice: rec.slice,
+            reason: rec.reason,
+            start_ns: rec.start_ns,
+            global: metrics.then_some(rec.global),
+            n_descriptors: rec.descriptors.len() as u32,
+            counts: rec.decisions.counts(),
+            n_blocked: rec.blocked.len() as u32,
+            digest: rec.digest,
+            schedule,
+        })));
+    }
+
+    fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
+        if self.opts.metrics.covers(slice) {
+            self.send(Msg::Node(slice, *m));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

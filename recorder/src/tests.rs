@@ -1,0 +1,353 @@
+//! Recorder tests without processes: synthetic slices into a temporary file, read back
+//! with plain SQL.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+use strobe_runtime::descriptor::{DescKind, DescRef, Descriptor, RtError, FLAG_BLOCKING};
+use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, StartReason};
+use strobe_runtime::launcher::{JobOutcome, JobReport, RankDeath};
+use strobe_runtime::sched::{Decision, SliceDecisions};
+
+use super::*;
+
+fn job() -> JobInfo {
+    JobInfo {
+        command: vec!["/bin/prog".into(), "a \"quoted\" arg".into()],
+        cwd: "/tmp".into(),
+        program: "/bin/true".into(),
+        env: vec![("STROBE_X".into(), "1".into())],
+        ranks: 2,
+        nodes: 1,
+        slice: Duration::from_micros(500),
+        policy: "adaptive".into(),
+        deadlock_slices: 20,
+        chunk_budget: 4 << 20,
+        direct_copy_min: 2 << 20,
+    }
+}
+
+fn desc(rank: u32, seq: u64, kind: DescKind, peer: i32) -> Descriptor {
+    Descriptor {
+        rank,
+        seq,
+        kind: kind as u8,
+        flags: FLAG_BLOCKING,
+        peer,
+        tag: 7,
+        bytes: 8,
+        request: seq + 1,
+        ..Descriptor::default()
+    }
+}
+
+/// Slice `i`: rank 0 sends to rank 1 (seq i), which receives; match, chunk, two completions.
+fn record(i: u64) -> SliceRecord {
+    let (s, r) = (DescRef { rank: 0, seq: i }, DescRef { rank: 1, seq: i });
+    let complete = |d: DescRef, source| Decision::Complete {
+        desc: d,
+        request: i + 1,
+        source,
+        tag: 7,
+        bytes: 8,
+        error: RtError::Ok,
+        flags: 0,
+        value: u64::MAX,
+        value2: 0,
+    };
+    let decisions = SliceDecisions {
+        slice: i,
+        decisions: vec![
+            Decision::Match {
+                send: s,
+                recv: r,
+                bytes: 8,
+                truncated: false,
+            },
+            Decision::Chunk {
+                send: s,
+                recv: r,
+                offset: 0,
+                len: 8,
+            },
+            Decision::Collective {
+                comm: 0,
+                coll_seq: i,
+                kind: DescKind::Barrier,
+                root: 0,
+                parts: vec![s, r],
+            },
+            complete(s, -1),
+            complete(r, 0),
+        ],
+        wake: vec![0, 1],
+        catalog: vec![],
+    };
+    SliceRecord {
+        slice: i,
+        reason: if i == 1 {
+            StartReason::First
+        } else {
+            StartReason::Early
+        },
+        start_ns: i * 1000,
+        global: GlobalMetrics {
+            getts: Duration::from_micros(100 + i),
+            gtts: Duration::from_micros(10),
+            usrsts: 1,
+            ..GlobalMetrics::default()
+        },
+        descriptors: vec![desc(0, i, DescKind::Send, 1), desc(1, i, DescKind::Recv, 0)],
+        digest: decisions.digest(),
+        decisions,
+        blocked: vec![(1, DescKind::Recv as u32)],
+    }
+}
+
+fn report(outcome: JobOutcome, slices: u64) -> JobReport {
+    JobReport {
+        outcome,
+        slices,
+        elapsed: Duration::from_millis(5),
+        // exit(0) and killed by SIGABRT, as raw wait statuses.
+        rank_status: vec![Some(0), Some(6)],
+    }
+}
+
+fn record_n(path: &std::path::Path, n: u64, opts: RecordOptions) -> u64 {
+    let rec = Recorder::create(path, &job(), opts).unwrap();
+    for i in 1..=n {
+        rec.slice(&record(i));
+        for node in 0..2 {
+            rec.node_metrics(
+                i,
+                &LocalMetrics {
+                    node,
+                    bpts: 1,
+                    ..LocalMetrics::default()
+                },
+            );
+        }
+    }
+    rec.finish(&report(JobOutcome::Success, n)).unwrap()
+}
+
+fn count(c: &Connection, sql: &str) -> i64 {
+    c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn slices_decisions_and_job_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.db");
+    // Small batches so several transactions are exercised.
+    let opts = RecordOptions {
+        batch_slices: 3,
+        ..RecordOptions::default()
+    };
+    assert_eq!(record_n(&p, 10, opts), 10);
+    assert!(!dir.path().join("run.db-wal").exists(), "WAL folded back");
+    let c = open_recording(&p).unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM slice"), 10);
+    assert_eq!(count(&c, "SELECT count(*) FROM descriptor"), 20);
+    assert_eq!(count(&c, "SELECT count(*) FROM decision"), 50);
+    assert_eq!(count(&c, "SELECT count(*) FROM node_slice"), 20);
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM blocked WHERE call = 'MPI_Recv'"),
+        10
+    );
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM slice WHERE reason = 'first'"),
+        1
+    );
+    let d: i64 = c
+        .query_row("SELECT digest FROM slice WHERE slice = 4", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(d as u64, record(4).digest);
+    let (outcome, exit, total, cmd): (String, i64, i64, String) = c
+        .query_row(
+            "SELECT outcome, exit_status, total_slices, command FROM job",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!((outcome.as_str(), exit, total), ("success", 0, 10));
+    let arg: String = c
+        .query_row(
+            "SELECT value FROM json_each(?1) WHERE key = 1",
+            [&cmd],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(arg, "a \"quoted\" arg");
+    // Rank 1 died of signal 6.
+    let (code, sig): (Option<i64>, Option<i64>) = c
+        .query_row(
+            "SELECT exit_code, signal FROM rank WHERE rank = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((code, sig), (None, Some(6)));
+    // Decision columns: a match names both sides; a completion keeps u64::MAX as -1.
+    let (sr, rs, kind): (i64, i64, String) = c
+        .query_row(
+            "SELECT send_rank, recv_seq, kind FROM decision WHERE slice = 2 AND idx = 0",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((sr, rs, kind.as_str()), (0, 2, "match"));
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM decision WHERE kind = 'complete' AND value = -1 AND error = 'ok'"
+        ),
+        20
+    );
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM decision, json_each(decision.members) WHERE kind = 'collective'"
+        ),
+        20
+    );
+    let s = stats(&p).unwrap();
+    assert!(s.contains("outcome    success"), "{s}");
+    assert!(s.contains("match 10"), "{s}");
+    assert!(s.contains("MPI_Recv"), "{s}");
+}
+
+#[test]
+fn windows_limit_each_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("w.db");
+    let opts = RecordOptions {
+        schedule_log: "3..5".parse().unwrap(),
+        metrics: Layer::Off,
+        ..RecordOptions::default()
+    };
+    record_n(&p, 10, opts);
+    let c = open_recording(&p).unwrap();
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM slice"),
+        10,
+        "slice rows always"
+    );
+    assert_eq!(count(&c, "SELECT count(DISTINCT slice) FROM descriptor"), 3);
+    assert_eq!(count(&c, "SELECT min(slice) FROM decision"), 3);
+    assert_eq!(count(&c, "SELECT max(slice) FROM blocked"), 5);
+    assert_eq!(count(&c, "SELECT count(*) FROM node_slice"), 0);
+    assert_eq!(count(&c, "SELECT count(getts_ns) FROM slice"), 0);
+    let (sl, m): (String, String) = c
+        .query_row("SELECT schedule_log, metrics FROM job", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((sl.as_str(), m.as_str()), ("3..5", "off"));
+    assert!(stats(&p).unwrap().contains("no metrics recorded"));
+}
+
+#[test]
+fn migrations_are_idempotent_and_newer_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.db");
+    let mut c = Connection::open(&p).unwrap();
+    assert_eq!(
+        migrations::migrate(&mut c).unwrap(),
+        migrations::CURRENT_VERSION
+    );
+    assert_eq!(
+        migrations::migrate(&mut c).unwrap(),
+        migrations::CURRENT_VERSION
+    );
+    assert_eq!(
+        migrations::version(&c).unwrap(),
+        migrations::CURRENT_VERSION
+    );
+    c.pragma_update(None, "user_version", migrations::CURRENT_VERSION + 1)
+        .unwrap();
+    let e = migrations::migrate(&mut c).unwrap_err();
+    assert!(matches!(e, RecordError::TooNew { .. }), "{e}");
+    drop(c);
+    let e = open_recording(&p).unwrap_err();
+    assert!(e.to_string().contains("newer strobe"), "{e}");
+}
+
+#[test]
+fn refuses_to_overwrite_and_rejects_non_recordings() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.db");
+    std::fs::write(&p, b"hello, not a database at all").unwrap();
+    assert!(matches!(
+        Recorder::create(&p, &job(), RecordOptions::default()),
+        Err(RecordError::Exists(_))
+    ));
+    let e = stats(&p).unwrap_err();
+    assert!(e.to_string().contains("not an SQLite database"), "{e}");
+    // An SQLite file that is not ours.
+    let q = dir.path().join("other.db");
+    Connection::open(&q)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x)")
+        .unwrap();
+    assert!(matches!(stats(&q), Err(RecordError::NotARecording(_))));
+}
+
+#[test]
+fn truncated_recordings_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.db");
+    record_n(&p, 200, RecordOptions::default());
+    let bytes = std::fs::read(&p).unwrap();
+    for cut in [bytes.len() / 2, bytes.len() - 1, 50] {
+        let q = dir.path().join(format!("cut{cut}.db"));
+        std::fs::write(&q, &bytes[..cut]).unwrap();
+        let e = stats(&q).unwrap_err();
+        assert!(
+            matches!(e, RecordError::Corrupt(_) | RecordError::NotARecording(_)),
+            "cut at {cut}: {e}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_job_still_yields_a_complete_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.db");
+    let rec = Recorder::create(&p, &job(), RecordOptions::default()).unwrap();
+    rec.slice(&record(1));
+    let r = report(
+        JobOutcome::RankFailed {
+            rank: 1,
+            pid: 42,
+            how: RankDeath::Signal(6),
+            slice: 1,
+        },
+        1,
+    );
+    rec.finish(&r).unwrap();
+    assert!(matches!(rec.finish(&r), Err(RecordError::Finished)));
+    let s = stats(&p).unwrap();
+    assert!(s.contains("rank_failed (exit status 134)"), "{s}");
+    assert!(s.contains("rank 1 (pid 42) was killed by SIGABRT"), "{s}");
+}
+
+#[test]
+fn recorded_env_keeps_only_what_matters() {
+    let vars = [
+        ("PATH", "/bin"),
+        ("STROBE_METRICS", "off"),
+        ("OMP_NUM_THREADS", "2"),
+        ("HOME", "/root"),
+    ];
+    let env = recorded_env(vars.iter().map(|(k, v)| ((*k).into(), (*v).into())));
+    assert_eq!(
+        env,
+        vec![
+            ("OMP_NUM_THREADS".to_string(), "2".to_string()),
+            ("STROBE_METRICS".to_string(), "off".to_string())
+        ]
+    );
+    assert_eq!(json_str("a\"b\\\n"), "\"a\\\"b\\\\\\n\"");
+}

@@ -1,0 +1,384 @@
+//! The writer thread: the only owner of the SQLite connection while the job runs. It writes
+//! in batched transactions (commit every N slices or after an interval, whichever comes
+//! first) so a crash of strobe itself loses at most one batch, and a slow disk never
+//! stalls the slice path until the queue is full.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection};
+use strobe_runtime::descriptor::{DescKind, Descriptor, RtError};
+use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
+use strobe_runtime::sched::{Decision, DecisionCounts};
+use strobe_runtime::segment::call_name;
+
+use crate::RecordError;
+
+pub(crate) enum Msg {
+    Slice(Box<SliceMsg>),
+    Node(u64, LocalMetrics),
+}
+
+/// One slice, reduced to what the enabled layers record.
+pub(crate) struct SliceMsg {
+    pub slice: u64,
+    pub reason: StartReason,
+    pub start_ns: u64,
+    /// `None` outside the metrics layer's window.
+    pub global: Option<GlobalMetrics>,
+    pub n_descriptors: u32,
+    pub counts: DecisionCounts,
+    pub n_blocked: u32,
+    pub digest: u64,
+    /// `None` outside the schedule log's window.
+    pub schedule: Option<Schedule>,
+}
+
+pub(crate) struct Schedule {
+    pub descriptors: Vec<Descriptor>,
+    pub decisions: Vec<Decision>,
+    pub blocked: Vec<(u32, u32)>,
+}
+
+pub(crate) struct WriterDone {
+    pub conn: Connection,
+    /// The first error; later messages were drained and dropped so senders never block.
+    pub error: Option<RecordError>,
+    pub slices: u64,
+}
+
+pub(crate) fn run(
+    conn: Connection,
+    rx: Receiver<Msg>,
+    batch_slices: usize,
+    interval: Duration,
+) -> WriterDone {
+    let mut error: Option<RecordError> = None;
+    let mut slices = 0u64;
+    let mut pending = 0usize;
+    let mut open_since: Option<Instant> = None;
+    loop {
+        let msg = match open_since {
+            None => rx.recv().ok(),
+            Some(t) => match rx.recv_timeout(interval.saturating_sub(t.elapsed())) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => {
+                    commit(&conn, &mut open_since, &mut pending, &mut error);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => None,
+            },
+        };
+        let Some(msg) = msg else { break };
+        if error.is_some() {
+            continue;
+        }
+        if open_since.is_none() {
+            if let Err(e) = conn.execute_batch("BEGIN") {
+                error = Some(e.into());
+                continue;
+            }
+            open_since = Some(Instant::now());
+        }
+        let res = match &msg {
+            Msg::Slice(s) => {
+                pending += 1;
+                slices += 1;
+                write_slice(&conn, s)
+            }
+            Msg::Node(slice, m) => write_node(&conn, *slice, m),
+        };
+        if let Err(e) = res {
+            error = Some(e.into());
+        }
+        if pending >= batch_slices || open_since.is_some_and(|t| t.elapsed() >= interval) {
+            commit(&conn, &mut open_since, &mut pending, &mut error);
+        }
+    }
+    if open_since.is_some() {
+        commit(&conn, &mut open_since, &mut pending, &mut error);
+    }
+    WriterDone {
+        conn,
+        error,
+        slices,
+    }
+}
+
+fn commit(
+    conn: &Connection,
+    open_since: &mut Option<Instant>,
+    pending: &mut usize,
+    error: &mut Option<RecordError>,
+) {
+    if open_since.take().is_some() {
+        // Commit even after an insert failed: what was written before it is still good.
+        if let Err(e) = conn.execute_batch("COMMIT") {
+            error.get_or_insert(e.into());
+        }
+    }
+    *pending = 0;
+}
+
+fn ns(d: Duration) -> i64 {
+    d.as_nanos() as i64
+}
+
+fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
+    let g = s.global;
+    conn.prepare_cached(
+        "INSERT INTO slice (slice, reason, start_ns, getts_ns, gtdem_ns, gtmsm_ns, gtts_ns,
+            usrsts, usrdem, usrmsm, n_descriptors, n_matches, n_chunks, n_collectives,
+            n_completions, n_blocked, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        s.slice as i64,
+        s.reason.name(),
+        s.start_ns as i64,
+        g.map(|g| ns(g.getts)),
+        g.map(|g| ns(g.gtdem)),
+        g.map(|g| ns(g.gtmsm)),
+        g.map(|g| ns(g.gtts)),
+        g.map(|g| g.usrsts),
+        g.map(|g| g.usrdem),
+        g.map(|g| g.usrmsm),
+        s.n_descriptors,
+        s.counts.matches,
+        s.counts.chunks,
+        s.counts.collectives,
+        s.counts.completions,
+        s.n_blocked,
+        // The u64 digest's bit pattern: SQLite integers are signed 64-bit.
+        s.digest as i64,
+    ])?;
+    let Some(sch) = &s.schedule else {
+        return Ok(());
+    };
+    let mut st = conn.prepare_cached(
+        "INSERT INTO descriptor (rank, seq, slice, kind, peer, tag, comm, bytes, rbytes, request, flags)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for d in &sch.descriptors {
+        let kind = d
+            .kind()
+            .map_or_else(|| format!("?{}", d.kind), |k| k.mpi_name().to_string());
+        st.execute(params![
+            d.rank,
+            d.seq as i64,
+            s.slice as i64,
+            kind,
+            d.peer,
+            d.tag,
+            d.comm,
+            d.bytes as i64,
+            d.rbytes as i64,
+            d.request as i64,
+            d.flags,
+        ])?;
+    }
+    for (idx, d) in sch.decisions.iter().enumerate() {
+        write_decision(conn, s.slice, idx, d)?;
+    }
+    let mut st =
+        conn.prepare_cached("INSERT INTO blocked (slice, rank, call) VALUES (?1, ?2, ?3)")?;
+    for (rank, call) in &sch.blocked {
+        st.execute(params![s.slice as i64, rank, call_name(*call)])?;
+    }
+    Ok(())
+}
+
+/// One `decision` row; columns that do not apply to the kind stay NULL.
+#[derive(Default)]
+struct Row {
+    send: Option<(u32, i64)>,
+    recv: Option<(u32, i64)>,
+    desc: Option<(u32, i64)>,
+    offset: Option<i64>,
+    bytes: Option<i64>,
+    comm: Option<u32>,
+    parent: Option<u32>,
+    coll_seq: Option<i64>,
+    coll_kind: Option<&'static str>,
+    root: Option<i32>,
+    members: Option<String>,
+    request: Option<i64>,
+    source: Option<i32>,
+    tag: Option<i32>,
+    error: Option<&'static str>,
+    flags: Option<u32>,
+    value: Option<i64>,
+    value2: Option<i64>,
+}
+
+pub(crate) fn error_name(e: RtError) -> &'static str {
+    match e {
+        RtError::Ok => "ok",
+        RtError::Truncate => "truncate",
+        RtError::Rank => "rank",
+        RtError::Comm => "comm",
+        RtError::CollectiveMismatch => "collective_mismatch",
+        RtError::Op => "op",
+        RtError::Arg => "arg",
+        RtError::Aborted => "aborted",
+        RtError::Count => "count",
+        RtError::Buffer => "buffer",
+    }
+}
+
+fn coll_name(k: DescKind) -> &'static str {
+    k.mpi_name()
+}
+
+fn write_decision(conn: &Connection, slice: u64, idx: usize, d: &Decision) -> rusqlite::Result<()> {
+    let r = |x: strobe_runtime::descriptor::DescRef| Some((x.rank, x.seq as i64));
+    let row = match d {
+        Decision::Match {
+            send,
+            recv,
+            bytes,
+            truncated,
+        } => Row {
+            send: r(*send),
+            recv: r(*recv),
+            bytes: Some(*bytes as i64),
+            flags: Some(*truncated as u32),
+            ..Row::default()
+        },
+        Decision::Chunk {
+            send,
+            recv,
+            offset,
+            len,
+        } => Row {
+            send: r(*send),
+            recv: r(*recv),
+            offset: Some(*offset as i64),
+            bytes: Some(*len as i64),
+            ..Row::default()
+        },
+        Decision::Collective {
+            comm,
+            coll_seq,
+            kind,
+            root,
+            parts,
+        } => Row {
+            comm: Some(*comm),
+            coll_seq: Some(*coll_seq as i64),
+            coll_kind: Some(coll_name(*kind)),
+            root: Some(*root),
+            members: Some(format!(
+                "[{}]",
+                parts
+                    .iter()
+                    .map(|p| format!("[{},{}]", p.rank, p.seq))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+            ..Row::default()
+        },
+        Decision::NewComm {
+            parent,
+            comm,
+            members,
+        } => Row {
+            comm: Some(*comm),
+            parent: Some(*parent),
+            members: Some(format!(
+                "[{}]",
+                members
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+            ..Row::default()
+        },
+        Decision::Complete {
+            desc,
+            request,
+            source,
+            tag,
+            bytes,
+            error,
+            flags,
+            value,
+            value2,
+        } => Row {
+            desc: r(*desc),
+            request: Some(*request as i64),
+            source: Some(*source),
+            tag: Some(*tag),
+            bytes: Some(*bytes as i64),
+            error: Some(error_name(*error)),
+            flags: Some(*flags),
+            value: Some(*value as i64),
+            value2: Some(*value2 as i64),
+            ..Row::default()
+        },
+    };
+    conn.prepare_cached(
+        "INSERT INTO decision (slice, idx, kind, send_rank, send_seq, recv_rank, recv_seq,
+            desc_rank, desc_seq, \"offset\", bytes, comm, parent, coll_seq, coll_kind, root,
+            members, request, source, tag, error, flags, value, value2)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+            ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+    )?
+    .execute(params![
+        slice as i64,
+        idx as i64,
+        d.kind_name(),
+        row.send.map(|x| x.0),
+        row.send.map(|x| x.1),
+        row.recv.map(|x| x.0),
+        row.recv.map(|x| x.1),
+        row.desc.map(|x| x.0),
+        row.desc.map(|x| x.1),
+        row.offset,
+        row.bytes,
+        row.comm,
+        row.parent,
+        row.coll_seq,
+        row.coll_kind,
+        row.root,
+        row.members,
+        row.request,
+        row.source,
+        row.tag,
+        row.error,
+        row.flags,
+        row.value,
+        row.value2,
+    ])?;
+    Ok(())
+}
+
+fn write_node(conn: &Connection, slice: u64, m: &LocalMetrics) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO node_slice (slice, node, letts_ns, ltdem_ns, ltmsm_ns, ltts_ns, np2pdem,
+            np2pmsm, ncolldem, ncollmsm, bpts, t_drain_ns, t_schedule_ns, t_p2p_ns, t_bbm_ns,
+            t_rm_ns, t_deliver_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        slice as i64,
+        m.node,
+        ns(m.letts),
+        ns(m.ltdem),
+        ns(m.ltmsm),
+        ns(m.ltts),
+        m.np2pdem,
+        m.np2pmsm,
+        m.ncolldem,
+        m.ncollmsm,
+        m.bpts,
+        ns(m.t_drain),
+        ns(m.t_schedule),
+        ns(m.t_p2p),
+        ns(m.t_bbm),
+        ns(m.t_rm),
+        ns(m.t_deliver),
+    ])?;
+    Ok(())
+}
