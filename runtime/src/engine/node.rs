@@ -423,38 +423,16 @@ impl NodeManager {
 
     /// Hand completions to the local ranks and wake them.
     fn deliver(&mut self, dec: &SliceDecisions, errs: &Overrides) {
-        for d in &dec.decisions {
-            let Decision::Complete {
-                desc,
-                request,
-                source,
-                tag,
-                bytes,
-                error,
-                flags,
-                value,
-                value2,
-            } = d
-            else {
-                continue;
-            };
+        for (desc, mut c) in dec.decisions.iter().filter_map(Decision::completion) {
             let Some(i) = self.local_index(desc.rank) else {
                 continue;
             };
-            if *request == 0 {
+            if c.request == 0 {
                 continue;
             }
-            let c = Completion {
-                request: *request,
-                source: *source,
-                tag: *tag,
-                bytes: *bytes,
-                error: errs.get(desc).copied().unwrap_or(*error) as u32,
-                flags: *flags,
-                value: *value,
-                value2: *value2,
-                _pad: 0,
-            };
+            if let Some(e) = errs.get(&desc) {
+                c.error = *e as u32;
+            }
             self.overflow[i].push(c);
         }
         for i in 0..self.local_ranks.len() {

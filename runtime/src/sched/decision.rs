@@ -2,7 +2,7 @@
 //! hold addresses, so the same program makes the same decisions in every run; the
 //! [`SliceDecisions::catalog`] carries the descriptors (with addresses) the executors need.
 
-use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use crate::descriptor::{Completion, DescKind, DescRef, Descriptor, RtError};
 
 /// One scheduling decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +52,38 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// For a `Complete` decision: the descriptor and the completion record a rank receives.
+    pub fn completion(&self) -> Option<(DescRef, Completion)> {
+        let Decision::Complete {
+            desc,
+            request,
+            source,
+            tag,
+            bytes,
+            error,
+            flags,
+            value,
+            value2,
+        } = self
+        else {
+            return None;
+        };
+        Some((
+            *desc,
+            Completion {
+                request: *request,
+                source: *source,
+                tag: *tag,
+                bytes: *bytes,
+                error: *error as u32,
+                flags: *flags,
+                value: *value,
+                value2: *value2,
+                _pad: 0,
+            },
+        ))
+    }
+
     /// Short name of the decision kind, for logs and reports.
     pub fn kind_name(&self) -> &'static str {
         match self {
