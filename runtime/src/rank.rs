@@ -189,20 +189,6 @@ impl RankCtx {
         d.request
     }
 
-    /// The completion of `request` if it has arrived (consumes it).
-    pub fn test(&self, request: u64) -> Option<Completion> {
-        let mut g = self.inner.lock().expect("rank context lock");
-        g.pump();
-        g.done.remove(&request)
-    }
-
-    /// Whether `request` completed, without consuming it.
-    pub fn is_complete(&self, request: u64) -> bool {
-        let mut g = self.inner.lock().expect("rank context lock");
-        g.pump();
-        g.done.contains_key(&request)
-    }
-
     /// Sleep until `ready` holds over the set of completed requests. `call` names the MPI
     /// call for deadlock reports (`segment::CALL_*` or a `DescKind`).
     pub fn block_until(&self, call: u32, mut ready: impl FnMut(&HashMap<u64, Completion>) -> bool) {
@@ -239,6 +225,34 @@ impl RankCtx {
                 return;
             }
         }
+    }
+
+    /// The timing-dependent choke point of the `MPI_Test*` family: which of the requests
+    /// `ids` a non-blocking test reports complete, as indices into `ids` (per [`Want`]).
+    /// Completions are not consumed (use [`RankCtx::take`]). Every test-like call of every
+    /// API (Rust and C) goes through here, so the recorder captures each outcome and the
+    /// replayer forces it in one place.
+    pub fn poll_completed(&self, call: u32, ids: &[u64], want: Want) -> Vec<usize> {
+        let _ = call;
+        let mut g = self.inner.lock().expect("rank context lock");
+        g.pump();
+        want.select(ids, &g.done)
+    }
+
+    /// The blocking counterpart of [`RankCtx::poll_completed`] (`MPI_Wait*`): sleeps until
+    /// `want` is satisfied and returns the indices the call reports. Waitany's index and
+    /// Waitsome's set depend on timing; they too are captured and forced here.
+    pub fn wait_completed(&self, call: u32, ids: &[u64], want: Want) -> Vec<usize> {
+        self.block_until(call, |done| want.satisfied(ids, done));
+        let mut g = self.inner.lock().expect("rank context lock");
+        g.pump();
+        want.select(ids, &g.done)
+    }
+
+    /// `MPI_Wtime`: seconds on `CLOCK_MONOTONIC`. The only clock a rank reads through the
+    /// runtime, so it is recorded and, in replay, returns the recorded values.
+    pub fn wtime(&self) -> f64 {
+        monotonic_seconds()
     }
 
     /// Wait for one request and consume its completion.
@@ -284,6 +298,52 @@ impl RankCtx {
             .store((code as u32).wrapping_add(1).max(1), Ordering::Release);
         std::process::exit(if code == 0 { 1 } else { code });
     }
+}
+
+/// What a Test/Wait-family call reports over its set of requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// `MPI_Test(any)` / `MPI_Wait(any)`: the lowest-indexed completed request.
+    Any,
+    /// `MPI_Test(all)` / `MPI_Wait(all)`: every request, or (test) none.
+    All,
+    /// `MPI_Testsome` / `MPI_Waitsome`: every completed request, ascending.
+    Some,
+}
+
+impl Want {
+    fn satisfied(self, ids: &[u64], done: &HashMap<u64, Completion>) -> bool {
+        match self {
+            Want::All => ids.iter().all(|i| done.contains_key(i)),
+            Want::Any | Want::Some => ids.is_empty() || ids.iter().any(|i| done.contains_key(i)),
+        }
+    }
+
+    fn select(self, ids: &[u64], done: &HashMap<u64, Completion>) -> Vec<usize> {
+        let mut idx = (0..ids.len()).filter(|&i| done.contains_key(&ids[i]));
+        match self {
+            Want::Any => idx.next().into_iter().collect(),
+            Want::Some => idx.collect(),
+            Want::All => {
+                if self.satisfied(ids, done) {
+                    (0..ids.len()).collect()
+                } else {
+                    Vec::new()
+                }
+            }
+        }
+    }
+}
+
+/// Seconds on `CLOCK_MONOTONIC`.
+pub fn monotonic_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Used by the launcher when it creates the segment.

@@ -59,6 +59,11 @@ pub const CALL_WAITALL: u32 = 101;
 pub const CALL_WAITANY: u32 = 102;
 pub const CALL_WAITSOME: u32 = 103;
 pub const CALL_QUEUE_FULL: u32 = 104;
+/// Non-blocking test calls (never blocked in; they name timing-dependent outcomes).
+pub const CALL_TEST: u32 = 105;
+pub const CALL_TESTALL: u32 = 106;
+pub const CALL_TESTANY: u32 = 107;
+pub const CALL_TESTSOME: u32 = 108;
 
 pub fn call_name(call: u32) -> &'static str {
     match call {
@@ -67,6 +72,10 @@ pub fn call_name(call: u32) -> &'static str {
         CALL_WAITANY => "MPI_Waitany",
         CALL_WAITSOME => "MPI_Waitsome",
         CALL_QUEUE_FULL => "(descriptor queue full)",
+        CALL_TEST => "MPI_Test",
+        CALL_TESTALL => "MPI_Testall",
+        CALL_TESTANY => "MPI_Testany",
+        CALL_TESTSOME => "MPI_Testsome",
         c => crate::descriptor::DescKind::from_u8(c as u8).map_or("?", |k| k.mpi_name()),
     }
 }

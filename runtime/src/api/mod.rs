@@ -85,15 +85,12 @@ pub fn abort(code: i32) -> ! {
     }
 }
 
-/// `MPI_Wtime`: seconds on `CLOCK_MONOTONIC`.
+/// `MPI_Wtime`: seconds on `CLOCK_MONOTONIC` (recorded, and forced in replay).
 pub fn wtime() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    match RankCtx::get() {
+        Some(c) => c.wtime(),
+        None => crate::rank::monotonic_seconds(),
+    }
 }
 
 /// `MPI_COMM_SELF`. Panics if `init` has not succeeded.

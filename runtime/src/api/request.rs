@@ -5,8 +5,11 @@ use std::marker::PhantomData;
 use super::types::finish;
 use super::{ctx, Error, Result, Status};
 use crate::descriptor::{DescKind, Descriptor};
-use crate::rank::RankCtx;
-use crate::segment::{CALL_WAIT, CALL_WAITALL, CALL_WAITANY, CALL_WAITSOME};
+use crate::rank::{RankCtx, Want};
+use crate::segment::{
+    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL, CALL_WAITANY,
+    CALL_WAITSOME,
+};
 
 /// A non-blocking operation in flight. It borrows its buffer for `'a`, so the buffer
 /// cannot be touched or freed while the runtime may still read or write it. Dropping an
@@ -58,13 +61,15 @@ impl Request<'_> {
         if self.completed {
             return Ok(Some(Status::EMPTY));
         }
-        match ctx().test(self.id) {
-            None => Ok(None),
-            Some(c) => {
-                self.completed = true;
-                finish(&c).map(Some)
-            }
+        let c = ctx();
+        if c.poll_completed(CALL_TEST, &[self.id], Want::Any)
+            .is_empty()
+        {
+            return Ok(None);
         }
+        let comp = c.take(self.id).expect("completion present after test");
+        self.completed = true;
+        finish(&comp).map(Some)
     }
 
     /// `MPI_Cancel`: only receives can be cancelled; it succeeds if the receive is not
@@ -95,9 +100,26 @@ impl Drop for Request<'_> {
     }
 }
 
-/// Ids of the active requests.
-fn active(reqs: &[Request<'_>]) -> Vec<u64> {
-    reqs.iter().filter(|r| !r.completed).map(|r| r.id).collect()
+/// Indices and ids of the active requests.
+fn active(reqs: &[Request<'_>]) -> (Vec<usize>, Vec<u64>) {
+    reqs.iter()
+        .enumerate()
+        .filter(|(_, r)| !r.completed)
+        .map(|(i, r)| (i, r.id))
+        .unzip()
+}
+
+/// Ask the rank context (the timing choke point) which active requests the call reports,
+/// as indices into `reqs`.
+fn reported(reqs: &[Request<'_>], call: u32, want: Want, block: bool) -> Vec<usize> {
+    let (idx, ids) = active(reqs);
+    let c = ctx();
+    let got = if block {
+        c.wait_completed(call, &ids, want)
+    } else {
+        c.poll_completed(call, &ids, want)
+    };
+    got.into_iter().map(|k| idx[k]).collect()
 }
 
 /// Consume the completions of `reqs[i]` for each `i` in `idx` (all complete).
@@ -121,24 +143,10 @@ fn take_some(reqs: &mut [Request<'_>], idx: &[usize]) -> Result<Vec<(usize, Stat
     }
 }
 
-/// Indices of the active requests that completed, ascending.
-fn completed_indices(reqs: &[Request<'_>]) -> Vec<usize> {
-    let c = ctx();
-    reqs.iter()
-        .enumerate()
-        .filter(|(_, r)| !r.completed && c.is_complete(r.id))
-        .map(|(i, _)| i)
-        .collect()
-}
-
 /// `MPI_Waitall`. Statuses are in request order; on any error every request has still
 /// completed and the first error is returned.
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
-    let ids = active(&reqs);
-    ctx().block_until(CALL_WAITALL, |done| {
-        ids.iter().all(|i| done.contains_key(i))
-    });
-    let idx: Vec<usize> = (0..reqs.len()).filter(|&i| !reqs[i].completed).collect();
+    let idx = reported(&reqs, CALL_WAITALL, Want::All, true);
     let got = take_some(&mut reqs, &idx)?;
     let mut st = vec![Status::EMPTY; reqs.len()];
     for (i, s) in got {
@@ -150,14 +158,10 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
 /// `MPI_Waitany`: waits for one active request, removes it from `reqs` and returns its
 /// index (the lowest among those completed) and status. `Error::Arg` if none is active.
 pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
-    let ids = active(reqs);
-    if ids.is_empty() {
+    if active(reqs).0.is_empty() {
         return Err(Error::Arg);
     }
-    ctx().block_until(CALL_WAITANY, |done| {
-        ids.iter().any(|i| done.contains_key(i))
-    });
-    let i = completed_indices(reqs)[0];
+    let i = reported(reqs, CALL_WAITANY, Want::Any, true)[0];
     let r = take_some(reqs, &[i]);
     drop(reqs.remove(i));
     r.map(|v| v[0])
@@ -167,14 +171,10 @@ pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
 /// from `reqs` and returns their original indices (ascending) and statuses. On an error
 /// the completed requests are still removed and the first error is returned.
 pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
-    let ids = active(reqs);
-    if ids.is_empty() {
+    if active(reqs).0.is_empty() {
         return Ok(Vec::new());
     }
-    ctx().block_until(CALL_WAITSOME, |done| {
-        ids.iter().any(|i| done.contains_key(i))
-    });
-    let idx = completed_indices(reqs);
+    let idx = reported(reqs, CALL_WAITSOME, Want::Some, true);
     let r = take_some(reqs, &idx);
     for &i in idx.iter().rev() {
         drop(reqs.remove(i));
@@ -185,11 +185,11 @@ pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
 /// `MPI_Testall`: all or nothing. `Some` (statuses in order; inactive requests give the
 /// empty status) when every request has completed, and then they are all inactive.
 pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
-    let c = ctx();
-    if !reqs.iter().all(|r| r.completed || c.is_complete(r.id)) {
+    let (act, _) = active(reqs);
+    let idx = reported(reqs, CALL_TESTALL, Want::All, false);
+    if idx.len() != act.len() {
         return Ok(None);
     }
-    let idx: Vec<usize> = (0..reqs.len()).filter(|&i| !reqs[i].completed).collect();
     let got = take_some(reqs, &idx)?;
     let mut st = vec![Status::EMPTY; reqs.len()];
     for (i, s) in got {
@@ -201,7 +201,7 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
 /// `MPI_Testany`: the lowest-indexed active request that completed, now inactive.
 /// `None` if none has (or none is active).
 pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
-    match completed_indices(reqs).first() {
+    match reported(reqs, CALL_TESTANY, Want::Any, false).first() {
         None => Ok(None),
         Some(&i) => take_some(reqs, &[i]).map(|v| Some(v[0])),
     }
@@ -209,6 +209,6 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 
 /// `MPI_Testsome`: every active request that completed (now inactive), ascending.
 pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
-    let idx = completed_indices(reqs);
+    let idx = reported(reqs, CALL_TESTSOME, Want::Some, false);
     take_some(reqs, &idx)
 }
