@@ -177,7 +177,9 @@ pub fn parse_manifest(text: &str) -> Result<Vec<Fixture>, String> {
         }
         fixtures.push(Fixture {
             source: string("source")?,
-            args: get("args").map(|v| strings(v, "args")).unwrap_or(Ok(vec![]))?,
+            args: get("args")
+                .map(|v| strings(v, "args"))
+                .unwrap_or(Ok(vec![]))?,
             bench_args: get("bench_args")
                 .map(|v| strings(v, "bench_args"))
                 .unwrap_or(Ok(vec![]))?,
@@ -193,8 +195,8 @@ pub fn parse_manifest(text: &str) -> Result<Vec<Fixture>, String> {
 /// The manifest of the checked-in suite.
 pub fn manifest() -> Vec<Fixture> {
     let path = source_dir().join("manifest.toml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     parse_manifest(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -242,9 +244,7 @@ pub fn run_with_deadline(mut cmd: Command, deadline: Duration) -> JobEnd {
         .stderr(File::create(&err_path).expect("stderr file"))
         .process_group(0);
     let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
     let status = loop {
         if let Some(st) = child.try_wait().expect("wait") {
             break Some(st);

@@ -126,7 +126,10 @@ fn manifest_lists_every_source_and_every_source_is_listed() {
 
 #[test]
 fn manifest_reader_rejects_what_it_does_not_understand() {
-    assert!(parse_manifest("name = \"x\"").is_err(), "key outside a table");
+    assert!(
+        parse_manifest("name = \"x\"").is_err(),
+        "key outside a table"
+    );
     let base = "[[fixture]]\nname = \"a\"\nsource = \"a.c\"\nranks = [2]\n";
     assert!(parse_manifest(&format!("{base}verdict = \"pass\"\n")).is_ok());
     assert!(parse_manifest(&format!("{base}verdict = \"maybe\"\n")).is_err());
