@@ -290,8 +290,14 @@ fn died_of(end: &JobEnd, launcher: Launcher, signal: i32) -> bool {
     match launcher {
         Launcher::Strobe => end.code == Some(128 + signal),
         Launcher::Mpich => {
-            (end.code == Some(signal) || end.code == Some(128 + signal))
-                && end.stdout.contains(&format!("(signal {signal})"))
+            // Hydra's exit status is that of whichever process it saw end first, which is
+            // racy: often the signalled rank (status = signal number), sometimes a rank it
+            // killed while cleaning up (SIGTERM, 15). Its report names the first process
+            // that went wrong ("EXIT CODE: 11") in either case.
+            let report = format!("{}{}", end.stdout, end.stderr);
+            end.code.is_some_and(|c| c != 0)
+                && (report.contains(&format!("EXIT CODE: {signal}\n"))
+                    || report.contains(&format!("(signal {signal})")))
         }
     }
 }
