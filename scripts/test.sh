@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-cargo build --workspace --bins --examples
+cargo build --workspace --lib --bins --examples
 cargo test --workspace -- --test-threads=2
