@@ -11,7 +11,14 @@ use crate::error::{entry, fail, MpiErr, MpiResult};
 use crate::state::{self, st, Keyval};
 use crate::util::{put, put_str};
 
-type CopyFn = unsafe extern "C" fn(MpiComm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+type CopyFn = unsafe extern "C" fn(
+    MpiComm,
+    c_int,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_int,
+) -> c_int;
 type DeleteFn = unsafe extern "C" fn(MpiComm, c_int, *mut c_void, *mut c_void) -> c_int;
 
 /// Storage of the predefined attribute values (their addresses are handed out).
@@ -55,16 +62,29 @@ pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MpiComm, name: *const c_char) 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_get_name(comm: MpiComm, name: *mut c_char, len: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_get_name(
+    comm: MpiComm,
+    name: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
     entry("MPI_Comm_get_name", comm, || {
         comm_of(comm)?;
-        let n = st().comms.get(&comm).map(|c| c.name.clone()).unwrap_or_default();
+        let n = st()
+            .comms
+            .get(&comm)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
         put_str(name, MAX_OBJECT_NAME, &n, len)
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_create_keyval(copy: *const c_void, delete: *const c_void, keyval: *mut c_int, extra: *mut c_void) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_create_keyval(
+    copy: *const c_void,
+    delete: *const c_void,
+    keyval: *mut c_int,
+    extra: *mut c_void,
+) -> c_int {
     entry("MPI_Comm_create_keyval", COMM_WORLD, || {
         if keyval.is_null() {
             fail!(class::ARG, "comm_keyval is NULL");
@@ -112,7 +132,10 @@ fn call_delete(comm: MpiComm, k: c_int, kv: Keyval, val: usize) -> MpiResult {
     // SAFETY: calling the user's callback with the arguments MPI defines.
     let r = unsafe { f(comm, k, val as *mut c_void, kv.extra as *mut c_void) };
     if r != class::SUCCESS {
-        fail!(r, "the attribute delete callback of keyval {k} returned {r}");
+        fail!(
+            r,
+            "the attribute delete callback of keyval {k} returned {r}"
+        );
     }
     Ok(())
 }
@@ -122,7 +145,10 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
     entry("MPI_Comm_set_attr", comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
-        let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.insert(k, val as usize));
+        let old = st()
+            .comms
+            .get_mut(&comm)
+            .and_then(|c| c.attrs.insert(k, val as usize));
         if let Some(old) = old {
             call_delete(comm, k, kv, old)?;
         }
@@ -138,7 +164,10 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int
         let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.remove(&k));
         match old {
             Some(v) => call_delete(comm, k, kv, v),
-            None => fail!(class::KEYVAL, "no attribute for keyval {k} on this communicator"),
+            None => fail!(
+                class::KEYVAL,
+                "no attribute for keyval {k} on this communicator"
+            ),
         }
     })
 }
@@ -163,21 +192,37 @@ fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiR
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_get_attr(
+    comm: MpiComm,
+    k: c_int,
+    out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
     entry("MPI_Comm_get_attr", comm, || get_attr(comm, k, out, flag))
 }
 
 /// MPI-1 name of `MPI_Comm_get_attr`, still used by many programs for `MPI_TAG_UB`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Attr_get(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Attr_get(
+    comm: MpiComm,
+    k: c_int,
+    out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
     entry("MPI_Attr_get", comm, || get_attr(comm, k, out, flag))
 }
 
 /// `MPI_Comm_dup`: copy `from`'s attributes to `to` through their copy callbacks.
 pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
-    let attrs: Vec<(c_int, usize)> = st().comms.get(&from).map(|c| c.attrs.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default();
+    let attrs: Vec<(c_int, usize)> = st()
+        .comms
+        .get(&from)
+        .map(|c| c.attrs.iter().map(|(k, v)| (*k, *v)).collect())
+        .unwrap_or_default();
     for (k, v) in attrs {
-        let Some(kv) = st().keyvals.get(&k).copied() else { continue };
+        let Some(kv) = st().keyvals.get(&k).copied() else {
+            continue;
+        };
         let copied = match kv.copy {
             0 => None,
             1 => Some(v),
@@ -188,9 +233,21 @@ pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
                 let mut out: *mut c_void = std::ptr::null_mut();
                 let mut flag: c_int = 0;
                 // SAFETY: the callback gets the arguments MPI defines.
-                let r = unsafe { f(from, k, kv.extra as *mut c_void, v as *mut c_void, &mut out as *mut _ as *mut c_void, &mut flag) };
+                let r = unsafe {
+                    f(
+                        from,
+                        k,
+                        kv.extra as *mut c_void,
+                        v as *mut c_void,
+                        &mut out as *mut _ as *mut c_void,
+                        &mut flag,
+                    )
+                };
                 if r != class::SUCCESS {
-                    return Err(MpiErr::new(r, format!("the attribute copy callback of keyval {k} returned {r}")));
+                    return Err(MpiErr::new(
+                        r,
+                        format!("the attribute copy callback of keyval {k} returned {r}"),
+                    ));
                 }
                 (flag != 0).then_some(out as usize)
             }
@@ -206,7 +263,11 @@ pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
 
 /// `MPI_Comm_free`: run the delete callbacks of every attribute of `comm`.
 pub fn delete_attrs(comm: MpiComm) -> MpiResult {
-    let attrs: Vec<(c_int, usize)> = st().comms.get_mut(&comm).map(|c| std::mem::take(&mut c.attrs).into_iter().collect()).unwrap_or_default();
+    let attrs: Vec<(c_int, usize)> = st()
+        .comms
+        .get_mut(&comm)
+        .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
+        .unwrap_or_default();
     for (k, v) in attrs {
         if let Some(kv) = st().keyvals.get(&k).copied() {
             call_delete(comm, k, kv, v)?;

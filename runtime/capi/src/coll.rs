@@ -18,7 +18,11 @@ pub fn check_root(c: &Comm, root: c_int) -> MpiResult {
     if (0..c.size()).contains(&root) {
         return Ok(());
     }
-    fail!(class::ROOT, "invalid root {root} (communicator of size {})", c.size())
+    fail!(
+        class::ROOT,
+        "invalid root {root} (communicator of size {})",
+        c.size()
+    )
 }
 
 #[unsafe(no_mangle)]
@@ -27,7 +31,13 @@ pub unsafe extern "C" fn PMPI_Barrier(comm: MpiComm) -> c_int {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Bcast(buf: *mut c_void, n: c_int, dt: MpiDatatype, root: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Bcast(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Bcast", comm, || {
         let c = comm_of(comm)?;
         let k = count(n, "count")?;
@@ -55,7 +65,16 @@ fn own_block(rbuf: *const c_void, i: usize, k: usize, ty: &TypeInfo) -> Outgoing
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Gather(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, rbuf: *mut c_void, rn: c_int, rdt: MpiDatatype, root: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Gather(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Gather", comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
@@ -71,7 +90,12 @@ pub unsafe extern "C" fn PMPI_Gather(sbuf: *const c_void, sn: c_int, sdt: MpiDat
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
             if data.bytes().len() != rk * rt.size {
-                fail!(class::TRUNCATE, "the root receives {} bytes per rank but its own contribution is {} bytes", rk * rt.size, data.bytes().len());
+                fail!(
+                    class::TRUNCATE,
+                    "the root receives {} bytes per rank but its own contribution is {} bytes",
+                    rk * rt.size,
+                    data.bytes().len()
+                );
             }
             let mut into = incoming(rbuf, rk * n, &rt)?;
             c.gather(data.bytes(), Some(into.bytes()), root)?;
@@ -84,7 +108,16 @@ pub unsafe extern "C" fn PMPI_Gather(sbuf: *const c_void, sn: c_int, sdt: MpiDat
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Scatter(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, rbuf: *mut c_void, rn: c_int, rdt: MpiDatatype, root: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Scatter(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Scatter", comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
@@ -99,7 +132,15 @@ pub unsafe extern "C" fn PMPI_Scatter(sbuf: *const c_void, sn: c_int, sdt: MpiDa
         let (mut into, bytes) = if me_root && in_place(rbuf) {
             // The root's block stays where it is: receive it into a scratch buffer.
             let per = send.as_ref().map_or(0, |s| s.bytes().len() / n.max(1));
-            (crate::p2p::Incoming::Staged(crate::request::Unpack { tmp: Bytes::zeroed(per), base: 0, count: 0, ty: Arc::new(byte_type()) }), per)
+            (
+                crate::p2p::Incoming::Staged(crate::request::Unpack {
+                    tmp: Bytes::zeroed(per),
+                    base: 0,
+                    count: 0,
+                    ty: Arc::new(byte_type()),
+                }),
+                per,
+            )
         } else {
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
@@ -134,13 +175,24 @@ struct VBuf {
 
 impl VBuf {
     /// `fill`: pack the user's blocks (send side); otherwise start zeroed (receive side).
-    fn new(buf: *const c_void, counts: &[c_int], displs: &[c_int], ty: Arc<TypeInfo>, fill: bool) -> MpiResult<VBuf> {
+    fn new(
+        buf: *const c_void,
+        counts: &[c_int],
+        displs: &[c_int],
+        ty: Arc<TypeInfo>,
+        fill: bool,
+    ) -> MpiResult<VBuf> {
         let mut ec = Vec::with_capacity(counts.len());
         for &k in counts {
             ec.push(count(k, "count")?);
         }
         if ty.extent == ty.size as isize && ty.dense_for(2) && displs.iter().all(|&d| d >= 0) {
-            let end = ec.iter().zip(displs).map(|(k, d)| (k + *d as usize) * ty.size).max().unwrap_or(0);
+            let end = ec
+                .iter()
+                .zip(displs)
+                .map(|(k, d)| (k + *d as usize) * ty.size)
+                .max()
+                .unwrap_or(0);
             return Ok(VBuf {
                 counts: ec.iter().map(|k| k * ty.size).collect(),
                 displs: displs.iter().map(|&d| d as usize * ty.size).collect(),
@@ -196,7 +248,10 @@ impl VBuf {
         for (at, d, k) in self.blocks {
             let dst = self.base.wrapping_offset(d * self.ty.extent);
             // SAFETY: MPI's contract: block lies in the user's buffer.
-            unsafe { self.ty.unpack(&p.as_slice()[at..], k * self.ty.size, dst, k) };
+            unsafe {
+                self.ty
+                    .unpack(&p.as_slice()[at..], k * self.ty.size, dst, k)
+            };
         }
     }
 }
@@ -206,7 +261,17 @@ fn ints<'a>(p: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Gatherv(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: MpiDatatype, root: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Gatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Gatherv", comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
@@ -236,7 +301,17 @@ pub unsafe extern "C" fn PMPI_Gatherv(sbuf: *const c_void, sn: c_int, sdt: MpiDa
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Scatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: MpiDatatype, rbuf: *mut c_void, rn: c_int, rdt: MpiDatatype, root: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Scatterv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Scatterv", comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
@@ -244,13 +319,27 @@ pub unsafe extern "C" fn PMPI_Scatterv(sbuf: *const c_void, scounts: *const c_in
         let me_root = c.rank() == root;
         let mut v = if me_root {
             let st = comm_type(sdt)?;
-            Some(VBuf::new(sbuf, ints(scounts, n, "sendcounts")?, ints(displs, n, "displs")?, st, true)?)
+            Some(VBuf::new(
+                sbuf,
+                ints(scounts, n, "sendcounts")?,
+                ints(displs, n, "displs")?,
+                st,
+                true,
+            )?)
         } else {
             None
         };
         let (mut into, bytes) = if me_root && in_place(rbuf) {
             let per = v.as_ref().map_or(0, |v| v.counts[root as usize]);
-            (crate::p2p::Incoming::Staged(crate::request::Unpack { tmp: Bytes::zeroed(per), base: 0, count: 0, ty: Arc::new(byte_type()) }), per)
+            (
+                crate::p2p::Incoming::Staged(crate::request::Unpack {
+                    tmp: Bytes::zeroed(per),
+                    base: 0,
+                    count: 0,
+                    ty: Arc::new(byte_type()),
+                }),
+                per,
+            )
         } else {
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
@@ -270,7 +359,15 @@ pub unsafe extern "C" fn PMPI_Scatterv(sbuf: *const c_void, scounts: *const c_in
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Allgather(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, rbuf: *mut c_void, rn: c_int, rdt: MpiDatatype, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Allgather(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Allgather", comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
@@ -282,7 +379,12 @@ pub unsafe extern "C" fn PMPI_Allgather(sbuf: *const c_void, sn: c_int, sdt: Mpi
             outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
         };
         if data.bytes().len() != rk * rt.size {
-            fail!(class::TRUNCATE, "receiving {} bytes per rank but sending {}", rk * rt.size, data.bytes().len());
+            fail!(
+                class::TRUNCATE,
+                "receiving {} bytes per rank but sending {}",
+                rk * rt.size,
+                data.bytes().len()
+            );
         }
         let mut into = incoming(rbuf, rk * n, &rt)?;
         c.allgather(data.bytes(), into.bytes())?;
@@ -292,7 +394,16 @@ pub unsafe extern "C" fn PMPI_Allgather(sbuf: *const c_void, sn: c_int, sdt: Mpi
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Allgatherv(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: MpiDatatype, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Allgatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Allgatherv", comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
@@ -311,7 +422,12 @@ pub unsafe extern "C" fn PMPI_Allgatherv(sbuf: *const c_void, sn: c_int, sdt: Mp
         let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
         if data.bytes().len() != counts[me] {
-            fail!(class::TRUNCATE, "recvcounts[{me}] is {} bytes but this rank sends {}", counts[me], data.bytes().len());
+            fail!(
+                class::TRUNCATE,
+                "recvcounts[{me}] is {} bytes but this rank sends {}",
+                counts[me],
+                data.bytes().len()
+            );
         }
         c.allgatherv(data.bytes(), v.bytes(), &counts, &ds)?;
         v.finish();
@@ -320,7 +436,15 @@ pub unsafe extern "C" fn PMPI_Allgatherv(sbuf: *const c_void, sn: c_int, sdt: Mp
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Alltoall(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, rbuf: *mut c_void, rn: c_int, rdt: MpiDatatype, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Alltoall(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Alltoall", comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
@@ -333,7 +457,12 @@ pub unsafe extern "C" fn PMPI_Alltoall(sbuf: *const c_void, sn: c_int, sdt: MpiD
             outgoing(sbuf, count(sn, "sendcount")? * n, &*comm_type(sdt)?)?
         };
         if data.bytes().len() != rk * n * rt.size {
-            fail!(class::TRUNCATE, "receiving {} bytes per rank but sending {}", rk * rt.size, data.bytes().len() / n.max(1));
+            fail!(
+                class::TRUNCATE,
+                "receiving {} bytes per rank but sending {}",
+                rk * rt.size,
+                data.bytes().len() / n.max(1)
+            );
         }
         let mut into = incoming(rbuf, rk * n, &rt)?;
         c.alltoall(data.bytes(), into.bytes())?;
@@ -343,7 +472,17 @@ pub unsafe extern "C" fn PMPI_Alltoall(sbuf: *const c_void, sn: c_int, sdt: MpiD
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Alltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: MpiDatatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: MpiDatatype, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Alltoallv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Alltoallv", comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
@@ -356,16 +495,29 @@ pub unsafe extern "C" fn PMPI_Alltoallv(sbuf: *const c_void, scounts: *const c_i
                 if v.packed.is_none() {
                     let mut p = Bytes::zeroed(v.direct.len());
                     // SAFETY: RawByte is a transparent u8.
-                    p.as_mut_slice().copy_from_slice(unsafe { std::slice::from_raw_parts(v.direct.as_ptr() as *const u8, v.direct.len()) });
+                    p.as_mut_slice().copy_from_slice(unsafe {
+                        std::slice::from_raw_parts(v.direct.as_ptr() as *const u8, v.direct.len())
+                    });
                     v.packed = Some(p);
                 }
                 v
             })?
         } else {
-            VBuf::new(sbuf, ints(scounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, comm_type(sdt)?, true)?
+            VBuf::new(
+                sbuf,
+                ints(scounts, n, "sendcounts")?,
+                ints(sdispls, n, "sdispls")?,
+                comm_type(sdt)?,
+                true,
+            )?
         };
         let mut r = VBuf::new(rbuf, rc, rd, rt, false)?;
-        let (sc, sd, rcb, rdb) = (s.counts.clone(), s.displs.clone(), r.counts.clone(), r.displs.clone());
+        let (sc, sd, rcb, rdb) = (
+            s.counts.clone(),
+            s.displs.clone(),
+            r.counts.clone(),
+            r.displs.clone(),
+        );
         let sb: &[crate::util::RawByte] = s.bytes();
         c.alltoallv(sb, &sc, &sd, r.bytes(), &rcb, &rdb)?;
         r.finish();
@@ -373,4 +525,3 @@ pub unsafe extern "C" fn PMPI_Alltoallv(sbuf: *const c_void, scounts: *const c_i
         Ok(())
     })
 }
-

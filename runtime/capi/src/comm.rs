@@ -49,7 +49,10 @@ fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
     match c {
         None => COMM_NULL,
         Some(c) => {
-            let eh = st().comms.get(&parent).map_or(ERRORS_ARE_FATAL, |e| e.errhandler);
+            let eh = st()
+                .comms
+                .get(&parent)
+                .map_or(ERRORS_ARE_FATAL, |e| e.errhandler);
             state::insert_comm(c, eh)
         }
     }
@@ -57,12 +60,16 @@ fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_rank(comm: MpiComm, rank: *mut c_int) -> c_int {
-    entry("MPI_Comm_rank", comm, || put(rank, comm_of(comm)?.rank(), "rank"))
+    entry("MPI_Comm_rank", comm, || {
+        put(rank, comm_of(comm)?.rank(), "rank")
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_size(comm: MpiComm, size: *mut c_int) -> c_int {
-    entry("MPI_Comm_size", comm, || put(size, comm_of(comm)?.size(), "size"))
+    entry("MPI_Comm_size", comm, || {
+        put(size, comm_of(comm)?.size(), "size")
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -80,7 +87,12 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_in
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_split(comm: MpiComm, colour: c_int, key: c_int, out: *mut MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_split(
+    comm: MpiComm,
+    colour: c_int,
+    key: c_int,
+    out: *mut MpiComm,
+) -> c_int {
     entry("MPI_Comm_split", comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
@@ -88,7 +100,10 @@ pub unsafe extern "C" fn PMPI_Comm_split(comm: MpiComm, colour: c_int, key: c_in
         }
         let colour = match colour {
             UNDEFINED => None,
-            k if k < 0 => fail!(class::ARG, "invalid colour {k} (colours are >= 0 or MPI_UNDEFINED)"),
+            k if k < 0 => fail!(
+                class::ARG,
+                "invalid colour {k} (colours are >= 0 or MPI_UNDEFINED)"
+            ),
             k => Some(k),
         };
         let s = c.split(colour, key)?;
@@ -97,7 +112,11 @@ pub unsafe extern "C" fn PMPI_Comm_split(comm: MpiComm, colour: c_int, key: c_in
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_create(comm: MpiComm, group: MpiGroup, out: *mut MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_create(
+    comm: MpiComm,
+    group: MpiGroup,
+    out: *mut MpiComm,
+) -> c_int {
     entry("MPI_Comm_create", comm, || {
         let c = comm_of(comm)?;
         let g = group_of(group)?;
@@ -106,7 +125,10 @@ pub unsafe extern "C" fn PMPI_Comm_create(comm: MpiComm, group: MpiGroup, out: *
         }
         let m = members(&c);
         if let Some(x) = g.iter().find(|w| !m.contains(w)) {
-            fail!(class::GROUP, "the group contains world rank {x}, which is not in the communicator");
+            fail!(
+                class::GROUP,
+                "the group contains world rank {x}, which is not in the communicator"
+            );
         }
         let me = my_world_rank(&c);
         let (colour, key) = match g.iter().position(|&w| w == me) {
@@ -122,7 +144,12 @@ pub unsafe extern "C" fn PMPI_Comm_create(comm: MpiComm, group: MpiGroup, out: *
 /// communicators with a collective over an existing one, so strobe supports it when the
 /// group holds every member of `comm` (in any order); a proper subset is refused.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MpiComm, group: MpiGroup, _tag: c_int, out: *mut MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_create_group(
+    comm: MpiComm,
+    group: MpiGroup,
+    _tag: c_int,
+    out: *mut MpiComm,
+) -> c_int {
     entry("MPI_Comm_create_group", comm, || {
         let c = comm_of(comm)?;
         let g = group_of(group)?;
@@ -147,11 +174,18 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MpiComm, group: MpiGroup, 
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
-    let h = if comm.is_null() { COMM_NULL } else { unsafe { *comm } };
+    let h = if comm.is_null() {
+        COMM_NULL
+    } else {
+        unsafe { *comm }
+    };
     entry("MPI_Comm_free", h, || {
         let c = comm_of(h)?;
         if h == COMM_WORLD || h == COMM_SELF {
-            fail!(class::COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
+            fail!(
+                class::COMM,
+                "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"
+            );
         }
         delete_attrs(h)?;
         c.free()?;
@@ -179,7 +213,11 @@ pub unsafe extern "C" fn PMPI_Comm_compare(c1: MpiComm, c2: MpiComm, result: *mu
     entry("MPI_Comm_compare", c1, || {
         let a = comm_of(c1)?;
         let b = comm_of(c2)?;
-        let r = if c1 == c2 { IDENT } else { compare(&members(&a), &members(&b)) };
+        let r = if c1 == c2 {
+            IDENT
+        } else {
+            compare(&members(&a), &members(&b))
+        };
         put(result, r, "result")
     })
 }
@@ -207,13 +245,18 @@ pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MpiComm, flag: *mut c_int) -
 pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int) -> c_int {
     entry("MPI_Comm_remote_size", comm, || {
         comm_of(comm)?;
-        fail!(class::COMM, "not an intercommunicator (strobe does not support intercommunicators yet)")
+        fail!(
+            class::COMM,
+            "not an intercommunicator (strobe does not support intercommunicators yet)"
+        )
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_size(group: MpiGroup, size: *mut c_int) -> c_int {
-    entry("MPI_Group_size", COMM_WORLD, || put(size, group_of(group)?.len() as c_int, "size"))
+    entry("MPI_Group_size", COMM_WORLD, || {
+        put(size, group_of(group)?.len() as c_int, "size")
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -221,7 +264,10 @@ pub unsafe extern "C" fn PMPI_Group_rank(group: MpiGroup, rank: *mut c_int) -> c
     entry("MPI_Group_rank", COMM_WORLD, || {
         let g = group_of(group)?;
         let me = comm_of(COMM_WORLD)?.rank() as u32;
-        let r = g.iter().position(|&w| w == me).map_or(UNDEFINED, |p| p as c_int);
+        let r = g
+            .iter()
+            .position(|&w| w == me)
+            .map_or(UNDEFINED, |p| p as c_int);
         put(rank, r, "rank")
     })
 }
@@ -247,7 +293,12 @@ fn new_group(out: *mut MpiGroup, members: Vec<u32>) -> MpiResult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Group_incl(group: MpiGroup, n: c_int, ranks: *const c_int, out: *mut MpiGroup) -> c_int {
+pub unsafe extern "C" fn PMPI_Group_incl(
+    group: MpiGroup,
+    n: c_int,
+    ranks: *const c_int,
+    out: *mut MpiGroup,
+) -> c_int {
     entry("MPI_Group_incl", COMM_WORLD, || {
         let g = group_of(group)?;
         let r = array(ranks, count(n, "n")?, "ranks")?;
@@ -257,18 +308,31 @@ pub unsafe extern "C" fn PMPI_Group_incl(group: MpiGroup, n: c_int, ranks: *cons
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Group_excl(group: MpiGroup, n: c_int, ranks: *const c_int, out: *mut MpiGroup) -> c_int {
+pub unsafe extern "C" fn PMPI_Group_excl(
+    group: MpiGroup,
+    n: c_int,
+    ranks: *const c_int,
+    out: *mut MpiGroup,
+) -> c_int {
     entry("MPI_Group_excl", COMM_WORLD, || {
         let g = group_of(group)?;
         let r = array(ranks, count(n, "n")?, "ranks")?;
         check_ranks(&g, r)?;
-        let keep = (0..g.len()).filter(|i| !r.contains(&(*i as c_int))).map(|i| g[i]).collect();
+        let keep = (0..g.len())
+            .filter(|i| !r.contains(&(*i as c_int)))
+            .map(|i| g[i])
+            .collect();
         new_group(out, keep)
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Group_range_incl(group: MpiGroup, n: c_int, ranges: *const [c_int; 3], out: *mut MpiGroup) -> c_int {
+pub unsafe extern "C" fn PMPI_Group_range_incl(
+    group: MpiGroup,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    out: *mut MpiGroup,
+) -> c_int {
     entry("MPI_Group_range_incl", COMM_WORLD, || {
         let g = group_of(group)?;
         let rs = array(ranges, count(n, "n")?, "ranges")?;
@@ -289,7 +353,13 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(group: MpiGroup, n: c_int, ranges
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Group_translate_ranks(g1: MpiGroup, n: c_int, r1: *const c_int, g2: MpiGroup, r2: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Group_translate_ranks(
+    g1: MpiGroup,
+    n: c_int,
+    r1: *const c_int,
+    g2: MpiGroup,
+    r2: *mut c_int,
+) -> c_int {
     entry("MPI_Group_translate_ranks", COMM_WORLD, || {
         let a = group_of(g1)?;
         let b = group_of(g2)?;
@@ -306,7 +376,9 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(g1: MpiGroup, n: c_int, r1: 
                     fail!(class::RANK, "invalid rank {r} (group of size {})", a.len());
                 }
                 let w = a[r as usize];
-                b.iter().position(|&x| x == w).map_or(UNDEFINED, |p| p as c_int)
+                b.iter()
+                    .position(|&x| x == w)
+                    .map_or(UNDEFINED, |p| p as c_int)
             };
             // SAFETY: MPI requires ranks2 to hold n entries (checked non-null).
             unsafe { r2.add(i).write(t) };
@@ -316,7 +388,11 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(g1: MpiGroup, n: c_int, r1: 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Group_compare(g1: MpiGroup, g2: MpiGroup, result: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Group_compare(
+    g1: MpiGroup,
+    g2: MpiGroup,
+    result: *mut c_int,
+) -> c_int {
     entry("MPI_Group_compare", COMM_WORLD, || {
         let a = group_of(g1)?;
         let b = group_of(g2)?;

@@ -151,10 +151,19 @@ pub const CLASS_NAMES: [(&str, &str); 58] = [
     ("MPI_ERR_RMA_CONFLICT", "conflicting accesses to a window"),
     ("MPI_ERR_RMA_SYNC", "wrong synchronization of RMA calls"),
     ("MPI_ERR_FILE", "invalid file handle"),
-    ("MPI_ERR_NOT_SAME", "collective argument not identical on all processes"),
+    (
+        "MPI_ERR_NOT_SAME",
+        "collective argument not identical on all processes",
+    ),
     ("MPI_ERR_AMODE", "invalid file access mode"),
-    ("MPI_ERR_UNSUPPORTED_DATAREP", "unsupported data representation"),
-    ("MPI_ERR_UNSUPPORTED_OPERATION", "operation not supported by strobe"),
+    (
+        "MPI_ERR_UNSUPPORTED_DATAREP",
+        "unsupported data representation",
+    ),
+    (
+        "MPI_ERR_UNSUPPORTED_OPERATION",
+        "operation not supported by strobe",
+    ),
     ("MPI_ERR_NO_SUCH_FILE", "file does not exist"),
     ("MPI_ERR_FILE_EXISTS", "file exists"),
     ("MPI_ERR_BAD_FILE", "invalid file name"),

@@ -145,7 +145,11 @@ impl TypeInfo {
                 // SAFETY: the destination block lies inside element i of the caller's
                 // buffer; `src` holds at least `at + n` bytes.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(src.as_ptr().add(at), elem.wrapping_offset(off), n)
+                    std::ptr::copy_nonoverlapping(
+                        src.as_ptr().add(at),
+                        elem.wrapping_offset(off),
+                        n,
+                    )
                 };
                 at += n;
                 left -= n;
@@ -205,7 +209,10 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
 pub fn comm_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
     let t = any_type(dt)?;
     if !t.committed {
-        fail!(class::TYPE, "datatype {dt} is not committed (call MPI_Type_commit)");
+        fail!(
+            class::TYPE,
+            "datatype {dt} is not committed (call MPI_Type_commit)"
+        );
     }
     Ok(t)
 }
@@ -222,7 +229,11 @@ pub fn any_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
 }
 
 /// Build a derived type from `parts`: (displacement in bytes, count, old type).
-fn derive(parts: &[(isize, usize, Arc<TypeInfo>)], combiner: c_int, envelope: (c_int, c_int, c_int)) -> TypeInfo {
+fn derive(
+    parts: &[(isize, usize, Arc<TypeInfo>)],
+    combiner: c_int,
+    envelope: (c_int, c_int, c_int),
+) -> TypeInfo {
     let mut blocks: Vec<(isize, usize)> = Vec::new();
     let mut elem = ElemKind::Empty;
     let (mut lb, mut ub): (Option<isize>, Option<isize>) = (None, None);
@@ -234,7 +245,11 @@ fn derive(parts: &[(isize, usize, Arc<TypeInfo>)], combiner: c_int, envelope: (c
         elem = elem.join(old.elem);
         let first = disp + old.lb;
         let last = disp + old.lb + (*n as isize) * old.extent;
-        let (lo, hi) = if old.extent >= 0 { (first, last) } else { (last, first) };
+        let (lo, hi) = if old.extent >= 0 {
+            (first, last)
+        } else {
+            (last, first)
+        };
         lb = Some(lb.map_or(lo, |v| v.min(lo)));
         ub = Some(ub.map_or(hi, |v| v.max(hi)));
         for j in 0..*n {
@@ -278,7 +293,11 @@ fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_contiguous(n: c_int, old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_contiguous(
+    n: c_int,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     entry("MPI_Type_contiguous", COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
@@ -287,7 +306,13 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(n: c_int, old: MpiDatatype, out: *
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_vector(n: c_int, blen: c_int, stride: c_int, old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_vector(
+    n: c_int,
+    blen: c_int,
+    stride: c_int,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     entry("MPI_Type_vector", COMM_WORLD, || {
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
@@ -300,17 +325,34 @@ pub unsafe extern "C" fn PMPI_Type_vector(n: c_int, blen: c_int, stride: c_int, 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_create_hvector(n: c_int, blen: c_int, stride: MpiAint, old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_create_hvector(
+    n: c_int,
+    blen: c_int,
+    stride: MpiAint,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     entry("MPI_Type_create_hvector", COMM_WORLD, || {
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
-        let parts: Vec<_> = (0..n).map(|i| (i as isize * stride, blen, old.clone())).collect();
+        let parts: Vec<_> = (0..n)
+            .map(|i| (i as isize * stride, blen, old.clone()))
+            .collect();
         store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out)
     })
 }
 
-fn indexed(name: &'static str, n: c_int, blens: &dyn Fn(usize) -> c_int, disps: &dyn Fn(usize) -> isize, old: MpiDatatype, out: *mut MpiDatatype, combiner: c_int, env: (c_int, c_int, c_int)) -> c_int {
+fn indexed(
+    name: &'static str,
+    n: c_int,
+    blens: &dyn Fn(usize) -> c_int,
+    disps: &dyn Fn(usize) -> isize,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+    combiner: c_int,
+    env: (c_int, c_int, c_int),
+) -> c_int {
     entry(name, COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
@@ -323,39 +365,98 @@ fn indexed(name: &'static str, n: c_int, blens: &dyn Fn(usize) -> c_int, disps: 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_indexed(n: c_int, blens: *const c_int, disps: *const c_int, old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_indexed(
+    n: c_int,
+    blens: *const c_int,
+    disps: *const c_int,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     let k = n.max(0) as usize;
-    let (b, d) = match (array(blens, k, "array_of_blocklengths"), array(disps, k, "array_of_displacements")) {
+    let (b, d) = match (
+        array(blens, k, "array_of_blocklengths"),
+        array(disps, k, "array_of_displacements"),
+    ) {
         (Ok(b), Ok(d)) => (b, d),
         (Err(e), _) | (_, Err(e)) => return entry("MPI_Type_indexed", COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
-    indexed("MPI_Type_indexed", n, &|i| b[i], &|i| d[i] as isize * ext, old, out, COMBINER_INDEXED, (2 * n + 1, 0, 1))
+    indexed(
+        "MPI_Type_indexed",
+        n,
+        &|i| b[i],
+        &|i| d[i] as isize * ext,
+        old,
+        out,
+        COMBINER_INDEXED,
+        (2 * n + 1, 0, 1),
+    )
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed(n: c_int, blens: *const c_int, disps: *const MpiAint, old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_create_hindexed(
+    n: c_int,
+    blens: *const c_int,
+    disps: *const MpiAint,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     let k = n.max(0) as usize;
-    let (b, d) = match (array(blens, k, "array_of_blocklengths"), array(disps, k, "array_of_displacements")) {
+    let (b, d) = match (
+        array(blens, k, "array_of_blocklengths"),
+        array(disps, k, "array_of_displacements"),
+    ) {
         (Ok(b), Ok(d)) => (b, d),
-        (Err(e), _) | (_, Err(e)) => return entry("MPI_Type_create_hindexed", COMM_WORLD, || Err(e)),
+        (Err(e), _) | (_, Err(e)) => {
+            return entry("MPI_Type_create_hindexed", COMM_WORLD, || Err(e))
+        }
     };
-    indexed("MPI_Type_create_hindexed", n, &|i| b[i], &|i| d[i], old, out, COMBINER_HINDEXED, (n + 1, n, 1))
+    indexed(
+        "MPI_Type_create_hindexed",
+        n,
+        &|i| b[i],
+        &|i| d[i],
+        old,
+        out,
+        COMBINER_HINDEXED,
+        (n + 1, n, 1),
+    )
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_create_indexed_block(n: c_int, blen: c_int, disps: *const c_int, old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
+    n: c_int,
+    blen: c_int,
+    disps: *const c_int,
+    old: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     let k = n.max(0) as usize;
     let d = match array(disps, k, "array_of_displacements") {
         Ok(d) => d,
         Err(e) => return entry("MPI_Type_create_indexed_block", COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
-    indexed("MPI_Type_create_indexed_block", n, &|_| blen, &|i| d[i] as isize * ext, old, out, COMBINER_INDEXED_BLOCK, (n + 2, 0, 1))
+    indexed(
+        "MPI_Type_create_indexed_block",
+        n,
+        &|_| blen,
+        &|i| d[i] as isize * ext,
+        old,
+        out,
+        COMBINER_INDEXED_BLOCK,
+        (n + 2, 0, 1),
+    )
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_create_struct(n: c_int, blens: *const c_int, disps: *const MpiAint, types: *const MpiDatatype, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_create_struct(
+    n: c_int,
+    blens: *const c_int,
+    disps: *const MpiAint,
+    types: *const MpiDatatype,
+    out: *mut MpiDatatype,
+) -> c_int {
     entry("MPI_Type_create_struct", COMM_WORLD, || {
         let k = count(n, "count")?;
         let b = array(blens, k, "array_of_blocklengths")?;
@@ -370,7 +471,12 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(n: c_int, blens: *const c_int, 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_create_resized(old: MpiDatatype, lb: MpiAint, extent: MpiAint, out: *mut MpiDatatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_create_resized(
+    old: MpiDatatype,
+    lb: MpiAint,
+    extent: MpiAint,
+    out: *mut MpiDatatype,
+) -> c_int {
     entry("MPI_Type_create_resized", COMM_WORLD, || {
         let mut t = (*any_type(old)?).clone();
         t.lb = lb;
@@ -442,7 +548,11 @@ pub unsafe extern "C" fn PMPI_Type_size(dt: MpiDatatype, size: *mut c_int) -> c_
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_get_extent(dt: MpiDatatype, lb: *mut MpiAint, extent: *mut MpiAint) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_get_extent(
+    dt: MpiDatatype,
+    lb: *mut MpiAint,
+    extent: *mut MpiAint,
+) -> c_int {
     entry("MPI_Type_get_extent", COMM_WORLD, || {
         let t = any_type(dt)?;
         put(lb, t.lb, "lb")?;
@@ -451,7 +561,11 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(dt: MpiDatatype, lb: *mut MpiAint,
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_get_true_extent(dt: MpiDatatype, lb: *mut MpiAint, extent: *mut MpiAint) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_get_true_extent(
+    dt: MpiDatatype,
+    lb: *mut MpiAint,
+    extent: *mut MpiAint,
+) -> c_int {
     entry("MPI_Type_get_true_extent", COMM_WORLD, || {
         let t = any_type(dt)?;
         put(lb, t.true_lb, "true_lb")?;
@@ -460,7 +574,13 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(dt: MpiDatatype, lb: *mut Mpi
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_get_envelope(dt: MpiDatatype, ni: *mut c_int, na: *mut c_int, nd: *mut c_int, combiner: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_get_envelope(
+    dt: MpiDatatype,
+    ni: *mut c_int,
+    na: *mut c_int,
+    nd: *mut c_int,
+    combiner: *mut c_int,
+) -> c_int {
     entry("MPI_Type_get_envelope", COMM_WORLD, || {
         let t = any_type(dt)?;
         put(ni, t.envelope.0, "num_integers")?;
@@ -471,6 +591,11 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(dt: MpiDatatype, ni: *mut c_int,
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Get_address(p: *const std::os::raw::c_void, addr: *mut MpiAint) -> c_int {
-    entry("MPI_Get_address", COMM_WORLD, || put(addr, p as MpiAint, "address"))
+pub unsafe extern "C" fn PMPI_Get_address(
+    p: *const std::os::raw::c_void,
+    addr: *mut MpiAint,
+) -> c_int {
+    entry("MPI_Get_address", COMM_WORLD, || {
+        put(addr, p as MpiAint, "address")
+    })
 }

@@ -59,7 +59,12 @@ pub unsafe extern "C" fn PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_ch
 
 /// Ranks are single-threaded towards the runtime: at most `MPI_THREAD_FUNNELED`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Init_thread(_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
     entry("MPI_Init_thread", COMM_WORLD, || {
         let level = required.clamp(0, THREAD_FUNNELED);
         init(level)?;
@@ -170,7 +175,10 @@ pub unsafe extern "C" fn PMPI_Wtime() -> f64 {
 pub unsafe extern "C" fn PMPI_Wtick() -> f64 {
     let mut tick = 1e-9;
     entry("MPI_Wtick", COMM_WORLD, || {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: valid timespec pointer; CLOCK_MONOTONIC exists on Linux.
         if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) } == 0 {
             tick = ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
@@ -181,7 +189,11 @@ pub unsafe extern "C" fn PMPI_Wtick() -> f64 {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Alloc_mem(size: MpiAint, _info: c_int, baseptr: *mut c_void) -> c_int {
+pub unsafe extern "C" fn PMPI_Alloc_mem(
+    size: MpiAint,
+    _info: c_int,
+    baseptr: *mut c_void,
+) -> c_int {
     entry("MPI_Alloc_mem", COMM_WORLD, || {
         if size < 0 {
             fail!(class::ARG, "negative size {size}");
@@ -205,12 +217,21 @@ pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Error_string(code: c_int, string: *mut c_char, len: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Error_string(
+    code: c_int,
+    string: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
     entry("MPI_Error_string", COMM_WORLD, || {
         let Some(text) = class_text(code) else {
             fail!(class::ARG, "unknown error code {code}");
         };
-        put_str(string, MAX_ERROR_STRING, &format!("{}: {text}", class_name(code)), len)
+        put_str(
+            string,
+            MAX_ERROR_STRING,
+            &format!("{}: {text}", class_name(code)),
+            len,
+        )
     })
 }
 
@@ -253,5 +274,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MpiComm, eh: *mut MpiErr
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Errhandler_free(eh: *mut MpiErrhandler) -> c_int {
-    entry("MPI_Errhandler_free", COMM_WORLD, || put(eh, ERRHANDLER_NULL, "errhandler"))
+    entry("MPI_Errhandler_free", COMM_WORLD, || {
+        put(eh, ERRHANDLER_NULL, "errhandler")
+    })
 }

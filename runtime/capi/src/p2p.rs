@@ -44,7 +44,9 @@ pub fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoi
     if ty.dense_for(n) {
         // SAFETY: MPI's contract: `buf` holds `n` elements and is not modified until the
         // operation completes.
-        Ok(Outgoing::Borrowed(unsafe { raw_bytes(buf as *const u8, n * ty.size) }))
+        Ok(Outgoing::Borrowed(unsafe {
+            raw_bytes(buf as *const u8, n * ty.size)
+        }))
     } else {
         // SAFETY: as above.
         Ok(Outgoing::Packed(unsafe { ty.pack(buf as *const u8, n) }))
@@ -64,7 +66,9 @@ pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Inc
     if ty.dense_for(n) {
         // SAFETY: MPI's contract: `buf` holds `n` writable elements, untouched until the
         // operation completes.
-        Ok(Incoming::Direct(unsafe { raw_bytes_mut(buf as *mut u8, n * ty.size) }))
+        Ok(Incoming::Direct(unsafe {
+            raw_bytes_mut(buf as *mut u8, n * ty.size)
+        }))
     } else {
         Ok(Incoming::Staged(Unpack {
             tmp: Bytes::zeroed(n * ty.size),
@@ -90,7 +94,9 @@ impl Incoming {
     pub fn finish(self, bytes: usize) {
         if let Incoming::Staged(u) = self {
             // SAFETY: the user's buffer holds `count` elements (MPI contract).
-            unsafe { u.ty.unpack(u.tmp.as_slice(), bytes, u.base as *mut u8, u.count) };
+            unsafe {
+                u.ty.unpack(u.tmp.as_slice(), bytes, u.base as *mut u8, u.count)
+            };
         }
     }
     pub fn into_unpack(self) -> Option<Unpack> {
@@ -105,7 +111,11 @@ pub fn check_dest(c: &Comm, dest: c_int) -> MpiResult {
     if dest == PROC_NULL || (0..c.size()).contains(&dest) {
         return Ok(());
     }
-    fail!(class::RANK, "invalid rank {dest} (communicator of size {})", c.size())
+    fail!(
+        class::RANK,
+        "invalid rank {dest} (communicator of size {})",
+        c.size()
+    )
 }
 
 pub fn check_source(c: &Comm, src: c_int) -> MpiResult {
@@ -117,14 +127,20 @@ pub fn check_source(c: &Comm, src: c_int) -> MpiResult {
 
 fn check_send_tag(tag: c_int) -> MpiResult {
     if tag < 0 {
-        fail!(class::TAG, "invalid tag {tag} (send tags are 0..=MPI_TAG_UB)");
+        fail!(
+            class::TAG,
+            "invalid tag {tag} (send tags are 0..=MPI_TAG_UB)"
+        );
     }
     Ok(())
 }
 
 fn check_recv_tag(tag: c_int) -> MpiResult {
     if tag < 0 && tag != ANY_TAG {
-        fail!(class::TAG, "invalid tag {tag} (receive tags are MPI_ANY_TAG or 0..=MPI_TAG_UB)");
+        fail!(
+            class::TAG,
+            "invalid tag {tag} (receive tags are MPI_ANY_TAG or 0..=MPI_TAG_UB)"
+        );
     }
     Ok(())
 }
@@ -137,7 +153,14 @@ enum Mode {
 }
 
 /// Checked arguments of a send.
-fn send_args(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> MpiResult<(Comm, Outgoing)> {
+fn send_args(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<(Comm, Outgoing)> {
     let c = comm_of(comm)?;
     let n = count(n, "count")?;
     let ty = comm_type(dt)?;
@@ -146,7 +169,15 @@ fn send_args(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_
     Ok((c, outgoing(buf, n, &ty)?))
 }
 
-fn blocking_send(mode: Mode, buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> MpiResult {
+fn blocking_send(
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult {
     let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
     let b = data.bytes();
     match mode {
@@ -158,7 +189,15 @@ fn blocking_send(mode: Mode, buf: *const c_void, n: c_int, dt: MpiDatatype, dest
     Ok(())
 }
 
-fn post_send(mode: Mode, buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> MpiResult<ReqEntry> {
+fn post_send(
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<ReqEntry> {
     let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
     let b = data.bytes();
     let r = match mode {
@@ -179,21 +218,58 @@ fn post_send(mode: Mode, buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Send(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> c_int {
-    entry("MPI_Send", comm, || blocking_send(Mode::Standard, buf, n, dt, dest, tag, comm))
+pub unsafe extern "C" fn PMPI_Send(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Send", comm, || {
+        blocking_send(Mode::Standard, buf, n, dt, dest, tag, comm)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Ssend(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> c_int {
-    entry("MPI_Ssend", comm, || blocking_send(Mode::Sync, buf, n, dt, dest, tag, comm))
+pub unsafe extern "C" fn PMPI_Ssend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Ssend", comm, || {
+        blocking_send(Mode::Sync, buf, n, dt, dest, tag, comm)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Rsend(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> c_int {
-    entry("MPI_Rsend", comm, || blocking_send(Mode::Ready, buf, n, dt, dest, tag, comm))
+pub unsafe extern "C" fn PMPI_Rsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Rsend", comm, || {
+        blocking_send(Mode::Ready, buf, n, dt, dest, tag, comm)
+    })
 }
 
-fn isend_like(name: &'static str, mode: Mode, buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm, req: *mut MpiRequest) -> c_int {
+fn isend_like(
+    name: &'static str,
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
     entry(name, comm, || {
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
@@ -204,17 +280,51 @@ fn isend_like(name: &'static str, mode: Mode, buf: *const c_void, n: c_int, dt: 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Isend(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm, req: *mut MpiRequest) -> c_int {
-    isend_like("MPI_Isend", Mode::Standard, buf, n, dt, dest, tag, comm, req)
+pub unsafe extern "C" fn PMPI_Isend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    isend_like(
+        "MPI_Isend",
+        Mode::Standard,
+        buf,
+        n,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+    )
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Issend(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm, req: *mut MpiRequest) -> c_int {
+pub unsafe extern "C" fn PMPI_Issend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
     isend_like("MPI_Issend", Mode::Sync, buf, n, dt, dest, tag, comm, req)
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Irsend(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm, req: *mut MpiRequest) -> c_int {
+pub unsafe extern "C" fn PMPI_Irsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
     isend_like("MPI_Irsend", Mode::Ready, buf, n, dt, dest, tag, comm, req)
 }
 
@@ -223,11 +333,21 @@ pub unsafe extern "C" fn PMPI_Irsend(buf: *const c_void, n: c_int, dt: MpiDataty
 /// cannot fit even in an empty buffer); when earlier buffered sends still hold the space,
 /// Bsend first waits for them to be delivered (deviation: MPI would return an error).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Bsend(buf: *const c_void, n: c_int, dt: MpiDatatype, dest: c_int, tag: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Bsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Bsend", comm, || {
         let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
         let Some((_, cap)) = st().bsend_buffer else {
-            fail!(class::BUFFER, "no buffer attached (call MPI_Buffer_attach first)");
+            fail!(
+                class::BUFFER,
+                "no buffer attached (call MPI_Buffer_attach first)"
+            );
         };
         let need = data.bytes().len() + BSEND_OVERHEAD;
         if need > cap {
@@ -239,7 +359,9 @@ pub unsafe extern "C" fn PMPI_Bsend(buf: *const c_void, n: c_int, dt: MpiDatatyp
         let mut copy = Bytes::zeroed(data.bytes().len());
         let src = data.bytes();
         // SAFETY: RawByte is a transparent u8; both buffers hold src.len() bytes.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len())
+        };
         let r = c.isend(copy.raw_static(), dest, tag)?;
         let id = r.id();
         std::mem::forget(r);
@@ -262,7 +384,10 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_
         let size = count(size, "size")?;
         let mut s = st();
         if s.bsend_buffer.is_some() {
-            fail!(class::BUFFER, "a buffer is already attached (MPI_Buffer_detach it first)");
+            fail!(
+                class::BUFFER,
+                "a buffer is already attached (MPI_Buffer_detach it first)"
+            );
         }
         s.bsend_buffer = Some((buf as usize, size));
         Ok(())
@@ -280,7 +405,14 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int)
     })
 }
 
-fn recv_args(buf: *mut c_void, n: c_int, dt: MpiDatatype, src: c_int, tag: c_int, comm: MpiComm) -> MpiResult<(Comm, Incoming)> {
+fn recv_args(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<(Comm, Incoming)> {
     let c = comm_of(comm)?;
     let n = count(n, "count")?;
     let ty = comm_type(dt)?;
@@ -290,7 +422,15 @@ fn recv_args(buf: *mut c_void, n: c_int, dt: MpiDatatype, src: c_int, tag: c_int
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, n: c_int, dt: MpiDatatype, src: c_int, tag: c_int, comm: MpiComm, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Recv(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Recv", comm, || {
         let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
         let s = c.recv(into.bytes(), src, tag)?;
@@ -301,7 +441,15 @@ pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, n: c_int, dt: MpiDatatype, 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, n: c_int, dt: MpiDatatype, src: c_int, tag: c_int, comm: MpiComm, req: *mut MpiRequest) -> c_int {
+pub unsafe extern "C" fn PMPI_Irecv(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
     entry("MPI_Irecv", comm, || {
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
@@ -322,7 +470,20 @@ pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, n: c_int, dt: MpiDatatype,
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Sendrecv(sbuf: *const c_void, sn: c_int, sdt: MpiDatatype, dest: c_int, stag: c_int, rbuf: *mut c_void, rn: c_int, rdt: MpiDatatype, src: c_int, rtag: c_int, comm: MpiComm, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Sendrecv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    src: c_int,
+    rtag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Sendrecv", comm, || {
         let (c, data) = send_args(sbuf, sn, sdt, dest, stag, comm)?;
         let (_, mut into) = recv_args(rbuf, rn, rdt, src, rtag, comm)?;
@@ -335,7 +496,17 @@ pub unsafe extern "C" fn PMPI_Sendrecv(sbuf: *const c_void, sn: c_int, sdt: MpiD
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Sendrecv_replace(buf: *mut c_void, n: c_int, dt: MpiDatatype, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: MpiComm, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Sendrecv_replace", comm, || {
         let c = comm_of(comm)?;
         let k = count(n, "count")?;
@@ -355,7 +526,12 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(buf: *mut c_void, n: c_int, dt: M
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Probe(src: c_int, tag: c_int, comm: MpiComm, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Probe(
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Probe", comm, || {
         let c = comm_of(comm)?;
         check_source(&c, src)?;
@@ -369,7 +545,13 @@ pub unsafe extern "C" fn PMPI_Probe(src: c_int, tag: c_int, comm: MpiComm, statu
 /// `MPI_Iprobe` is answered at the next slice boundary, from the scheduler's view, so its
 /// outcome is deterministic.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Iprobe(src: c_int, tag: c_int, comm: MpiComm, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Iprobe(
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Iprobe", comm, || {
         let c = comm_of(comm)?;
         check_source(&c, src)?;

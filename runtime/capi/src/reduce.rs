@@ -33,30 +33,93 @@ type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Mp
 macro_rules! with_elem {
     ($e:expr, |$T:ident| $body:expr) => {{
         match $e {
-            ElemType::Byte => { type $T = RawByte; $body }
-            ElemType::I8 => { type $T = i8; $body }
-            ElemType::I16 => { type $T = i16; $body }
-            ElemType::I32 => { type $T = i32; $body }
-            ElemType::I64 => { type $T = i64; $body }
-            ElemType::U8 => { type $T = u8; $body }
-            ElemType::U16 => { type $T = u16; $body }
-            ElemType::U32 => { type $T = u32; $body }
-            ElemType::U64 => { type $T = u64; $body }
-            ElemType::F32 => { type $T = f32; $body }
-            ElemType::F64 => { type $T = f64; $body }
-            ElemType::Bool => { type $T = RawBool; $body }
-            ElemType::FloatInt => { type $T = api::FloatInt; $body }
-            ElemType::DoubleInt => { type $T = api::DoubleInt; $body }
-            ElemType::LongInt => { type $T = api::LongInt; $body }
-            ElemType::TwoInt => { type $T = api::TwoInt; $body }
-            ElemType::ShortInt => { type $T = api::ShortInt; $body }
+            ElemType::Byte => {
+                type $T = RawByte;
+                $body
+            }
+            ElemType::I8 => {
+                type $T = i8;
+                $body
+            }
+            ElemType::I16 => {
+                type $T = i16;
+                $body
+            }
+            ElemType::I32 => {
+                type $T = i32;
+                $body
+            }
+            ElemType::I64 => {
+                type $T = i64;
+                $body
+            }
+            ElemType::U8 => {
+                type $T = u8;
+                $body
+            }
+            ElemType::U16 => {
+                type $T = u16;
+                $body
+            }
+            ElemType::U32 => {
+                type $T = u32;
+                $body
+            }
+            ElemType::U64 => {
+                type $T = u64;
+                $body
+            }
+            ElemType::F32 => {
+                type $T = f32;
+                $body
+            }
+            ElemType::F64 => {
+                type $T = f64;
+                $body
+            }
+            ElemType::Bool => {
+                type $T = RawBool;
+                $body
+            }
+            ElemType::FloatInt => {
+                type $T = api::FloatInt;
+                $body
+            }
+            ElemType::DoubleInt => {
+                type $T = api::DoubleInt;
+                $body
+            }
+            ElemType::LongInt => {
+                type $T = api::LongInt;
+                $body
+            }
+            ElemType::TwoInt => {
+                type $T = api::TwoInt;
+                $body
+            }
+            ElemType::ShortInt => {
+                type $T = api::ShortInt;
+                $body
+            }
         }
     }};
 }
 
 const OP_NAMES: [&str; 15] = [
-    "MPI_OP_NULL", "MPI_MAX", "MPI_MIN", "MPI_SUM", "MPI_PROD", "MPI_LAND", "MPI_BAND",
-    "MPI_LOR", "MPI_BOR", "MPI_LXOR", "MPI_BXOR", "MPI_MINLOC", "MPI_MAXLOC", "MPI_REPLACE",
+    "MPI_OP_NULL",
+    "MPI_MAX",
+    "MPI_MIN",
+    "MPI_SUM",
+    "MPI_PROD",
+    "MPI_LAND",
+    "MPI_BAND",
+    "MPI_LOR",
+    "MPI_BOR",
+    "MPI_LXOR",
+    "MPI_BXOR",
+    "MPI_MINLOC",
+    "MPI_MAXLOC",
+    "MPI_REPLACE",
     "MPI_NO_OP",
 ];
 
@@ -99,7 +162,16 @@ enum Plan {
 fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
     if let Some(b) = builtin(op) {
         let name = OP_NAMES[op as usize];
-        let ok = |v: bool| if v { Ok(()) } else { Err(crate::error::MpiErr::new(class::OP, format!("{name} is not defined on {}", ty.display_name()))) };
+        let ok = |v: bool| {
+            if v {
+                Ok(())
+            } else {
+                Err(crate::error::MpiErr::new(
+                    class::OP,
+                    format!("{name} is not defined on {}", ty.display_name()),
+                ))
+            }
+        };
         return match ty.elem {
             ElemKind::Uniform(Prim::Rt(e)) => {
                 ok(strobe_runtime::ops::op_defined(b, e))?;
@@ -114,7 +186,10 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
                 Ok(Plan::Local(Local::LongDoubleInt(op)))
             }
             ElemKind::Empty => Ok(Plan::Node(ReduceOp::NoOp, ElemType::Byte)),
-            ElemKind::Mixed => fail!(class::OP, "{name} is not defined on a datatype mixing different basic types"),
+            ElemKind::Mixed => fail!(
+                class::OP,
+                "{name} is not defined on a datatype mixing different basic types"
+            ),
         };
     }
     if op == OP_NULL {
@@ -137,7 +212,10 @@ impl Layout {
         let last = (count.max(1) as isize - 1) * ty.extent;
         let lo = 0.min(ty.true_lb).min(last + ty.true_lb);
         let hi = ty.true_ub.max(last + ty.true_ub).max(0);
-        Layout { buf: Bytes::zeroed((hi - lo) as usize), shift: (-lo) as usize }
+        Layout {
+            buf: Bytes::zeroed((hi - lo) as usize),
+            shift: (-lo) as usize,
+        }
     }
     fn base(&mut self) -> *mut u8 {
         self.buf.as_mut_ptr().wrapping_add(self.shift)
@@ -145,16 +223,33 @@ impl Layout {
 }
 
 /// `x = acc op x` on packed data of `count` elements of `ty`.
-fn combine(l: Local, ty: &Arc<TypeInfo>, dt: MpiDatatype, count: usize, acc: &[u8], x: &mut Bytes) -> MpiResult {
+fn combine(
+    l: Local,
+    ty: &Arc<TypeInfo>,
+    dt: MpiDatatype,
+    count: usize,
+    acc: &[u8],
+    x: &mut Bytes,
+) -> MpiResult {
     match l {
         Local::LongDouble(op) | Local::LongDoubleInt(op) => {
-            let (f, sz): (unsafe extern "C" fn(c_int, *const c_void, *mut c_void, usize) -> c_int, usize) = match l {
+            let (f, sz): (
+                unsafe extern "C" fn(c_int, *const c_void, *mut c_void, usize) -> c_int,
+                usize,
+            ) = match l {
                 Local::LongDouble(_) => (strobe_ld_reduce, 16),
                 _ => (strobe_ldi_reduce, 32),
             };
             let a = copy_of(acc);
             // SAFETY: both buffers hold x.len() bytes of 16-aligned long double data.
-            let ok = unsafe { f(op, a.as_ptr() as *const c_void, x.as_mut_ptr() as *mut c_void, x.len() / sz) };
+            let ok = unsafe {
+                f(
+                    op,
+                    a.as_ptr() as *const c_void,
+                    x.as_mut_ptr() as *mut c_void,
+                    x.len() / sz,
+                )
+            };
             if ok == 0 {
                 fail!(class::OP, "op {op} is not defined on long double types");
             }
@@ -167,7 +262,14 @@ fn combine(l: Local, ty: &Arc<TypeInfo>, dt: MpiDatatype, count: usize, acc: &[u
             if ty.dense_for(count) {
                 let mut a = copy_of(acc);
                 // SAFETY: user callback on two buffers of `count` elements of `dt`.
-                unsafe { f(a.as_mut_ptr() as *mut c_void, x.as_mut_ptr() as *mut c_void, &mut len, &mut d) };
+                unsafe {
+                    f(
+                        a.as_mut_ptr() as *mut c_void,
+                        x.as_mut_ptr() as *mut c_void,
+                        &mut len,
+                        &mut d,
+                    )
+                };
             } else {
                 let mut la = Layout::new(ty, count);
                 let mut lx = Layout::new(ty, count);
@@ -175,7 +277,12 @@ fn combine(l: Local, ty: &Arc<TypeInfo>, dt: MpiDatatype, count: usize, acc: &[u
                 unsafe {
                     ty.unpack(acc, acc.len(), la.base(), count);
                     ty.unpack(x.as_slice(), x.len(), lx.base(), count);
-                    f(la.base() as *mut c_void, lx.base() as *mut c_void, &mut len, &mut d);
+                    f(
+                        la.base() as *mut c_void,
+                        lx.base() as *mut c_void,
+                        &mut len,
+                        &mut d,
+                    );
                     *x = ty.pack(lx.base(), count);
                 }
             }
@@ -200,12 +307,26 @@ fn gather_all(c: &Comm, mine: &Bytes, root: c_int) -> MpiResult<Option<Vec<Bytes
     }
     let mut all = Bytes::zeroed(len * n);
     c.gather(mine.raw_static(), Some(all.raw_static_mut()), root)?;
-    Ok(Some((0..n).map(|i| copy_of(&all.as_slice()[i * len..(i + 1) * len])).collect()))
+    Ok(Some(
+        (0..n)
+            .map(|i| copy_of(&all.as_slice()[i * len..(i + 1) * len]))
+            .collect(),
+    ))
 }
 
 /// Rank-side prefix reductions at `root`: element i is `x0 op ... op xi`.
-fn local_prefixes(c: &Comm, l: Local, ty: &Arc<TypeInfo>, dt: MpiDatatype, k: usize, mine: &Bytes, root: c_int) -> MpiResult<Option<Vec<Bytes>>> {
-    let Some(mut xs) = gather_all(c, mine, root)? else { return Ok(None) };
+fn local_prefixes(
+    c: &Comm,
+    l: Local,
+    ty: &Arc<TypeInfo>,
+    dt: MpiDatatype,
+    k: usize,
+    mine: &Bytes,
+    root: c_int,
+) -> MpiResult<Option<Vec<Bytes>>> {
+    let Some(mut xs) = gather_all(c, mine, root)? else {
+        return Ok(None);
+    };
     for i in 1..xs.len() {
         let (lo, hi) = xs.split_at_mut(i);
         combine(l, ty, dt, k, lo[i - 1].as_slice(), &mut hi[0])?;
@@ -214,7 +335,14 @@ fn local_prefixes(c: &Comm, l: Local, ty: &Arc<TypeInfo>, dt: MpiDatatype, k: us
 }
 
 /// The full rank-side reduction, on every rank (reduced at rank 0, then broadcast).
-fn local_allreduce(c: &Comm, l: Local, ty: &Arc<TypeInfo>, dt: MpiDatatype, k: usize, mine: &Bytes) -> MpiResult<Bytes> {
+fn local_allreduce(
+    c: &Comm,
+    l: Local,
+    ty: &Arc<TypeInfo>,
+    dt: MpiDatatype,
+    k: usize,
+    mine: &Bytes,
+) -> MpiResult<Bytes> {
     let mut res = match local_prefixes(c, l, ty, dt, k, mine, 0)? {
         Some(mut p) => p.pop().expect("at least one rank"),
         None => Bytes::zeroed(mine.len()),
@@ -258,17 +386,35 @@ fn args(comm: MpiComm, n: c_int, dt: MpiDatatype, op: MpiOp) -> MpiResult<Args> 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Reduce(sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: MpiDatatype, op: MpiOp, root: c_int, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Reduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Reduce", comm, || {
         let a = args(comm, n, dt, op)?;
         check_root(&a.c, root)?;
         let me_root = a.c.rank() == root;
-        let mine = input(sbuf, if me_root { rbuf } else { std::ptr::null_mut() }, a.k, &a.ty)?;
+        let mine = input(
+            sbuf,
+            if me_root { rbuf } else { std::ptr::null_mut() },
+            a.k,
+            &a.ty,
+        )?;
         match a.plan {
             Plan::Node(o, e) => {
                 if me_root {
                     let mut res = Bytes::zeroed(mine.len());
-                    with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), Some(res.typed_mut()), o, root))?;
+                    with_elem!(e, |T| a.c.reduce::<T>(
+                        mine.typed(),
+                        Some(res.typed_mut()),
+                        o,
+                        root
+                    ))?;
                     output(&res, rbuf, a.k, &a.ty)?;
                 } else {
                     with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))?;
@@ -285,7 +431,14 @@ pub unsafe extern "C" fn PMPI_Reduce(sbuf: *const c_void, rbuf: *mut c_void, n: 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: MpiDatatype, op: MpiOp, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Allreduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Allreduce", comm, || {
         let a = args(comm, n, dt, op)?;
         let mine = input(sbuf, rbuf, a.k, &a.ty)?;
@@ -301,7 +454,16 @@ pub unsafe extern "C" fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, 
     })
 }
 
-fn scan_like(name: &'static str, exclusive: bool, sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: MpiDatatype, op: MpiOp, comm: MpiComm) -> c_int {
+fn scan_like(
+    name: &'static str,
+    exclusive: bool,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
     entry(name, comm, || {
         let a = args(comm, n, dt, op)?;
         let mine = input(sbuf, rbuf, a.k, &a.ty)?;
@@ -324,12 +486,17 @@ fn scan_like(name: &'static str, exclusive: bool, sbuf: *const c_void, rbuf: *mu
                         // Exscan: rank i gets the prefix of ranks 0..i-1.
                         let dst = if exclusive { i + 1 } else { i };
                         if dst < p.len() {
-                            all.as_mut_slice()[dst * len..(dst + 1) * len].copy_from_slice(b.as_slice());
+                            all.as_mut_slice()[dst * len..(dst + 1) * len]
+                                .copy_from_slice(b.as_slice());
                         }
                     }
                     all
                 });
-                a.c.scatter(send.as_ref().map(|s| s.raw_static()), res.raw_static_mut(), 0)?;
+                a.c.scatter(
+                    send.as_ref().map(|s| s.raw_static()),
+                    res.raw_static_mut(),
+                    0,
+                )?;
             }
         }
         // Exscan leaves rank 0's receive buffer untouched.
@@ -341,32 +508,67 @@ fn scan_like(name: &'static str, exclusive: bool, sbuf: *const c_void, rbuf: *mu
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Scan(sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: MpiDatatype, op: MpiOp, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Scan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
     scan_like("MPI_Scan", false, sbuf, rbuf, n, dt, op, comm)
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Exscan(sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: MpiDatatype, op: MpiOp, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Exscan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
     scan_like("MPI_Exscan", true, sbuf, rbuf, n, dt, op, comm)
 }
 
 /// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
-fn reduce_scatter(comm: MpiComm, sbuf: *const c_void, rbuf: *mut c_void, counts: &[usize], dt: MpiDatatype, op: MpiOp, block: bool) -> MpiResult {
+fn reduce_scatter(
+    comm: MpiComm,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    dt: MpiDatatype,
+    op: MpiOp,
+    block: bool,
+) -> MpiResult {
     let total: usize = counts.iter().sum();
     let a = args(comm, c_int::try_from(total).unwrap_or(c_int::MAX), dt, op)?;
     let me = a.c.rank() as usize;
     let mine_k = counts[me];
     let off: usize = counts[..me].iter().sum::<usize>() * a.ty.size;
-    let mine = if in_place(sbuf) { input(rbuf, rbuf, total, &a.ty)? } else { input(sbuf, rbuf, total, &a.ty)? };
+    let mine = if in_place(sbuf) {
+        input(rbuf, rbuf, total, &a.ty)?
+    } else {
+        input(sbuf, rbuf, total, &a.ty)?
+    };
     let res = match a.plan {
         Plan::Node(o, e) => {
             let mut res = Bytes::zeroed(mine_k * a.ty.size);
             let per = a.ty.size / e.size().max(1);
             if block {
-                with_elem!(e, |T| a.c.reduce_scatter_block::<T>(mine.typed(), res.typed_mut(), o))?;
+                with_elem!(e, |T| a.c.reduce_scatter_block::<T>(
+                    mine.typed(),
+                    res.typed_mut(),
+                    o
+                ))?;
             } else {
                 let tc: Vec<usize> = counts.iter().map(|k| k * per).collect();
-                with_elem!(e, |T| a.c.reduce_scatter::<T>(mine.typed(), res.typed_mut(), &tc, o))?;
+                with_elem!(e, |T| a.c.reduce_scatter::<T>(
+                    mine.typed(),
+                    res.typed_mut(),
+                    &tc,
+                    o
+                ))?;
             }
             res
         }
@@ -379,17 +581,34 @@ fn reduce_scatter(comm: MpiComm, sbuf: *const c_void, rbuf: *mut c_void, counts:
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Reduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: MpiDatatype, op: MpiOp, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Reduce_scatter(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Reduce_scatter", comm, || {
         let n = comm_of(comm)?.size() as usize;
         let rc = array(rcounts, n, "recvcounts")?;
-        let counts = rc.iter().map(|&k| count(k, "recvcount")).collect::<MpiResult<Vec<_>>>()?;
+        let counts = rc
+            .iter()
+            .map(|&k| count(k, "recvcount"))
+            .collect::<MpiResult<Vec<_>>>()?;
         reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false)
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_block(sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: MpiDatatype, op: MpiOp, comm: MpiComm) -> c_int {
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
     entry("MPI_Reduce_scatter_block", comm, || {
         let n = comm_of(comm)?.size() as usize;
         let k = count(rn, "recvcount")?;
@@ -398,7 +617,13 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(sbuf: *const c_void, rbuf: *m
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, n: c_int, dt: MpiDatatype, op: MpiOp) -> c_int {
+pub unsafe extern "C" fn PMPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+) -> c_int {
     entry("MPI_Reduce_local", COMM_WORLD, || {
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
@@ -427,7 +652,14 @@ pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *m
         if op.is_null() {
             fail!(class::ARG, "op is NULL");
         }
-        put(op, state::insert_op(UserOp { func: f as usize, commute: commute != 0 }), "op")
+        put(
+            op,
+            state::insert_op(UserOp {
+                func: f as usize,
+                commute: commute != 0,
+            }),
+            "op",
+        )
     })
 }
 
@@ -440,7 +672,11 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *op };
         if (0..=LAST_PREDEFINED_OP).contains(&h) {
-            fail!(class::OP, "{} is predefined and cannot be freed", OP_NAMES[h as usize]);
+            fail!(
+                class::OP,
+                "{} is predefined and cannot be freed",
+                OP_NAMES[h as usize]
+            );
         }
         if st().ops.remove(&h).is_none() {
             fail!(class::OP, "invalid op handle {h}");

@@ -14,8 +14,8 @@ use strobe_runtime::api;
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
 use strobe_runtime::rank::{RankCtx, Want};
 use strobe_runtime::segment::{
-    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL,
-    CALL_WAITANY, CALL_WAITSOME,
+    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL, CALL_WAITANY,
+    CALL_WAITSOME,
 };
 
 use crate::consts::*;
@@ -97,7 +97,14 @@ fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
     if let Some(u) = e.unpack {
         // SAFETY: the user's buffer was given to MPI_Irecv for `count` elements of `ty`
         // and is the program's until this completion is reported.
-        unsafe { u.ty.unpack(u.tmp.as_slice(), c.bytes as usize, u.base as *mut u8, u.count) };
+        unsafe {
+            u.ty.unpack(
+                u.tmp.as_slice(),
+                c.bytes as usize,
+                u.base as *mut u8,
+                u.count,
+            )
+        };
     }
     (s, err)
 }
@@ -153,7 +160,12 @@ fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
 
 /// Finish the requests at `done` (positions in `hs`), store their statuses, null their
 /// handles. Returns the first error.
-fn complete(hs: &mut [MpiRequest], done: &[usize], statuses: *mut MpiStatus, slot: impl Fn(usize, usize) -> usize) -> MpiResult<Option<MpiErr>> {
+fn complete(
+    hs: &mut [MpiRequest],
+    done: &[usize],
+    statuses: *mut MpiStatus,
+    slot: impl Fn(usize, usize) -> usize,
+) -> MpiResult<Option<MpiErr>> {
     let mut first = None;
     for (k, &i) in done.iter().enumerate() {
         let e = take_entry(hs[i])?;
@@ -186,7 +198,11 @@ pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus)
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Test(req: *mut MpiRequest, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Test(
+    req: *mut MpiRequest,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Test", req_comm(req), || {
         ready()?;
         let hs = handles(req, 1)?;
@@ -210,7 +226,11 @@ fn first_comm(p: *const MpiRequest, n: c_int) -> MpiComm {
     (0..n.max(0) as usize)
         .find_map(|i| {
             // SAFETY: MPI requires the array to hold `n` handles (checked non-null).
-            let h = if p.is_null() { REQUEST_NULL } else { unsafe { *p.add(i) } };
+            let h = if p.is_null() {
+                REQUEST_NULL
+            } else {
+                unsafe { *p.add(i) }
+            };
             (h != REQUEST_NULL).then(|| req_comm(&h))
         })
         .unwrap_or(COMM_WORLD)
@@ -220,12 +240,23 @@ fn first_comm(p: *const MpiRequest, n: c_int) -> MpiComm {
 fn in_status(e: Option<MpiErr>) -> MpiResult {
     match e {
         None => Ok(()),
-        Some(e) => Err(MpiErr::new(class::IN_STATUS, format!("a request failed: {}: {}", crate::error::class_name(e.class), e.msg))),
+        Some(e) => Err(MpiErr::new(
+            class::IN_STATUS,
+            format!(
+                "a request failed: {}: {}",
+                crate::error::class_name(e.class),
+                e.msg
+            ),
+        )),
     }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Waitall(n: c_int, reqs: *mut MpiRequest, statuses: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Waitall(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    statuses: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Waitall", first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
@@ -243,7 +274,12 @@ pub unsafe extern "C" fn PMPI_Waitall(n: c_int, reqs: *mut MpiRequest, statuses:
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Testall(n: c_int, reqs: *mut MpiRequest, flag: *mut c_int, statuses: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Testall(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Testall", first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
@@ -263,7 +299,12 @@ pub unsafe extern "C" fn PMPI_Testall(n: c_int, reqs: *mut MpiRequest, flag: *mu
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Waitany(n: c_int, reqs: *mut MpiRequest, index: *mut c_int, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Waitany(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Waitany", first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
@@ -283,7 +324,13 @@ pub unsafe extern "C" fn PMPI_Waitany(n: c_int, reqs: *mut MpiRequest, index: *m
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Testany(n: c_int, reqs: *mut MpiRequest, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Testany(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     entry("MPI_Testany", first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
@@ -308,7 +355,15 @@ pub unsafe extern "C" fn PMPI_Testany(n: c_int, reqs: *mut MpiRequest, index: *m
     })
 }
 
-fn some(name: &'static str, block: bool, n: c_int, reqs: *mut MpiRequest, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) -> c_int {
+fn some(
+    name: &'static str,
+    block: bool,
+    n: c_int,
+    reqs: *mut MpiRequest,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
     entry(name, first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
@@ -336,12 +391,24 @@ fn some(name: &'static str, block: bool, n: c_int, reqs: *mut MpiRequest, outcou
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Waitsome(n: c_int, reqs: *mut MpiRequest, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Waitsome(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
     some("MPI_Waitsome", true, n, reqs, outcount, indices, statuses)
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Testsome(n: c_int, reqs: *mut MpiRequest, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) -> c_int {
+pub unsafe extern "C" fn PMPI_Testsome(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
     some("MPI_Testsome", false, n, reqs, outcount, indices, statuses)
 }
 
@@ -398,7 +465,11 @@ pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MpiStatus, flag: *mu
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Get_count(status: *const MpiStatus, dt: MpiDatatype, out: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Get_count(
+    status: *const MpiStatus,
+    dt: MpiDatatype,
+    out: *mut c_int,
+) -> c_int {
     entry("MPI_Get_count", COMM_WORLD, || {
         if status.is_null() || status as usize == STATUS_IGNORE {
             fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
@@ -408,7 +479,11 @@ pub unsafe extern "C" fn PMPI_Get_count(status: *const MpiStatus, dt: MpiDatatyp
         let t = any_type(dt)?;
         let bytes = s.bytes.max(0) as usize;
         let n = if t.size == 0 {
-            if bytes == 0 { 0 } else { UNDEFINED }
+            if bytes == 0 {
+                0
+            } else {
+                UNDEFINED
+            }
         } else if bytes % t.size != 0 {
             UNDEFINED
         } else {

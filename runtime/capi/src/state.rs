@@ -88,7 +88,11 @@ pub fn st() -> MutexGuard<'static, State> {
 fn fresh<V>(next: &mut c_int, first: c_int, used: &HashMap<c_int, V>) -> c_int {
     loop {
         let h = *next;
-        *next = if *next == c_int::MAX { first } else { *next + 1 };
+        *next = if *next == c_int::MAX {
+            first
+        } else {
+            *next + 1
+        };
         if !used.contains_key(&h) {
             return h;
         }
