@@ -246,7 +246,14 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
-    Ok(execute(job, &cfg, None)?.exit_code())
+    let report = execute(job, &cfg, None)?;
+    if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
+        // mpiexec's habit: say which setting stopped the job.
+        if let Ok(v) = std::env::var("MPIEXEC_TIMEOUT") {
+            eprintln!("strobe: MPIEXEC_TIMEOUT={} seconds expired", v.trim());
+        }
+    }
+    Ok(report.exit_code())
 }
 
 /// Run a job with the sinks `job` asks for plus `extra` (the recorder), and report its end

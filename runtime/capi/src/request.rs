@@ -261,8 +261,8 @@ pub unsafe extern "C" fn PMPI_Waitall(
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
-        for i in 0..hs.len() {
-            if hs[i] == REQUEST_NULL {
+        for (i, h) in hs.iter().enumerate() {
+            if *h == REQUEST_NULL {
                 write_status(statuses, i, empty_status());
             }
         }
@@ -289,8 +289,8 @@ pub unsafe extern "C" fn PMPI_Testall(
             return put(flag, 0, "flag");
         }
         put(flag, 1, "flag")?;
-        for i in 0..hs.len() {
-            if hs[i] == REQUEST_NULL {
+        for (i, h) in hs.iter().enumerate() {
+            if *h == REQUEST_NULL {
                 write_status(statuses, i, empty_status());
             }
         }
