@@ -1,6 +1,8 @@
 //! The C ABI end to end: C programs compiled with `strobe mpicc` and run with `strobe run`
 //! (and through the `mpiexec` name) on 2 and 4 ranks. The programs check their own results
-//! (`runtime/capi/tests/c/`); these tests check exit status, stdout and stderr.
+//! (`runtime/capi/tests/c/`); these tests check exit status, stdout and stderr. They use the
+//! `libmpi` and `strobe` in the target directory: build them first (`scripts/test.sh` runs
+//! `cargo build --workspace --lib --bins`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -204,6 +206,19 @@ fn pmpi_tool_intercepts_in_shared_and_static_links() {
     let j = run_with(&strobe(), &["run", "-n", "2", "--timeout", "120s", &p], &[]);
     assert_eq!(j.code, 0, "static_plain: {}", j.stderr);
     assert!(j.stdout.is_empty(), "{}", j.stdout);
+}
+
+#[test]
+fn a_program_run_without_strobe_says_how_to_run_it() {
+    let out = Command::new(build_dir().join("hello"))
+        .output()
+        .expect("run hello directly");
+    assert_eq!(out.status.code(), Some(16), "MPI_ERR_OTHER as exit status");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("MPI_Init") && err.contains("strobe run -n N"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -121,7 +121,7 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
 pub unsafe extern "C" fn PMPI_Abort(_comm: MpiComm, code: c_int) -> c_int {
     // MPI_Abort aborts every rank whatever the communicator: the runtime takes the whole
     // job down and the launcher reports the code.
-    api::abort(code)
+    entry("MPI_Abort", COMM_WORLD, || api::abort(code))
 }
 
 #[unsafe(no_mangle)]

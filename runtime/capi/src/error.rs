@@ -86,7 +86,7 @@ pub fn class_text(c: c_int) -> Option<&'static str> {
 fn rank_text() -> String {
     match RankCtx::get() {
         Some(c) => format!("rank {}", c.rank()),
-        None => "a rank outside MPI_Init".to_string(),
+        None => format!("pid {} (before MPI_Init)", std::process::id()),
     }
 }
 

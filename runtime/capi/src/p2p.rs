@@ -38,6 +38,9 @@ impl Outgoing {
 
 /// `count` elements of `ty` at `buf`, ready to hand to the runtime.
 pub fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoing> {
+    if crate::util::in_place(buf) {
+        fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
+    }
     if buf.is_null() && n > 0 && ty.size > 0 && ty.true_lb == 0 && ty.lb == 0 {
         fail!(class::BUFFER, "buffer is NULL but count is {n}");
     }
@@ -60,6 +63,9 @@ pub enum Incoming {
 }
 
 pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Incoming> {
+    if crate::util::in_place(buf) {
+        fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
+    }
     if buf.is_null() && n > 0 && ty.size > 0 && ty.true_lb == 0 && ty.lb == 0 {
         fail!(class::BUFFER, "buffer is NULL but count is {n}");
     }
@@ -354,7 +360,7 @@ pub unsafe extern "C" fn PMPI_Bsend(
             fail!(class::BUFFER, "message of {} bytes (+{BSEND_OVERHEAD} overhead) does not fit the attached buffer of {cap} bytes", need - BSEND_OVERHEAD);
         }
         if st().bsend_used + need > cap {
-            crate::request::reap_detached();
+            crate::request::reap_bsends();
         }
         let mut copy = Bytes::zeroed(data.bytes().len());
         let src = data.bytes();
@@ -367,7 +373,7 @@ pub unsafe extern "C" fn PMPI_Bsend(
         std::mem::forget(r);
         let mut s = st();
         s.bsend_used += need;
-        s.detached.push(ReqEntry {
+        s.bsends.push(ReqEntry {
             id,
             comm,
             is_recv: false,
@@ -398,7 +404,7 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int) -> c_int {
     entry("MPI_Buffer_detach", COMM_WORLD, || {
-        crate::request::reap_detached();
+        crate::request::reap_bsends();
         let (a, n) = st().bsend_buffer.take().unwrap_or((0, 0));
         put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr")?;
         put(size, n as c_int, "size")

@@ -354,6 +354,9 @@ fn local_allreduce(
 /// Pack `k` elements of the input (the receive buffer when `MPI_IN_PLACE`).
 fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> MpiResult<Bytes> {
     let src = if in_place(sbuf) { rbuf } else { sbuf };
+    if in_place(src) {
+        fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
+    }
     if src.is_null() && k > 0 && ty.size > 0 {
         fail!(class::BUFFER, "buffer is NULL but count is {k}");
     }
@@ -362,6 +365,12 @@ fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> M
 }
 
 fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
+    if in_place(rbuf) {
+        fail!(
+            class::BUFFER,
+            "MPI_IN_PLACE is not allowed as the receive buffer"
+        );
+    }
     if rbuf.is_null() && k > 0 && ty.size > 0 {
         fail!(class::BUFFER, "recvbuf is NULL but count is {k}");
     }

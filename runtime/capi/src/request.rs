@@ -496,6 +496,18 @@ pub unsafe extern "C" fn PMPI_Get_count(
 /// Wait for every detached request (freed while active, buffered sends) and drop it.
 pub fn reap_detached() {
     let list = std::mem::take(&mut st().detached);
+    reap(list);
+    reap_bsends();
+}
+
+/// Wait for every buffered send: the attached buffer is then free again.
+pub fn reap_bsends() {
+    let list = std::mem::take(&mut st().bsends);
+    reap(list);
+    st().bsend_used = 0;
+}
+
+fn reap(list: Vec<ReqEntry>) {
     if list.is_empty() {
         return;
     }
@@ -506,7 +518,6 @@ pub fn reap_detached() {
             c.take(id);
         }
     }
-    st().bsend_used = 0;
     drop(list);
 }
 

@@ -50,11 +50,13 @@ pub struct State {
     next_op: MpiOp,
     pub reqs: HashMap<MpiRequest, ReqEntry>,
     next_req: MpiRequest,
-    /// Requests freed with `MPI_Request_free` while active (and Bsend's): their buffers
-    /// stay alive here until they are reaped at `MPI_Finalize` or `MPI_Buffer_detach`.
+    /// Requests freed with `MPI_Request_free` while active: their buffers stay alive here
+    /// until they are reaped at `MPI_Finalize`.
     pub detached: Vec<ReqEntry>,
     pub keyvals: HashMap<c_int, Keyval>,
     next_keyval: c_int,
+    /// Buffered sends not yet known to be delivered (their copies live here).
+    pub bsends: Vec<ReqEntry>,
     /// `MPI_Buffer_attach`: (address, size).
     pub bsend_buffer: Option<(usize, usize)>,
     /// Bytes of the attached buffer held by Bsends not known to be delivered.

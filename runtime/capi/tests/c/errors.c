@@ -57,6 +57,8 @@ int main(int argc, char **argv) {
     EXPECT(MPI_Type_free(&(MPI_Datatype){MPI_INT}), MPI_ERR_TYPE);
     OK(MPI_Type_free(&unc));
     EXPECT(MPI_Send(NULL, 5, MPI_INT, peer, 0, w), MPI_ERR_BUFFER);
+    EXPECT(MPI_Send(MPI_IN_PLACE, 1, MPI_INT, peer, 0, w), MPI_ERR_BUFFER);
+    EXPECT(MPI_Allreduce(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, w), MPI_ERR_BUFFER);
     EXPECT(MPI_Bsend(x, 1, MPI_INT, peer, 0, w), MPI_ERR_BUFFER);
     char small[8];
     OK(MPI_Buffer_attach(small, sizeof small));
