@@ -159,6 +159,9 @@ typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Data
 #define MPI_THREAD_SERIALIZED 2
 #define MPI_THREAD_MULTIPLE   3
 
+/* MPI_Comm_split_type */
+#define MPI_COMM_TYPE_SHARED 1
+
 /* communicator and group comparison */
 #define MPI_IDENT     0
 #define MPI_CONGRUENT 1
@@ -342,12 +345,18 @@ STROBE_MPI_FN(int, Type_get_extent, (MPI_Datatype datatype, MPI_Aint *lb, MPI_Ai
 STROBE_MPI_FN(int, Type_get_true_extent, (MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent))
 STROBE_MPI_FN(int, Type_get_envelope, (MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner))
 STROBE_MPI_FN(int, Get_address, (const void *location, MPI_Aint *address))
+STROBE_MPI_FN(int, Pack, (const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm))
+STROBE_MPI_FN(int, Unpack, (const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm))
+STROBE_MPI_FN(int, Pack_size, (int incount, MPI_Datatype datatype, MPI_Comm comm, int *size))
 
 /* communicators and groups */
 STROBE_MPI_FN(int, Comm_rank, (MPI_Comm comm, int *rank))
 STROBE_MPI_FN(int, Comm_size, (MPI_Comm comm, int *size))
 STROBE_MPI_FN(int, Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm))
 STROBE_MPI_FN(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_get_parent, (MPI_Comm *parent))
+STROBE_MPI_FN(int, Dims_create, (int nnodes, int ndims, int dims[]))
 STROBE_MPI_FN(int, Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm))
 STROBE_MPI_FN(int, Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm))
 STROBE_MPI_FN(int, Comm_free, (MPI_Comm *comm))

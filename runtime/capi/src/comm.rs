@@ -419,3 +419,116 @@ pub unsafe extern "C" fn PMPI_Group_free(group: *mut MpiGroup) -> c_int {
         put(group, GROUP_NULL, "group")
     })
 }
+
+/// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks that share memory, which
+/// today is every rank (strobe runs on one host); `MPI_UNDEFINED` gives `MPI_COMM_NULL`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_split_type(
+    comm: MpiComm,
+    split_type: c_int,
+    key: c_int,
+    _info: c_int,
+    out: *mut MpiComm,
+) -> c_int {
+    entry("MPI_Comm_split_type", comm, || {
+        let c = comm_of(comm)?;
+        if out.is_null() {
+            fail!(class::ARG, "newcomm is NULL");
+        }
+        let colour = match split_type {
+            UNDEFINED => None,
+            COMM_TYPE_SHARED => Some(0),
+            t => fail!(
+                class::ARG,
+                "unknown split_type {t} (strobe knows MPI_COMM_TYPE_SHARED)"
+            ),
+        };
+        let s = c.split(colour, key)?;
+        put(out, new_comm_handle(comm, s), "newcomm")
+    })
+}
+
+/// `MPI_Comm_get_parent`: strobe jobs are never spawned, so there is no parent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MpiComm) -> c_int {
+    entry("MPI_Comm_get_parent", COMM_WORLD, || {
+        crate::env::ready()?;
+        put(parent, COMM_NULL, "parent")
+    })
+}
+
+/// Prime factors of `n`, largest first.
+fn factors(mut n: usize) -> Vec<usize> {
+    let mut f = Vec::new();
+    let mut p = 2;
+    while p * p <= n {
+        while n % p == 0 {
+            f.push(p);
+            n /= p;
+        }
+        p += 1;
+    }
+    if n > 1 {
+        f.push(n);
+    }
+    f.reverse();
+    f
+}
+
+/// The free dimensions of `MPI_Dims_create`: as balanced as possible, non-increasing.
+pub fn balanced_dims(nnodes: usize, free: usize) -> Vec<usize> {
+    let mut d = vec![1usize; free];
+    if free == 0 {
+        return d;
+    }
+    for p in factors(nnodes) {
+        let i = (0..free).min_by_key(|&i| d[i]).unwrap_or(0);
+        d[i] *= p;
+    }
+    d.sort_unstable_by(|a, b| b.cmp(a));
+    d
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    entry("MPI_Dims_create", COMM_WORLD, || {
+        let n = count(nnodes, "nnodes")?;
+        let k = count(ndims, "ndims")?;
+        if k > 0 && dims.is_null() {
+            fail!(class::ARG, "dims is NULL");
+        }
+        // SAFETY: MPI requires dims to hold ndims entries (checked non-null).
+        let d = if k == 0 {
+            &mut [][..]
+        } else {
+            unsafe { std::slice::from_raw_parts_mut(dims, k) }
+        };
+        let mut fixed = 1usize;
+        for &x in d.iter() {
+            if x < 0 {
+                fail!(class::DIMS, "dims contains the negative value {x}");
+            }
+            if x > 0 {
+                fixed *= x as usize;
+            }
+        }
+        if fixed == 0 || n % fixed != 0 {
+            fail!(
+                class::DIMS,
+                "{n} nodes cannot be split with the fixed dimensions given"
+            );
+        }
+        let free = d.iter().filter(|&&x| x == 0).count();
+        if free == 0 && fixed != n {
+            fail!(
+                class::DIMS,
+                "the fixed dimensions multiply to {fixed}, not {n}"
+            );
+        }
+        let mut b = balanced_dims(n / fixed, free).into_iter();
+        for x in d.iter_mut().filter(|x| **x == 0) {
+            *x = b.next().unwrap_or(1) as c_int;
+        }
+        Ok(())
+    })
+}

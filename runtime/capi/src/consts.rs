@@ -64,6 +64,7 @@ pub const MAX_LIBRARY_VERSION_STRING: usize = 8192;
 pub const BSEND_OVERHEAD: usize = 128;
 
 pub const THREAD_FUNNELED: c_int = 1;
+pub const COMM_TYPE_SHARED: c_int = 1;
 
 pub const IDENT: c_int = 0;
 pub const CONGRUENT: c_int = 1;
@@ -99,6 +100,7 @@ pub mod class {
     pub const ROOT: c_int = 8;
     pub const GROUP: c_int = 9;
     pub const OP: c_int = 10;
+    pub const DIMS: c_int = 12;
     pub const ARG: c_int = 13;
     pub const TRUNCATE: c_int = 15;
     pub const OTHER: c_int = 16;

@@ -29,6 +29,7 @@ mod datatype;
 mod env;
 mod error;
 mod p2p;
+mod pack;
 mod reduce;
 mod request;
 mod state;

@@ -142,6 +142,22 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_compare(MPI_COMM_WORLD, rc, &res)); CHECK(res == MPI_SIMILAR);
     OK(MPI_Comm_free(&rc));
 
+    /* Split by shared memory (one host: everyone), no parent, Dims_create. */
+    MPI_Comm shm, parent;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shm));
+    int ss;
+    OK(MPI_Comm_size(shm, &ss)); CHECK(ss == size);
+    OK(MPI_Comm_free(&shm));
+    OK(MPI_Comm_get_parent(&parent)); CHECK(parent == MPI_COMM_NULL);
+    int d2[2] = {0, 0};
+    OK(MPI_Dims_create(12, 2, d2)); CHECK(d2[0] == 4 && d2[1] == 3);
+    int d3[3] = {0, 2, 0};
+    OK(MPI_Dims_create(12, 3, d3)); CHECK(d3[0] == 3 && d3[1] == 2 && d3[2] == 2);
+    int d4[2] = {0, 0};
+    OK(MPI_Dims_create(7, 2, d4)); CHECK(d4[0] == 7 && d4[1] == 1);
+    int d5[3] = {0, 0, 0};
+    OK(MPI_Dims_create(size, 3, d5)); CHECK(d5[0] * d5[1] * d5[2] == size && d5[0] >= d5[1] && d5[1] >= d5[2]);
+
     /* Intercommunicators are refused clearly. */
     OK(MPI_Comm_test_inter(MPI_COMM_WORLD, &flag)); CHECK(flag == 0);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));

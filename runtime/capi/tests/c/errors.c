@@ -85,6 +85,12 @@ int main(int argc, char **argv) {
     EXPECT(MPI_Comm_rank(w, NULL), MPI_ERR_ARG);
     int rs;
     EXPECT(MPI_Comm_remote_size(w, &rs), MPI_ERR_COMM);
+    int dims[2] = {2, 0};
+    EXPECT(MPI_Dims_create(5, 2, dims), MPI_ERR_DIMS);
+    char pk[4];
+    int pos = 0;
+    EXPECT(MPI_Pack(x, 2, MPI_INT, pk, sizeof pk, &pos, w), MPI_ERR_ARG);
+    EXPECT(MPI_Unpack(pk, sizeof pk, &pos, x, 2, MPI_INT, w), MPI_ERR_TRUNCATE);
     EXPECT(MPI_Comm_set_errhandler(w, 99), MPI_ERR_ARG);
 
     /* Truncation: blocking, through Wait, and through Waitall (MPI_ERR_IN_STATUS). */

@@ -47,6 +47,33 @@ int main(int argc, char **argv) {
     OK(MPI_Get_count(&st, MPI_DOUBLE, &cnt)); CHECK(cnt == 4);
     for (int i = 0; i < 4; i++) CHECK(into[i][4] == left * 100 + i * 10 + 1 && into[i][3] == 0);
 
+    /* Pack and Unpack a column plus an int, then unpack them elsewhere. */
+    {
+        char packed[256];
+        int pos = 0, psz, tail = 1234 + rank;
+        OK(MPI_Pack_size(1, col, w, &psz)); CHECK(psz == 32);
+        OK(MPI_Pack(&mat[0][3], 1, col, packed, sizeof packed, &pos, w));
+        OK(MPI_Pack(&tail, 1, MPI_INT, packed, sizeof packed, &pos, w));
+        CHECK(pos == 36);
+        double un[4][5];
+        int t2 = 0;
+        memset(un, 0, sizeof un);
+        pos = 0;
+        OK(MPI_Unpack(packed, pos + 36, &pos, &un[0][1], 1, col, w));
+        OK(MPI_Unpack(packed, 36, &pos, &t2, 1, MPI_INT, w));
+        CHECK(pos == 36 && t2 == tail);
+        for (int i = 0; i < 4; i++) CHECK(un[i][1] == mat[i][3] && un[i][0] == 0);
+        /* packed data travels as MPI_PACKED */
+        char rp[256];
+        MPI_Status pst;
+        OK(MPI_Sendrecv(packed, 36, MPI_PACKED, right, 9, rp, sizeof rp, MPI_PACKED, left, 9, w, &pst));
+        int pc;
+        OK(MPI_Get_count(&pst, MPI_PACKED, &pc)); CHECK(pc == 36);
+        pos = 32;
+        OK(MPI_Unpack(rp, pc, &pos, &t2, 1, MPI_INT, w));
+        CHECK(t2 == 1234 + left);
+    }
+
     /* Contiguous and indexed. */
     MPI_Datatype three, idx;
     OK(MPI_Type_contiguous(3, MPI_INT, &three));
