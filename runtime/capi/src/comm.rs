@@ -532,3 +532,18 @@ pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mu
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::balanced_dims;
+
+    #[test]
+    fn dims_are_balanced_and_non_increasing() {
+        assert_eq!(balanced_dims(12, 2), vec![4, 3]);
+        assert_eq!(balanced_dims(16, 2), vec![4, 4]);
+        assert_eq!(balanced_dims(7, 2), vec![7, 1]);
+        assert_eq!(balanced_dims(1, 3), vec![1, 1, 1]);
+        assert_eq!(balanced_dims(24, 3), vec![4, 3, 2]);
+        assert!(balanced_dims(5, 0).is_empty());
+    }
+}

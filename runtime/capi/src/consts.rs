@@ -182,3 +182,64 @@ pub const CLASS_NAMES: [(&str, &str); 58] = [
     ("MPI_ERR_RMA_SHARED", "memory cannot be shared"),
     ("MPI_ERR_RMA_FLAVOR", "wrong window flavor"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value `mpi.h` gives `name` (`#define name ((type)N)` or `#define name N`).
+    fn header_value(header: &str, name: &str) -> i64 {
+        let line = header
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name) && l.starts_with("#define"))
+            .unwrap_or_else(|| panic!("{name} not in mpi.h"));
+        let mut v: String = line.split_whitespace().skip(2).collect();
+        // Strip outer parentheses, then a leading cast: "((MPI_Comm)0)" -> "0".
+        while v.starts_with('(') && v.ends_with(')') {
+            v = v[1..v.len() - 1].to_string();
+        }
+        if v.starts_with('(') {
+            v = v[v.find(')').map_or(0, |i| i + 1)..].to_string();
+        }
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}: cannot parse {line:?}"))
+    }
+
+    #[test]
+    fn header_and_library_agree() {
+        let h = include_str!("../include/mpi.h");
+        let pairs: &[(&str, i64)] = &[
+            ("MPI_COMM_NULL", COMM_NULL as i64),
+            ("MPI_COMM_WORLD", COMM_WORLD as i64),
+            ("MPI_COMM_SELF", COMM_SELF as i64),
+            ("MPI_GROUP_EMPTY", GROUP_EMPTY as i64),
+            ("MPI_ERRORS_ARE_FATAL", ERRORS_ARE_FATAL as i64),
+            ("MPI_ERRORS_RETURN", ERRORS_RETURN as i64),
+            ("MPI_LONG_DOUBLE_INT", LAST_PREDEFINED_TYPE as i64),
+            ("MPI_NO_OP", LAST_PREDEFINED_OP as i64),
+            ("MPI_ANY_SOURCE", ANY_SOURCE as i64),
+            ("MPI_ANY_TAG", ANY_TAG as i64),
+            ("MPI_PROC_NULL", PROC_NULL as i64),
+            ("MPI_UNDEFINED", UNDEFINED as i64),
+            ("MPI_MAX_PROCESSOR_NAME", MAX_PROCESSOR_NAME as i64),
+            ("MPI_MAX_ERROR_STRING", MAX_ERROR_STRING as i64),
+            ("MPI_MAX_OBJECT_NAME", MAX_OBJECT_NAME as i64),
+            ("MPI_BSEND_OVERHEAD", BSEND_OVERHEAD as i64),
+            ("MPI_THREAD_FUNNELED", THREAD_FUNNELED as i64),
+            ("MPI_COMM_TYPE_SHARED", COMM_TYPE_SHARED as i64),
+            ("MPI_CONGRUENT", CONGRUENT as i64),
+            ("MPI_TAG_UB", TAG_UB_KEY as i64),
+            ("MPI_LASTUSEDCODE", LASTUSEDCODE_KEY as i64),
+            ("MPI_COMBINER_RESIZED", COMBINER_RESIZED as i64),
+            ("MPI_COMBINER_STRUCT", COMBINER_STRUCT as i64),
+            ("MPI_ERR_LASTCODE", class::LASTCODE as i64),
+        ];
+        for (name, v) in pairs {
+            assert_eq!(header_value(h, name), *v, "{name}");
+        }
+        // Every error class: the header's number is its index in CLASS_NAMES.
+        for (i, (name, _)) in CLASS_NAMES.iter().enumerate() {
+            assert_eq!(header_value(h, name), i as i64, "{name}");
+        }
+    }
+}

@@ -599,3 +599,72 @@ pub unsafe extern "C" fn PMPI_Get_address(
         put(addr, p as MpiAint, "address")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int() -> Arc<TypeInfo> {
+        Arc::new(TypeInfo::predefined("MPI_INT", 4, Prim::Rt(ElemType::I32)))
+    }
+
+    #[test]
+    fn vector_flattening_pack_and_unpack() {
+        // 3 blocks of 2 ints, stride 4 ints.
+        let parts: Vec<_> = (0..3).map(|i| (i * 16, 2, int())).collect();
+        let v = derive(&parts, COMBINER_VECTOR, (3, 0, 1));
+        assert_eq!(v.size, 24);
+        assert_eq!((v.lb, v.extent), (0, 40));
+        assert_eq!(v.blocks, vec![(0, 8), (16, 8), (32, 8)]);
+        assert_eq!(v.elem, ElemKind::Uniform(Prim::Rt(ElemType::I32)));
+        assert!(!v.dense_for(1));
+        let src: Vec<i32> = (0..12).collect();
+        // SAFETY: src holds the 10 ints one element of the vector spans.
+        let p = unsafe { v.pack(src.as_ptr() as *const u8, 1) };
+        let got: Vec<i32> = p
+            .as_slice()
+            .chunks(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, vec![0, 1, 4, 5, 8, 9]);
+        let mut dst = vec![-1i32; 12];
+        // SAFETY: dst holds 12 ints.
+        // A short message (12 of 24 bytes) fills only the leading blocks.
+        unsafe { v.unpack(p.as_slice(), 12, dst.as_mut_ptr() as *mut u8, 1) };
+        assert_eq!(dst, vec![0, 1, -1, -1, 4, -1, -1, -1, -1, -1, -1, -1]);
+        // SAFETY: as above.
+        unsafe { v.unpack(p.as_slice(), 24, dst.as_mut_ptr() as *mut u8, 1) };
+        assert_eq!(dst, vec![0, 1, -1, -1, 4, 5, -1, -1, 8, 9, -1, -1]);
+    }
+
+    #[test]
+    fn contiguous_coalesces_and_mixed_types_are_mixed() {
+        let c = derive(&[(0, 5, int())], COMBINER_CONTIGUOUS, (1, 0, 1));
+        assert_eq!(c.blocks, vec![(0, 20)]);
+        assert!(c.dense_for(7));
+        let d = Arc::new(TypeInfo::predefined(
+            "MPI_DOUBLE",
+            8,
+            Prim::Rt(ElemType::F64),
+        ));
+        let s = derive(&[(0, 1, int()), (8, 1, d)], COMBINER_STRUCT, (3, 2, 2));
+        assert_eq!(s.elem, ElemKind::Mixed);
+        assert_eq!((s.size, s.extent, s.true_lb, s.true_ub), (12, 16, 0, 16));
+        let e = derive(&[], COMBINER_CONTIGUOUS, (1, 0, 1));
+        assert_eq!((e.size, e.extent, e.elem), (0, 0, ElemKind::Empty));
+    }
+
+    #[test]
+    fn predefined_table_is_complete() {
+        let t = predefined_types();
+        assert_eq!(t.len(), LAST_PREDEFINED_TYPE as usize);
+        assert_eq!(t[0].1.name, "MPI_CHAR");
+        assert_eq!(t[14].1.name, "MPI_DOUBLE");
+        assert_eq!(t.last().unwrap().1.name, "MPI_LONG_DOUBLE_INT");
+        for (_, ty) in &t {
+            if let ElemKind::Uniform(Prim::Rt(e)) = ty.elem {
+                assert_eq!(e.size(), ty.size, "{}", ty.name);
+            }
+        }
+    }
+}
