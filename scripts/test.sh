@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 scripts/ensure-mpich.sh
-cargo build --workspace --bins --examples
+cargo build --workspace --lib --bins --examples
 cargo test --workspace -- --test-threads=2

@@ -4,6 +4,7 @@
 mod bench;
 mod cli_util;
 mod decision_log;
+mod mpicc;
 mod record;
 mod summary;
 
@@ -49,6 +50,20 @@ enum Cmd {
         /// Also write the Markdown to this file.
         #[arg(long, global = true)]
         out: Option<PathBuf>,
+    },
+    /// Compile and link a C MPI program against strobe (also installable as `mpicc`).
+    /// Flags pass through to the C compiler (`cc`, or $STROBE_CC); `-show` prints the
+    /// command instead, `-static-mpi` links libmpi.a.
+    #[command(disable_help_flag = true)]
+    Mpicc {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Install bin/strobe (with mpicc, mpiexec and mpirun links), include/mpi.h and
+    /// lib/libmpi.{so,a} under a prefix.
+    Install {
+        #[arg(long)]
+        prefix: PathBuf,
     },
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
@@ -135,14 +150,32 @@ struct RunArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // Invoked as mpicc / mpiexec / mpirun (install links): behave as that tool.
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let name = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cli = match name.as_str() {
+        "mpicc" => finish(mpicc::mpicc(&argv[1..])),
+        "mpiexec" | "mpirun" => Cli::parse_from(mpicc::mpiexec_args(&argv[1..])),
+        _ => Cli::parse(),
+    };
     let code = match cli.cmd {
+        Cmd::Mpicc { args } => mpicc::mpicc(&args),
+        Cmd::Install { prefix } => mpicc::install(&prefix),
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
         Cmd::Stats { file } => Ok(record::stats(&file)),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { what, out } => bench_cmd(what, out),
     };
+    finish(code)
+}
+
+/// Exit with the command's status, or report its error.
+fn finish(code: Result<i32>) -> ! {
     match code {
         Ok(c) => std::process::exit(c),
         Err(e) => {
@@ -213,7 +246,14 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
-    Ok(execute(job, &cfg, None)?.exit_code())
+    let report = execute(job, &cfg, None)?;
+    if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
+        // mpiexec's habit: say which setting stopped the job.
+        if let Ok(v) = std::env::var("MPIEXEC_TIMEOUT") {
+            eprintln!("strobe: MPIEXEC_TIMEOUT={} seconds expired", v.trim());
+        }
+    }
+    Ok(report.exit_code())
 }
 
 /// Run a job with the sinks `job` asks for plus `extra` (the recorder), and report its end

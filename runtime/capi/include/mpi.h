@@ -1,0 +1,390 @@
+/*
+ * mpi.h: the C interface of strobe (MPI-3.1 names, constants and handle types).
+ *
+ * Handles are plain ints, as in MPICH. Every function exists twice: PMPI_x is the
+ * implementation and MPI_x a weak alias of it, so a profiling library that defines MPI_x
+ * and calls PMPI_x wraps strobe in both shared and static links.
+ *
+ * What is supported, and what is not yet: docs/mpi-support.md.
+ * The numeric values below are mirrored in runtime/capi/src/consts.rs; keep them in step.
+ */
+#ifndef STROBE_MPI_H
+#define STROBE_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+#define STROBE_MPI 1
+
+/* ---- handles ---- */
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Op;
+typedef int MPI_Request;
+typedef int MPI_Group;
+typedef int MPI_Errhandler;
+typedef int MPI_Info;
+typedef intptr_t MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count;
+typedef int MPI_Fint;
+
+typedef struct MPI_Status {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    int strobe_cancelled;      /* private: use MPI_Test_cancelled */
+    long long strobe_bytes;    /* private: use MPI_Get_count */
+} MPI_Status;
+
+#define MPI_COMM_NULL  ((MPI_Comm)0)
+#define MPI_COMM_WORLD ((MPI_Comm)1)
+#define MPI_COMM_SELF  ((MPI_Comm)2)
+
+#define MPI_GROUP_NULL  ((MPI_Group)0)
+#define MPI_GROUP_EMPTY ((MPI_Group)1)
+
+#define MPI_REQUEST_NULL ((MPI_Request)0)
+#define MPI_INFO_NULL ((MPI_Info)0)
+
+#define MPI_ERRHANDLER_NULL  ((MPI_Errhandler)0)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
+#define MPI_ERRORS_RETURN    ((MPI_Errhandler)2)
+
+/* ---- datatypes ---- */
+#define MPI_DATATYPE_NULL      ((MPI_Datatype)0)
+#define MPI_CHAR               ((MPI_Datatype)1)
+#define MPI_SIGNED_CHAR        ((MPI_Datatype)2)
+#define MPI_UNSIGNED_CHAR      ((MPI_Datatype)3)
+#define MPI_BYTE               ((MPI_Datatype)4)
+#define MPI_WCHAR              ((MPI_Datatype)5)
+#define MPI_SHORT              ((MPI_Datatype)6)
+#define MPI_UNSIGNED_SHORT     ((MPI_Datatype)7)
+#define MPI_INT                ((MPI_Datatype)8)
+#define MPI_UNSIGNED           ((MPI_Datatype)9)
+#define MPI_LONG               ((MPI_Datatype)10)
+#define MPI_UNSIGNED_LONG      ((MPI_Datatype)11)
+#define MPI_LONG_LONG_INT      ((MPI_Datatype)12)
+#define MPI_LONG_LONG          MPI_LONG_LONG_INT
+#define MPI_UNSIGNED_LONG_LONG ((MPI_Datatype)13)
+#define MPI_FLOAT              ((MPI_Datatype)14)
+#define MPI_DOUBLE             ((MPI_Datatype)15)
+#define MPI_LONG_DOUBLE        ((MPI_Datatype)16)
+#define MPI_INT8_T             ((MPI_Datatype)17)
+#define MPI_INT16_T            ((MPI_Datatype)18)
+#define MPI_INT32_T            ((MPI_Datatype)19)
+#define MPI_INT64_T            ((MPI_Datatype)20)
+#define MPI_UINT8_T            ((MPI_Datatype)21)
+#define MPI_UINT16_T           ((MPI_Datatype)22)
+#define MPI_UINT32_T           ((MPI_Datatype)23)
+#define MPI_UINT64_T           ((MPI_Datatype)24)
+#define MPI_C_BOOL             ((MPI_Datatype)25)
+#define MPI_AINT               ((MPI_Datatype)26)
+#define MPI_OFFSET             ((MPI_Datatype)27)
+#define MPI_COUNT              ((MPI_Datatype)28)
+#define MPI_PACKED             ((MPI_Datatype)29)
+#define MPI_FLOAT_INT          ((MPI_Datatype)30)
+#define MPI_DOUBLE_INT         ((MPI_Datatype)31)
+#define MPI_LONG_INT           ((MPI_Datatype)32)
+#define MPI_2INT               ((MPI_Datatype)33)
+#define MPI_SHORT_INT          ((MPI_Datatype)34)
+#define MPI_LONG_DOUBLE_INT    ((MPI_Datatype)35)
+
+/* type constructors (MPI_Type_get_envelope) */
+#define MPI_COMBINER_NAMED          1
+#define MPI_COMBINER_DUP            2
+#define MPI_COMBINER_CONTIGUOUS     3
+#define MPI_COMBINER_VECTOR         4
+#define MPI_COMBINER_HVECTOR        5
+#define MPI_COMBINER_INDEXED        6
+#define MPI_COMBINER_HINDEXED       7
+#define MPI_COMBINER_INDEXED_BLOCK  8
+#define MPI_COMBINER_HINDEXED_BLOCK 9
+#define MPI_COMBINER_STRUCT         10
+#define MPI_COMBINER_SUBARRAY       11
+#define MPI_COMBINER_DARRAY         12
+#define MPI_COMBINER_F90_REAL       13
+#define MPI_COMBINER_F90_COMPLEX    14
+#define MPI_COMBINER_F90_INTEGER    15
+#define MPI_COMBINER_RESIZED        16
+
+/* ---- reduction operations ---- */
+#define MPI_OP_NULL ((MPI_Op)0)
+#define MPI_MAX     ((MPI_Op)1)
+#define MPI_MIN     ((MPI_Op)2)
+#define MPI_SUM     ((MPI_Op)3)
+#define MPI_PROD    ((MPI_Op)4)
+#define MPI_LAND    ((MPI_Op)5)
+#define MPI_BAND    ((MPI_Op)6)
+#define MPI_LOR     ((MPI_Op)7)
+#define MPI_BOR     ((MPI_Op)8)
+#define MPI_LXOR    ((MPI_Op)9)
+#define MPI_BXOR    ((MPI_Op)10)
+#define MPI_MINLOC  ((MPI_Op)11)
+#define MPI_MAXLOC  ((MPI_Op)12)
+#define MPI_REPLACE ((MPI_Op)13)
+#define MPI_NO_OP   ((MPI_Op)14)
+
+typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+
+/* ---- special values ---- */
+#define MPI_ANY_SOURCE (-1)
+#define MPI_ANY_TAG    (-1)
+#define MPI_PROC_NULL  (-2)
+#define MPI_ROOT       (-3)
+#define MPI_UNDEFINED  (-32766)
+#define MPI_KEYVAL_INVALID 0
+
+#define MPI_BOTTOM           ((void *)0)
+#define MPI_IN_PLACE         ((void *)-1)
+#define MPI_STATUS_IGNORE    ((MPI_Status *)1)
+#define MPI_STATUSES_IGNORE  ((MPI_Status *)1)
+#define MPI_ERRCODES_IGNORE  ((int *)0)
+
+#define MPI_MAX_PROCESSOR_NAME        256
+#define MPI_MAX_ERROR_STRING          512
+#define MPI_MAX_OBJECT_NAME           128
+#define MPI_MAX_LIBRARY_VERSION_STRING 8192
+#define MPI_BSEND_OVERHEAD            128
+
+/* thread levels */
+#define MPI_THREAD_SINGLE     0
+#define MPI_THREAD_FUNNELED   1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE   3
+
+/* MPI_Comm_split_type */
+#define MPI_COMM_TYPE_SHARED 1
+
+/* communicator and group comparison */
+#define MPI_IDENT     0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR   2
+#define MPI_UNEQUAL   3
+
+/* predefined attribute keys (MPI_Comm_get_attr on MPI_COMM_WORLD) */
+#define MPI_TAG_UB          1
+#define MPI_HOST            2
+#define MPI_IO              3
+#define MPI_WTIME_IS_GLOBAL 4
+#define MPI_UNIVERSE_SIZE   5
+#define MPI_APPNUM          6
+#define MPI_LASTUSEDCODE    7
+
+typedef int (MPI_Comm_copy_attr_function)(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                          void *attribute_val_in, void *attribute_val_out,
+                                          int *flag);
+typedef int (MPI_Comm_delete_attr_function)(MPI_Comm comm, int comm_keyval,
+                                            void *attribute_val, void *extra_state);
+/* MPI_COMM_NULL_COPY_FN: the attribute is not copied by MPI_Comm_dup. MPI_COMM_DUP_FN: it
+ * is, as is. MPI_COMM_NULL_DELETE_FN: nothing happens on delete. */
+#define MPI_COMM_NULL_COPY_FN   ((MPI_Comm_copy_attr_function *)0)
+#define MPI_COMM_DUP_FN         ((MPI_Comm_copy_attr_function *)1)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0)
+
+/* ---- error classes (each error code is its class) ---- */
+#define MPI_SUCCESS          0
+#define MPI_ERR_BUFFER       1
+#define MPI_ERR_COUNT        2
+#define MPI_ERR_TYPE         3
+#define MPI_ERR_TAG          4
+#define MPI_ERR_COMM         5
+#define MPI_ERR_RANK         6
+#define MPI_ERR_REQUEST      7
+#define MPI_ERR_ROOT         8
+#define MPI_ERR_GROUP        9
+#define MPI_ERR_OP           10
+#define MPI_ERR_TOPOLOGY     11
+#define MPI_ERR_DIMS         12
+#define MPI_ERR_ARG          13
+#define MPI_ERR_UNKNOWN      14
+#define MPI_ERR_TRUNCATE     15
+#define MPI_ERR_OTHER        16
+#define MPI_ERR_INTERN       17
+#define MPI_ERR_IN_STATUS    18
+#define MPI_ERR_PENDING      19
+#define MPI_ERR_KEYVAL       20
+#define MPI_ERR_NO_MEM       21
+#define MPI_ERR_BASE         22
+#define MPI_ERR_INFO_KEY     23
+#define MPI_ERR_INFO_VALUE   24
+#define MPI_ERR_INFO_NOKEY   25
+#define MPI_ERR_SPAWN        26
+#define MPI_ERR_PORT         27
+#define MPI_ERR_SERVICE      28
+#define MPI_ERR_NAME         29
+#define MPI_ERR_WIN          30
+#define MPI_ERR_SIZE         31
+#define MPI_ERR_DISP         32
+#define MPI_ERR_INFO         33
+#define MPI_ERR_LOCKTYPE     34
+#define MPI_ERR_ASSERT       35
+#define MPI_ERR_RMA_CONFLICT 36
+#define MPI_ERR_RMA_SYNC     37
+#define MPI_ERR_FILE         38
+#define MPI_ERR_NOT_SAME     39
+#define MPI_ERR_AMODE        40
+#define MPI_ERR_UNSUPPORTED_DATAREP   41
+#define MPI_ERR_UNSUPPORTED_OPERATION 42
+#define MPI_ERR_NO_SUCH_FILE 43
+#define MPI_ERR_FILE_EXISTS  44
+#define MPI_ERR_BAD_FILE     45
+#define MPI_ERR_ACCESS       46
+#define MPI_ERR_NO_SPACE     47
+#define MPI_ERR_QUOTA        48
+#define MPI_ERR_READ_ONLY    49
+#define MPI_ERR_FILE_IN_USE  50
+#define MPI_ERR_DUP_DATAREP  51
+#define MPI_ERR_CONVERSION   52
+#define MPI_ERR_IO           53
+#define MPI_ERR_RMA_RANGE    54
+#define MPI_ERR_RMA_ATTACH   55
+#define MPI_ERR_RMA_SHARED   56
+#define MPI_ERR_RMA_FLAVOR   57
+#define MPI_ERR_LASTCODE     57
+
+/* Every function is declared twice: MPI_name (weak alias) and PMPI_name (implementation). */
+#define STROBE_MPI_FN(ret, name, args) ret MPI_##name args; ret PMPI_##name args;
+
+/* environment */
+STROBE_MPI_FN(int, Init, (int *argc, char ***argv))
+STROBE_MPI_FN(int, Init_thread, (int *argc, char ***argv, int required, int *provided))
+STROBE_MPI_FN(int, Query_thread, (int *provided))
+STROBE_MPI_FN(int, Is_thread_main, (int *flag))
+STROBE_MPI_FN(int, Initialized, (int *flag))
+STROBE_MPI_FN(int, Finalize, (void))
+STROBE_MPI_FN(int, Finalized, (int *flag))
+STROBE_MPI_FN(int, Abort, (MPI_Comm comm, int errorcode))
+STROBE_MPI_FN(int, Get_processor_name, (char *name, int *resultlen))
+STROBE_MPI_FN(int, Get_version, (int *version, int *subversion))
+STROBE_MPI_FN(int, Get_library_version, (char *version, int *resultlen))
+STROBE_MPI_FN(double, Wtime, (void))
+STROBE_MPI_FN(double, Wtick, (void))
+STROBE_MPI_FN(int, Alloc_mem, (MPI_Aint size, MPI_Info info, void *baseptr))
+STROBE_MPI_FN(int, Free_mem, (void *base))
+STROBE_MPI_FN(int, Error_string, (int errorcode, char *string, int *resultlen))
+STROBE_MPI_FN(int, Error_class, (int errorcode, int *errorclass))
+STROBE_MPI_FN(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler errhandler))
+STROBE_MPI_FN(int, Comm_get_errhandler, (MPI_Comm comm, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Errhandler_free, (MPI_Errhandler *errhandler))
+
+/* point to point */
+STROBE_MPI_FN(int, Send, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+STROBE_MPI_FN(int, Ssend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+STROBE_MPI_FN(int, Rsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+STROBE_MPI_FN(int, Bsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm))
+STROBE_MPI_FN(int, Buffer_attach, (void *buffer, int size))
+STROBE_MPI_FN(int, Buffer_detach, (void *buffer_addr, int *size))
+STROBE_MPI_FN(int, Recv, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status))
+STROBE_MPI_FN(int, Isend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Issend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Irsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Irecv, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Sendrecv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                              void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                              MPI_Comm comm, MPI_Status *status))
+STROBE_MPI_FN(int, Sendrecv_replace, (void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                                      int source, int recvtag, MPI_Comm comm, MPI_Status *status))
+STROBE_MPI_FN(int, Probe, (int source, int tag, MPI_Comm comm, MPI_Status *status))
+STROBE_MPI_FN(int, Iprobe, (int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status))
+STROBE_MPI_FN(int, Get_count, (const MPI_Status *status, MPI_Datatype datatype, int *count))
+STROBE_MPI_FN(int, Test_cancelled, (const MPI_Status *status, int *flag))
+STROBE_MPI_FN(int, Wait, (MPI_Request *request, MPI_Status *status))
+STROBE_MPI_FN(int, Test, (MPI_Request *request, int *flag, MPI_Status *status))
+STROBE_MPI_FN(int, Waitall, (int count, MPI_Request *array_of_requests, MPI_Status *array_of_statuses))
+STROBE_MPI_FN(int, Testall, (int count, MPI_Request *array_of_requests, int *flag, MPI_Status *array_of_statuses))
+STROBE_MPI_FN(int, Waitany, (int count, MPI_Request *array_of_requests, int *index, MPI_Status *status))
+STROBE_MPI_FN(int, Testany, (int count, MPI_Request *array_of_requests, int *index, int *flag, MPI_Status *status))
+STROBE_MPI_FN(int, Waitsome, (int incount, MPI_Request *array_of_requests, int *outcount, int *array_of_indices, MPI_Status *array_of_statuses))
+STROBE_MPI_FN(int, Testsome, (int incount, MPI_Request *array_of_requests, int *outcount, int *array_of_indices, MPI_Status *array_of_statuses))
+STROBE_MPI_FN(int, Request_free, (MPI_Request *request))
+STROBE_MPI_FN(int, Cancel, (MPI_Request *request))
+
+/* collectives */
+STROBE_MPI_FN(int, Barrier, (MPI_Comm comm))
+STROBE_MPI_FN(int, Bcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm))
+STROBE_MPI_FN(int, Reduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm))
+STROBE_MPI_FN(int, Allreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+STROBE_MPI_FN(int, Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+STROBE_MPI_FN(int, Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+STROBE_MPI_FN(int, Scan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+STROBE_MPI_FN(int, Exscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm))
+STROBE_MPI_FN(int, Reduce_local, (const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op))
+STROBE_MPI_FN(int, Scatter, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm))
+STROBE_MPI_FN(int, Scatterv, (const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm))
+STROBE_MPI_FN(int, Gather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm))
+STROBE_MPI_FN(int, Gatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm))
+STROBE_MPI_FN(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm))
+STROBE_MPI_FN(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm))
+STROBE_MPI_FN(int, Alltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm))
+STROBE_MPI_FN(int, Alltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm))
+STROBE_MPI_FN(int, Op_create, (MPI_User_function *user_fn, int commute, MPI_Op *op))
+STROBE_MPI_FN(int, Op_free, (MPI_Op *op))
+STROBE_MPI_FN(int, Op_commutative, (MPI_Op op, int *commute))
+
+/* datatypes */
+STROBE_MPI_FN(int, Type_contiguous, (int count, MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_vector, (int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_hvector, (int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_indexed, (int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_hindexed, (int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_indexed_block, (int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_struct, (int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_resized, (MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_dup, (MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_commit, (MPI_Datatype *datatype))
+STROBE_MPI_FN(int, Type_free, (MPI_Datatype *datatype))
+STROBE_MPI_FN(int, Type_size, (MPI_Datatype datatype, int *size))
+STROBE_MPI_FN(int, Type_get_extent, (MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent))
+STROBE_MPI_FN(int, Type_get_true_extent, (MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent))
+STROBE_MPI_FN(int, Type_get_envelope, (MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner))
+STROBE_MPI_FN(int, Get_address, (const void *location, MPI_Aint *address))
+STROBE_MPI_FN(int, Pack, (const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm))
+STROBE_MPI_FN(int, Unpack, (const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm))
+STROBE_MPI_FN(int, Pack_size, (int incount, MPI_Datatype datatype, MPI_Comm comm, int *size))
+
+/* communicators and groups */
+STROBE_MPI_FN(int, Comm_rank, (MPI_Comm comm, int *rank))
+STROBE_MPI_FN(int, Comm_size, (MPI_Comm comm, int *size))
+STROBE_MPI_FN(int, Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_get_parent, (MPI_Comm *parent))
+STROBE_MPI_FN(int, Dims_create, (int nnodes, int ndims, int dims[]))
+STROBE_MPI_FN(int, Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm))
+STROBE_MPI_FN(int, Comm_free, (MPI_Comm *comm))
+STROBE_MPI_FN(int, Comm_compare, (MPI_Comm comm1, MPI_Comm comm2, int *result))
+STROBE_MPI_FN(int, Comm_group, (MPI_Comm comm, MPI_Group *group))
+STROBE_MPI_FN(int, Comm_test_inter, (MPI_Comm comm, int *flag))
+STROBE_MPI_FN(int, Comm_remote_size, (MPI_Comm comm, int *size))
+STROBE_MPI_FN(int, Comm_set_name, (MPI_Comm comm, const char *comm_name))
+STROBE_MPI_FN(int, Comm_get_name, (MPI_Comm comm, char *comm_name, int *resultlen))
+STROBE_MPI_FN(int, Comm_create_keyval, (MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state))
+STROBE_MPI_FN(int, Comm_free_keyval, (int *comm_keyval))
+STROBE_MPI_FN(int, Comm_set_attr, (MPI_Comm comm, int comm_keyval, void *attribute_val))
+STROBE_MPI_FN(int, Comm_get_attr, (MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag))
+STROBE_MPI_FN(int, Comm_delete_attr, (MPI_Comm comm, int comm_keyval))
+STROBE_MPI_FN(int, Attr_get, (MPI_Comm comm, int keyval, void *attribute_val, int *flag))
+STROBE_MPI_FN(int, Group_size, (MPI_Group group, int *size))
+STROBE_MPI_FN(int, Group_rank, (MPI_Group group, int *rank))
+STROBE_MPI_FN(int, Group_incl, (MPI_Group group, int n, const int ranks[], MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_excl, (MPI_Group group, int n, const int ranks[], MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_range_incl, (MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_translate_ranks, (MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]))
+STROBE_MPI_FN(int, Group_compare, (MPI_Group group1, MPI_Group group2, int *result))
+STROBE_MPI_FN(int, Group_free, (MPI_Group *group))
+
+#undef STROBE_MPI_FN
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STROBE_MPI_H */

@@ -1,0 +1,277 @@
+//! Communicator names, keyvals and attributes (C-layer state), including the predefined
+//! attributes of `MPI_COMM_WORLD` (`MPI_TAG_UB`, ...). Attribute callbacks are user code:
+//! they run with the state lock released.
+
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::OnceLock;
+
+use crate::comm::comm_of;
+use crate::consts::*;
+use crate::error::{entry, fail, MpiErr, MpiResult};
+use crate::state::{self, st, Keyval};
+use crate::util::{put, put_str};
+
+type CopyFn = unsafe extern "C" fn(
+    MpiComm,
+    c_int,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_int,
+) -> c_int;
+type DeleteFn = unsafe extern "C" fn(MpiComm, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// Storage of the predefined attribute values (their addresses are handed out).
+fn predefined_value(key: c_int) -> Option<*mut c_void> {
+    static VALUES: OnceLock<usize> = OnceLock::new();
+    let base = *VALUES.get_or_init(|| {
+        let size = strobe_runtime::rank::RankCtx::get().map_or(1, |c| c.size() as c_int);
+        let v: Box<[c_int; 8]> = Box::new([
+            0,
+            strobe_runtime::api::TAG_UB,
+            PROC_NULL,
+            ANY_SOURCE,
+            0,
+            size,
+            0,
+            class::LASTCODE,
+        ]);
+        Box::leak(v).as_mut_ptr() as usize
+    });
+    (TAG_UB_KEY..=LASTUSEDCODE_KEY)
+        .contains(&key)
+        // SAFETY: index 1..=7 of a leaked 8-element array.
+        .then(|| unsafe { (base as *mut c_int).add(key as usize) } as *mut c_void)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MpiComm, name: *const c_char) -> c_int {
+    entry("MPI_Comm_set_name", comm, || {
+        comm_of(comm)?;
+        if name.is_null() {
+            fail!(class::ARG, "comm_name is NULL");
+        }
+        // SAFETY: non-null NUL-terminated C string (MPI contract).
+        let s = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+        let s: String = s.chars().take(MAX_OBJECT_NAME - 1).collect();
+        if let Some(c) = st().comms.get_mut(&comm) {
+            c.name = s;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_name(
+    comm: MpiComm,
+    name: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    entry("MPI_Comm_get_name", comm, || {
+        comm_of(comm)?;
+        let n = st()
+            .comms
+            .get(&comm)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        put_str(name, MAX_OBJECT_NAME, &n, len)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_create_keyval(
+    copy: *const c_void,
+    delete: *const c_void,
+    keyval: *mut c_int,
+    extra: *mut c_void,
+) -> c_int {
+    entry("MPI_Comm_create_keyval", COMM_WORLD, || {
+        if keyval.is_null() {
+            fail!(class::ARG, "comm_keyval is NULL");
+        }
+        let k = state::insert_keyval(Keyval {
+            copy: copy as usize,
+            delete: delete as usize,
+            extra: extra as usize,
+        });
+        put(keyval, k, "comm_keyval")
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
+    entry("MPI_Comm_free_keyval", COMM_WORLD, || {
+        if keyval.is_null() {
+            fail!(class::ARG, "comm_keyval is NULL");
+        }
+        // SAFETY: non-null pointer to the caller's keyval.
+        let k = unsafe { *keyval };
+        if st().keyvals.remove(&k).is_none() {
+            fail!(class::KEYVAL, "invalid keyval {k}");
+        }
+        put(keyval, KEYVAL_INVALID, "comm_keyval")
+    })
+}
+
+fn keyval(k: c_int) -> MpiResult<Keyval> {
+    match st().keyvals.get(&k) {
+        Some(v) => Ok(*v),
+        None if predefined_value(k).is_some() => {
+            fail!(class::KEYVAL, "keyval {k} is predefined and read-only")
+        }
+        None => fail!(class::KEYVAL, "invalid keyval {k}"),
+    }
+}
+
+fn call_delete(comm: MpiComm, k: c_int, kv: Keyval, val: usize) -> MpiResult {
+    if kv.delete == 0 {
+        return Ok(());
+    }
+    // SAFETY: the program registered this address as an MPI_Comm_delete_attr_function.
+    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+    // SAFETY: calling the user's callback with the arguments MPI defines.
+    let r = unsafe { f(comm, k, val as *mut c_void, kv.extra as *mut c_void) };
+    if r != class::SUCCESS {
+        fail!(
+            r,
+            "the attribute delete callback of keyval {k} returned {r}"
+        );
+    }
+    Ok(())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c_void) -> c_int {
+    entry("MPI_Comm_set_attr", comm, || {
+        comm_of(comm)?;
+        let kv = keyval(k)?;
+        let old = st()
+            .comms
+            .get_mut(&comm)
+            .and_then(|c| c.attrs.insert(k, val as usize));
+        if let Some(old) = old {
+            call_delete(comm, k, kv, old)?;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int {
+    entry("MPI_Comm_delete_attr", comm, || {
+        comm_of(comm)?;
+        let kv = keyval(k)?;
+        let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.remove(&k));
+        match old {
+            Some(v) => call_delete(comm, k, kv, v),
+            None => fail!(
+                class::KEYVAL,
+                "no attribute for keyval {k} on this communicator"
+            ),
+        }
+    })
+}
+
+fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiResult {
+    comm_of(comm)?;
+    let v = match predefined_value(k) {
+        Some(p) if comm == COMM_WORLD => Some(p as usize),
+        Some(_) => None,
+        None => {
+            let s = st();
+            if !s.keyvals.contains_key(&k) {
+                fail!(class::KEYVAL, "invalid keyval {k}");
+            }
+            s.comms.get(&comm).and_then(|c| c.attrs.get(&k).copied())
+        }
+    };
+    if let Some(v) = v {
+        put(out as *mut *mut c_void, v as *mut c_void, "attribute_val")?;
+    }
+    put(flag, v.is_some() as c_int, "flag")
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_attr(
+    comm: MpiComm,
+    k: c_int,
+    out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    entry("MPI_Comm_get_attr", comm, || get_attr(comm, k, out, flag))
+}
+
+/// MPI-1 name of `MPI_Comm_get_attr`, still used by many programs for `MPI_TAG_UB`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Attr_get(
+    comm: MpiComm,
+    k: c_int,
+    out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    entry("MPI_Attr_get", comm, || get_attr(comm, k, out, flag))
+}
+
+/// `MPI_Comm_dup`: copy `from`'s attributes to `to` through their copy callbacks.
+pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
+    let attrs: Vec<(c_int, usize)> = st()
+        .comms
+        .get(&from)
+        .map(|c| c.attrs.iter().map(|(k, v)| (*k, *v)).collect())
+        .unwrap_or_default();
+    for (k, v) in attrs {
+        let Some(kv) = st().keyvals.get(&k).copied() else {
+            continue;
+        };
+        let copied = match kv.copy {
+            0 => None,
+            1 => Some(v),
+            f => {
+                // SAFETY: the program registered this address as an
+                // MPI_Comm_copy_attr_function.
+                let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
+                let mut out: *mut c_void = std::ptr::null_mut();
+                let mut flag: c_int = 0;
+                // SAFETY: the callback gets the arguments MPI defines.
+                let r = unsafe {
+                    f(
+                        from,
+                        k,
+                        kv.extra as *mut c_void,
+                        v as *mut c_void,
+                        &mut out as *mut _ as *mut c_void,
+                        &mut flag,
+                    )
+                };
+                if r != class::SUCCESS {
+                    return Err(MpiErr::new(
+                        r,
+                        format!("the attribute copy callback of keyval {k} returned {r}"),
+                    ));
+                }
+                (flag != 0).then_some(out as usize)
+            }
+        };
+        if let Some(v) = copied {
+            if let Some(c) = st().comms.get_mut(&to) {
+                c.attrs.insert(k, v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `MPI_Comm_free`: run the delete callbacks of every attribute of `comm`.
+pub fn delete_attrs(comm: MpiComm) -> MpiResult {
+    let attrs: Vec<(c_int, usize)> = st()
+        .comms
+        .get_mut(&comm)
+        .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
+        .unwrap_or_default();
+    for (k, v) in attrs {
+        if let Some(kv) = st().keyvals.get(&k).copied() {
+            call_delete(comm, k, kv, v)?;
+        }
+    }
+    Ok(())
+}

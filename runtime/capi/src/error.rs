@@ -1,0 +1,124 @@
+//! Errors and the one wrapper every C entry point runs through.
+//!
+//! [`entry`] catches panics, turns an [`MpiErr`] into its error class and applies the
+//! communicator's error handler: `MPI_ERRORS_ARE_FATAL` (the default) prints
+//! `strobe: MPI_Send on rank 3: MPI_ERR_RANK: invalid rank 7 ...` on stderr and aborts the
+//! job through the runtime's abort path; `MPI_ERRORS_RETURN` returns the class. Per-call
+//! monitoring will hook in here too, so keep it the single place.
+
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use strobe_runtime::api;
+use strobe_runtime::rank::RankCtx;
+
+use crate::consts::{class, MpiComm, CLASS_NAMES, ERRORS_RETURN};
+use crate::state;
+
+/// An MPI error: its class and what exactly was wrong.
+#[derive(Debug, Clone)]
+pub struct MpiErr {
+    pub class: c_int,
+    pub msg: String,
+}
+
+pub type MpiResult<T = ()> = Result<T, MpiErr>;
+
+impl MpiErr {
+    pub fn new(class: c_int, msg: impl Into<String>) -> MpiErr {
+        MpiErr {
+            class,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Shorthand: `Err(MpiErr)` with a formatted message.
+macro_rules! fail {
+    ($class:expr, $($fmt:tt)*) => {
+        return Err($crate::error::MpiErr::new($class, format!($($fmt)*)))
+    };
+}
+pub(crate) use fail;
+
+impl From<api::Error> for MpiErr {
+    fn from(e: api::Error) -> MpiErr {
+        let c = match e {
+            api::Error::Truncate => class::TRUNCATE,
+            api::Error::Rank => class::RANK,
+            api::Error::Tag => class::TAG,
+            api::Error::Comm => class::COMM,
+            api::Error::Count => class::COUNT,
+            api::Error::Op => class::OP,
+            api::Error::Arg => class::ARG,
+            api::Error::Buffer => class::BUFFER,
+            api::Error::CollectiveMismatch | api::Error::Aborted | api::Error::Init(_) => {
+                class::OTHER
+            }
+        };
+        // api::Error's text already starts with the class name where it has one.
+        let text = e.to_string();
+        let name = class_name(c);
+        let msg = text
+            .strip_prefix(name)
+            .map(|s| s.trim_start_matches(':').trim().to_string())
+            .unwrap_or(text);
+        MpiErr::new(c, msg)
+    }
+}
+
+/// The `MPI_ERR_*` name of a class.
+pub fn class_name(c: c_int) -> &'static str {
+    usize::try_from(c)
+        .ok()
+        .and_then(|i| CLASS_NAMES.get(i))
+        .map_or("MPI_ERR_UNKNOWN", |(n, _)| n)
+}
+
+/// The description `MPI_Error_string` gives for a class.
+pub fn class_text(c: c_int) -> Option<&'static str> {
+    usize::try_from(c)
+        .ok()
+        .and_then(|i| CLASS_NAMES.get(i))
+        .map(|(_, t)| *t)
+}
+
+fn rank_text() -> String {
+    match RankCtx::get() {
+        Some(c) => format!("rank {}", c.rank()),
+        None => format!("pid {} (before MPI_Init)", std::process::id()),
+    }
+}
+
+/// Run one C entry point. `name` is the MPI function name, `comm` the communicator whose
+/// error handler applies (`MPI_COMM_WORLD` for calls without one).
+pub fn entry(name: &'static str, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
+    let err = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return class::SUCCESS,
+        Ok(Err(e)) => e,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            MpiErr::new(class::INTERN, format!("internal error: {what}"))
+        }
+    };
+    if state::errhandler_of(comm) == ERRORS_RETURN {
+        return err.class;
+    }
+    fatal(name, &err)
+}
+
+/// `MPI_ERRORS_ARE_FATAL`: say what happened and take the whole job down.
+pub fn fatal(name: &str, err: &MpiErr) -> ! {
+    eprintln!(
+        "strobe: {name} on {}: {}: {}",
+        rank_text(),
+        class_name(err.class),
+        err.msg
+    );
+    // The class is the exit status the launcher reports (never 0).
+    api::abort(err.class.max(1))
+}

@@ -1,0 +1,36 @@
+//! The C ABI of strobe: `libmpi.so` / `libmpi.a` behind `include/mpi.h`.
+//!
+//! Every C function is implemented as `PMPI_name` here; `MPI_name` is a weak alias of it
+//! ([`abi`]), so profiling libraries can interpose. Every entry point runs through one
+//! wrapper, [`error::entry`], which catches panics, maps errors to MPI error classes and
+//! applies the communicator's error handler.
+//!
+//! The layer is built on the runtime's Rust API (`strobe_runtime::api`) for everything that
+//! posts descriptors, and on the rank context (`strobe_runtime::rank::RankCtx`) for the
+//! timing-dependent outcomes: every Test goes through `poll_completed`, every Wait through
+//! `wait_completed`, `MPI_Wtime` through `api::wtime`, so recording and replay see them all.
+//!
+//! C-layer state (handle tables for communicators, groups, datatypes, ops, requests,
+//! keyvals) lives in [`state`]. Ranks are `MPI_THREAD_FUNNELED`: the tables sit behind one
+//! mutex, which is never held while user code (user ops, attribute callbacks) runs.
+
+// Every `PMPI_*` function takes raw pointers from C; their safety contract is MPI's.
+#![allow(clippy::missing_safety_doc)]
+#![allow(non_snake_case)]
+// Entry points and their helpers mirror MPI's C signatures, argument for argument.
+#![allow(clippy::too_many_arguments)]
+
+mod abi;
+mod attrs;
+mod coll;
+mod comm;
+mod consts;
+mod datatype;
+mod env;
+mod error;
+mod p2p;
+mod pack;
+mod reduce;
+mod request;
+mod state;
+mod util;

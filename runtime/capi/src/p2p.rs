@@ -1,0 +1,573 @@
+//! Point-to-point: Send/Ssend/Rsend/Bsend, Recv, the non-blocking variants, Sendrecv,
+//! Probe and Iprobe. Blocking calls use the Rust API's blocking calls (so deadlock
+//! reports name them); non-blocking calls register their request with the C table.
+
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+use strobe_runtime::api::Comm;
+
+use crate::comm::comm_of;
+use crate::consts::*;
+use crate::datatype::{comm_type, TypeInfo};
+use crate::error::{entry, fail, MpiResult};
+use crate::request::{register, status_of, write_status, ReqEntry, Unpack};
+use crate::state::st;
+use crate::util::{count, put, raw_bytes, raw_bytes_mut, Bytes, RawByte};
+
+/// Outgoing data: the user's buffer itself (contiguous types) or a packed copy.
+pub enum Outgoing {
+    Borrowed(&'static [RawByte]),
+    Packed(Bytes),
+}
+
+impl Outgoing {
+    pub fn bytes(&self) -> &'static [RawByte] {
+        match self {
+            Outgoing::Borrowed(b) => b,
+            Outgoing::Packed(p) => p.raw_static(),
+        }
+    }
+    pub fn into_tmp(self) -> Option<Bytes> {
+        match self {
+            Outgoing::Borrowed(_) => None,
+            Outgoing::Packed(p) => Some(p),
+        }
+    }
+}
+
+/// `count` elements of `ty` at `buf`, ready to hand to the runtime.
+pub fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoing> {
+    if crate::util::in_place(buf) {
+        fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
+    }
+    if buf.is_null() && n > 0 && ty.size > 0 && ty.true_lb == 0 && ty.lb == 0 {
+        fail!(class::BUFFER, "buffer is NULL but count is {n}");
+    }
+    if ty.dense_for(n) {
+        // SAFETY: MPI's contract: `buf` holds `n` elements and is not modified until the
+        // operation completes.
+        Ok(Outgoing::Borrowed(unsafe {
+            raw_bytes(buf as *const u8, n * ty.size)
+        }))
+    } else {
+        // SAFETY: as above.
+        Ok(Outgoing::Packed(unsafe { ty.pack(buf as *const u8, n) }))
+    }
+}
+
+/// Incoming data: the user's buffer itself or a temporary to unpack from.
+pub enum Incoming {
+    Direct(&'static mut [RawByte]),
+    Staged(Unpack),
+}
+
+pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Incoming> {
+    if crate::util::in_place(buf) {
+        fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
+    }
+    if buf.is_null() && n > 0 && ty.size > 0 && ty.true_lb == 0 && ty.lb == 0 {
+        fail!(class::BUFFER, "buffer is NULL but count is {n}");
+    }
+    if ty.dense_for(n) {
+        // SAFETY: MPI's contract: `buf` holds `n` writable elements, untouched until the
+        // operation completes.
+        Ok(Incoming::Direct(unsafe {
+            raw_bytes_mut(buf as *mut u8, n * ty.size)
+        }))
+    } else {
+        Ok(Incoming::Staged(Unpack {
+            tmp: Bytes::zeroed(n * ty.size),
+            base: buf as usize,
+            count: n,
+            ty: ty.clone(),
+        }))
+    }
+}
+
+impl Incoming {
+    pub fn bytes(&mut self) -> &'static mut [RawByte] {
+        match self {
+            Incoming::Direct(b) => {
+                let len = b.len();
+                // SAFETY: re-borrow of the same user buffer for the runtime call.
+                unsafe { raw_bytes_mut(b.as_mut_ptr() as *mut u8, len) }
+            }
+            Incoming::Staged(u) => u.tmp.raw_static_mut(),
+        }
+    }
+    /// Copy staged data into the user's buffer (`bytes` received).
+    pub fn finish(self, bytes: usize) {
+        if let Incoming::Staged(u) = self {
+            // SAFETY: the user's buffer holds `count` elements (MPI contract).
+            unsafe {
+                u.ty.unpack(u.tmp.as_slice(), bytes, u.base as *mut u8, u.count)
+            };
+        }
+    }
+    pub fn into_unpack(self) -> Option<Unpack> {
+        match self {
+            Incoming::Direct(_) => None,
+            Incoming::Staged(u) => Some(u),
+        }
+    }
+}
+
+pub fn check_dest(c: &Comm, dest: c_int) -> MpiResult {
+    if dest == PROC_NULL || (0..c.size()).contains(&dest) {
+        return Ok(());
+    }
+    fail!(
+        class::RANK,
+        "invalid rank {dest} (communicator of size {})",
+        c.size()
+    )
+}
+
+pub fn check_source(c: &Comm, src: c_int) -> MpiResult {
+    if src == ANY_SOURCE {
+        return Ok(());
+    }
+    check_dest(c, src)
+}
+
+fn check_send_tag(tag: c_int) -> MpiResult {
+    if tag < 0 {
+        fail!(
+            class::TAG,
+            "invalid tag {tag} (send tags are 0..=MPI_TAG_UB)"
+        );
+    }
+    Ok(())
+}
+
+fn check_recv_tag(tag: c_int) -> MpiResult {
+    if tag < 0 && tag != ANY_TAG {
+        fail!(
+            class::TAG,
+            "invalid tag {tag} (receive tags are MPI_ANY_TAG or 0..=MPI_TAG_UB)"
+        );
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Standard,
+    Sync,
+    Ready,
+}
+
+/// Checked arguments of a send.
+fn send_args(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<(Comm, Outgoing)> {
+    let c = comm_of(comm)?;
+    let n = count(n, "count")?;
+    let ty = comm_type(dt)?;
+    check_dest(&c, dest)?;
+    check_send_tag(tag)?;
+    Ok((c, outgoing(buf, n, &ty)?))
+}
+
+fn blocking_send(
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult {
+    let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+    let b = data.bytes();
+    match mode {
+        Mode::Standard => c.send(b, dest, tag)?,
+        Mode::Sync => c.ssend(b, dest, tag)?,
+        Mode::Ready => c.rsend(b, dest, tag)?,
+    }
+    drop(data);
+    Ok(())
+}
+
+fn post_send(
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<ReqEntry> {
+    let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+    let b = data.bytes();
+    let r = match mode {
+        Mode::Standard => c.isend(b, dest, tag)?,
+        Mode::Sync => c.issend(b, dest, tag)?,
+        Mode::Ready => c.irsend(b, dest, tag)?,
+    };
+    let id = r.id();
+    // The C table owns the request from here (its Drop would block until completion).
+    std::mem::forget(r);
+    Ok(ReqEntry {
+        id,
+        comm,
+        is_recv: false,
+        send_tmp: data.into_tmp(),
+        unpack: None,
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Send(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Send", comm, || {
+        blocking_send(Mode::Standard, buf, n, dt, dest, tag, comm)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ssend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Ssend", comm, || {
+        blocking_send(Mode::Sync, buf, n, dt, dest, tag, comm)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Rsend", comm, || {
+        blocking_send(Mode::Ready, buf, n, dt, dest, tag, comm)
+    })
+}
+
+fn isend_like(
+    name: &'static str,
+    mode: Mode,
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    entry(name, comm, || {
+        if req.is_null() {
+            fail!(class::ARG, "request is NULL");
+        }
+        let e = post_send(mode, buf, n, dt, dest, tag, comm)?;
+        put(req, register(e), "request")
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Isend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    isend_like(
+        "MPI_Isend",
+        Mode::Standard,
+        buf,
+        n,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Issend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    isend_like("MPI_Issend", Mode::Sync, buf, n, dt, dest, tag, comm, req)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Irsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    isend_like("MPI_Irsend", Mode::Ready, buf, n, dt, dest, tag, comm, req)
+}
+
+/// `MPI_Bsend`: the data is copied at once, so the call returns without waiting for the
+/// receiver. The attached buffer's size is enforced (`MPI_ERR_BUFFER` if the message
+/// cannot fit even in an empty buffer); when earlier buffered sends still hold the space,
+/// Bsend first waits for them to be delivered (deviation: MPI would return an error).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Bsend", comm, || {
+        let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+        let Some((_, cap)) = st().bsend_buffer else {
+            fail!(
+                class::BUFFER,
+                "no buffer attached (call MPI_Buffer_attach first)"
+            );
+        };
+        let need = data.bytes().len() + BSEND_OVERHEAD;
+        if need > cap {
+            fail!(class::BUFFER, "message of {} bytes (+{BSEND_OVERHEAD} overhead) does not fit the attached buffer of {cap} bytes", need - BSEND_OVERHEAD);
+        }
+        if st().bsend_used + need > cap {
+            crate::request::reap_bsends();
+        }
+        let mut copy = Bytes::zeroed(data.bytes().len());
+        let src = data.bytes();
+        // SAFETY: RawByte is a transparent u8; both buffers hold src.len() bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len())
+        };
+        let r = c.isend(copy.raw_static(), dest, tag)?;
+        let id = r.id();
+        std::mem::forget(r);
+        let mut s = st();
+        s.bsend_used += need;
+        s.bsends.push(ReqEntry {
+            id,
+            comm,
+            is_recv: false,
+            send_tmp: Some(copy),
+            unpack: None,
+        });
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_int {
+    entry("MPI_Buffer_attach", COMM_WORLD, || {
+        let size = count(size, "size")?;
+        let mut s = st();
+        if s.bsend_buffer.is_some() {
+            fail!(
+                class::BUFFER,
+                "a buffer is already attached (MPI_Buffer_detach it first)"
+            );
+        }
+        s.bsend_buffer = Some((buf as usize, size));
+        Ok(())
+    })
+}
+
+/// `MPI_Buffer_detach` blocks until every buffered message has been delivered.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int) -> c_int {
+    entry("MPI_Buffer_detach", COMM_WORLD, || {
+        crate::request::reap_bsends();
+        let (a, n) = st().bsend_buffer.take().unwrap_or((0, 0));
+        put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr")?;
+        put(size, n as c_int, "size")
+    })
+}
+
+fn recv_args(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<(Comm, Incoming)> {
+    let c = comm_of(comm)?;
+    let n = count(n, "count")?;
+    let ty = comm_type(dt)?;
+    check_source(&c, src)?;
+    check_recv_tag(tag)?;
+    Ok((c, incoming(buf, n, &ty)?))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Recv(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Recv", comm, || {
+        let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
+        let s = c.recv(into.bytes(), src, tag)?;
+        into.finish(s.bytes as usize);
+        write_status(status, 0, status_of(&s));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Irecv(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    entry("MPI_Irecv", comm, || {
+        if req.is_null() {
+            fail!(class::ARG, "request is NULL");
+        }
+        let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
+        let r = c.irecv(into.bytes(), src, tag)?;
+        let id = r.id();
+        std::mem::forget(r);
+        let e = ReqEntry {
+            id,
+            comm,
+            is_recv: true,
+            send_tmp: None,
+            unpack: into.into_unpack(),
+        };
+        put(req, register(e), "request")
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Sendrecv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    src: c_int,
+    rtag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Sendrecv", comm, || {
+        let (c, data) = send_args(sbuf, sn, sdt, dest, stag, comm)?;
+        let (_, mut into) = recv_args(rbuf, rn, rdt, src, rtag, comm)?;
+        let s = c.sendrecv(data.bytes(), dest, stag, into.bytes(), src, rtag)?;
+        drop(data);
+        into.finish(s.bytes as usize);
+        write_status(status, 0, status_of(&s));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Sendrecv_replace", comm, || {
+        let c = comm_of(comm)?;
+        let k = count(n, "count")?;
+        let ty = comm_type(dt)?;
+        check_dest(&c, dest)?;
+        check_send_tag(stag)?;
+        // The outgoing data is always copied: the same buffer receives.
+        // SAFETY: MPI's contract: `buf` holds `n` elements of `dt`.
+        let copy = unsafe { ty.pack(buf as *const u8, k) };
+        let (_, mut into) = recv_args(buf, n, dt, src, rtag, comm)?;
+        let s = c.sendrecv(copy.raw_static(), dest, stag, into.bytes(), src, rtag)?;
+        drop(copy);
+        into.finish(s.bytes as usize);
+        write_status(status, 0, status_of(&s));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Probe(
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Probe", comm, || {
+        let c = comm_of(comm)?;
+        check_source(&c, src)?;
+        check_recv_tag(tag)?;
+        let s = c.probe(src, tag)?;
+        write_status(status, 0, status_of(&s));
+        Ok(())
+    })
+}
+
+/// `MPI_Iprobe` is answered at the next slice boundary, from the scheduler's view, so its
+/// outcome is deterministic.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iprobe(
+    src: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Iprobe", comm, || {
+        let c = comm_of(comm)?;
+        check_source(&c, src)?;
+        check_recv_tag(tag)?;
+        match c.iprobe(src, tag)? {
+            Some(s) => {
+                write_status(status, 0, status_of(&s));
+                put(flag, 1, "flag")
+            }
+            None => put(flag, 0, "flag"),
+        }
+    })
+}

@@ -1,0 +1,710 @@
+//! Reductions: Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan, Reduce_local, and
+//! user-defined ops.
+//!
+//! Predefined ops on types the runtime knows run in the node manager (the RM microphase),
+//! as for Rust programs. The node manager cannot call user code, so reductions with a
+//! user op (`MPI_Op_create`), and those on `long double` types (no Rust type), run on the
+//! rank side, deterministically: contributions are gathered to one rank over the runtime's
+//! collectives, combined there strictly in rank order (`x0 op x1 op ... op xn-1`, which
+//! respects non-commutative ops), and the result is broadcast or scattered.
+
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+use strobe_runtime::api::{self, Comm};
+use strobe_runtime::datatype::{ElemType, ReduceOp};
+
+use crate::coll::check_root;
+use crate::comm::comm_of;
+use crate::consts::*;
+use crate::datatype::{comm_type, ElemKind, Prim, TypeInfo};
+use crate::error::{entry, fail, MpiResult};
+use crate::state::{self, st, UserOp};
+use crate::util::{array, count, in_place, put, Bytes, RawBool, RawByte};
+
+extern "C" {
+    fn strobe_ld_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
+    fn strobe_ldi_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
+}
+
+type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MpiDatatype);
+
+/// Run `$body` with `$T` the Rust type of runtime element type `$e`.
+macro_rules! with_elem {
+    ($e:expr, |$T:ident| $body:expr) => {{
+        match $e {
+            ElemType::Byte => {
+                type $T = RawByte;
+                $body
+            }
+            ElemType::I8 => {
+                type $T = i8;
+                $body
+            }
+            ElemType::I16 => {
+                type $T = i16;
+                $body
+            }
+            ElemType::I32 => {
+                type $T = i32;
+                $body
+            }
+            ElemType::I64 => {
+                type $T = i64;
+                $body
+            }
+            ElemType::U8 => {
+                type $T = u8;
+                $body
+            }
+            ElemType::U16 => {
+                type $T = u16;
+                $body
+            }
+            ElemType::U32 => {
+                type $T = u32;
+                $body
+            }
+            ElemType::U64 => {
+                type $T = u64;
+                $body
+            }
+            ElemType::F32 => {
+                type $T = f32;
+                $body
+            }
+            ElemType::F64 => {
+                type $T = f64;
+                $body
+            }
+            ElemType::Bool => {
+                type $T = RawBool;
+                $body
+            }
+            ElemType::FloatInt => {
+                type $T = api::FloatInt;
+                $body
+            }
+            ElemType::DoubleInt => {
+                type $T = api::DoubleInt;
+                $body
+            }
+            ElemType::LongInt => {
+                type $T = api::LongInt;
+                $body
+            }
+            ElemType::TwoInt => {
+                type $T = api::TwoInt;
+                $body
+            }
+            ElemType::ShortInt => {
+                type $T = api::ShortInt;
+                $body
+            }
+        }
+    }};
+}
+
+const OP_NAMES: [&str; 15] = [
+    "MPI_OP_NULL",
+    "MPI_MAX",
+    "MPI_MIN",
+    "MPI_SUM",
+    "MPI_PROD",
+    "MPI_LAND",
+    "MPI_BAND",
+    "MPI_LOR",
+    "MPI_BOR",
+    "MPI_LXOR",
+    "MPI_BXOR",
+    "MPI_MINLOC",
+    "MPI_MAXLOC",
+    "MPI_REPLACE",
+    "MPI_NO_OP",
+];
+
+fn builtin(op: MpiOp) -> Option<ReduceOp> {
+    use ReduceOp::*;
+    Some(match op {
+        1 => Max,
+        2 => Min,
+        3 => Sum,
+        4 => Prod,
+        5 => Land,
+        6 => Band,
+        7 => Lor,
+        8 => Bor,
+        9 => Lxor,
+        10 => Bxor,
+        11 => MinLoc,
+        12 => MaxLoc,
+        13 => Replace,
+        14 => NoOp,
+        _ => return None,
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Local {
+    User(UserOp),
+    LongDouble(c_int),
+    LongDoubleInt(c_int),
+}
+
+#[derive(Clone, Copy)]
+enum Plan {
+    /// Reduced by the node manager.
+    Node(ReduceOp, ElemType),
+    /// Reduced on the rank side.
+    Local(Local),
+}
+
+fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
+    if let Some(b) = builtin(op) {
+        let name = OP_NAMES[op as usize];
+        let ok = |v: bool| {
+            if v {
+                Ok(())
+            } else {
+                Err(crate::error::MpiErr::new(
+                    class::OP,
+                    format!("{name} is not defined on {}", ty.display_name()),
+                ))
+            }
+        };
+        return match ty.elem {
+            ElemKind::Uniform(Prim::Rt(e)) => {
+                ok(strobe_runtime::ops::op_defined(b, e))?;
+                Ok(Plan::Node(b, e))
+            }
+            ElemKind::Uniform(Prim::LongDouble) => {
+                ok(matches!(op, 1..=4 | 13 | 14))?;
+                Ok(Plan::Local(Local::LongDouble(op)))
+            }
+            ElemKind::Uniform(Prim::LongDoubleInt) => {
+                ok(matches!(op, 11..=14))?;
+                Ok(Plan::Local(Local::LongDoubleInt(op)))
+            }
+            ElemKind::Empty => Ok(Plan::Node(ReduceOp::NoOp, ElemType::Byte)),
+            ElemKind::Mixed => fail!(
+                class::OP,
+                "{name} is not defined on a datatype mixing different basic types"
+            ),
+        };
+    }
+    if op == OP_NULL {
+        fail!(class::OP, "MPI_OP_NULL is not an operation");
+    }
+    match st().ops.get(&op) {
+        Some(u) => Ok(Plan::Local(Local::User(*u))),
+        None => fail!(class::OP, "invalid op handle {op}"),
+    }
+}
+
+/// A scratch buffer holding `count` elements of `ty` in their memory layout.
+struct Layout {
+    buf: Bytes,
+    shift: usize,
+}
+
+impl Layout {
+    fn new(ty: &TypeInfo, count: usize) -> Layout {
+        let last = (count.max(1) as isize - 1) * ty.extent;
+        let lo = 0.min(ty.true_lb).min(last + ty.true_lb);
+        let hi = ty.true_ub.max(last + ty.true_ub).max(0);
+        Layout {
+            buf: Bytes::zeroed((hi - lo) as usize),
+            shift: (-lo) as usize,
+        }
+    }
+    fn base(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr().wrapping_add(self.shift)
+    }
+}
+
+/// `x = acc op x` on packed data of `count` elements of `ty`.
+fn combine(
+    l: Local,
+    ty: &Arc<TypeInfo>,
+    dt: MpiDatatype,
+    count: usize,
+    acc: &[u8],
+    x: &mut Bytes,
+) -> MpiResult {
+    match l {
+        Local::LongDouble(op) | Local::LongDoubleInt(op) => {
+            let (f, sz): (
+                unsafe extern "C" fn(c_int, *const c_void, *mut c_void, usize) -> c_int,
+                usize,
+            ) = match l {
+                Local::LongDouble(_) => (strobe_ld_reduce, 16),
+                _ => (strobe_ldi_reduce, 32),
+            };
+            let a = copy_of(acc);
+            // SAFETY: both buffers hold x.len() bytes of 16-aligned long double data.
+            let ok = unsafe {
+                f(
+                    op,
+                    a.as_ptr() as *const c_void,
+                    x.as_mut_ptr() as *mut c_void,
+                    x.len() / sz,
+                )
+            };
+            if ok == 0 {
+                fail!(class::OP, "op {op} is not defined on long double types");
+            }
+        }
+        Local::User(u) => {
+            // SAFETY: the program registered this address as an MPI_User_function.
+            let f: UserFn = unsafe { std::mem::transmute::<usize, UserFn>(u.func) };
+            let mut len = c_int::try_from(count).unwrap_or(c_int::MAX);
+            let mut d = dt;
+            if ty.dense_for(count) {
+                let mut a = copy_of(acc);
+                // SAFETY: user callback on two buffers of `count` elements of `dt`.
+                unsafe {
+                    f(
+                        a.as_mut_ptr() as *mut c_void,
+                        x.as_mut_ptr() as *mut c_void,
+                        &mut len,
+                        &mut d,
+                    )
+                };
+            } else {
+                let mut la = Layout::new(ty, count);
+                let mut lx = Layout::new(ty, count);
+                // SAFETY: the layouts hold `count` elements of `ty`.
+                unsafe {
+                    ty.unpack(acc, acc.len(), la.base(), count);
+                    ty.unpack(x.as_slice(), x.len(), lx.base(), count);
+                    f(
+                        la.base() as *mut c_void,
+                        lx.base() as *mut c_void,
+                        &mut len,
+                        &mut d,
+                    );
+                    *x = ty.pack(lx.base(), count);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn copy_of(b: &[u8]) -> Bytes {
+    let mut c = Bytes::zeroed(b.len());
+    c.as_mut_slice().copy_from_slice(b);
+    c
+}
+
+/// Every rank's contribution at `root`, in rank order (`None` elsewhere).
+fn gather_all(c: &Comm, mine: &Bytes, root: c_int) -> MpiResult<Option<Vec<Bytes>>> {
+    let n = c.size() as usize;
+    let len = mine.len();
+    if c.rank() != root {
+        c.gather(mine.raw_static(), None, root)?;
+        return Ok(None);
+    }
+    let mut all = Bytes::zeroed(len * n);
+    c.gather(mine.raw_static(), Some(all.raw_static_mut()), root)?;
+    Ok(Some(
+        (0..n)
+            .map(|i| copy_of(&all.as_slice()[i * len..(i + 1) * len]))
+            .collect(),
+    ))
+}
+
+/// Rank-side prefix reductions at `root`: element i is `x0 op ... op xi`.
+fn local_prefixes(
+    c: &Comm,
+    l: Local,
+    ty: &Arc<TypeInfo>,
+    dt: MpiDatatype,
+    k: usize,
+    mine: &Bytes,
+    root: c_int,
+) -> MpiResult<Option<Vec<Bytes>>> {
+    let Some(mut xs) = gather_all(c, mine, root)? else {
+        return Ok(None);
+    };
+    for i in 1..xs.len() {
+        let (lo, hi) = xs.split_at_mut(i);
+        combine(l, ty, dt, k, lo[i - 1].as_slice(), &mut hi[0])?;
+    }
+    Ok(Some(xs))
+}
+
+/// The full rank-side reduction, on every rank (reduced at rank 0, then broadcast).
+fn local_allreduce(
+    c: &Comm,
+    l: Local,
+    ty: &Arc<TypeInfo>,
+    dt: MpiDatatype,
+    k: usize,
+    mine: &Bytes,
+) -> MpiResult<Bytes> {
+    let mut res = match local_prefixes(c, l, ty, dt, k, mine, 0)? {
+        Some(mut p) => p.pop().expect("at least one rank"),
+        None => Bytes::zeroed(mine.len()),
+    };
+    c.bcast(res.raw_static_mut(), 0)?;
+    Ok(res)
+}
+
+/// Pack `k` elements of the input (the receive buffer when `MPI_IN_PLACE`).
+fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> MpiResult<Bytes> {
+    let src = if in_place(sbuf) { rbuf } else { sbuf };
+    if in_place(src) {
+        fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
+    }
+    if src.is_null() && k > 0 && ty.size > 0 {
+        fail!(class::BUFFER, "buffer is NULL but count is {k}");
+    }
+    // SAFETY: MPI's contract: the buffer holds `k` elements of `ty`.
+    Ok(unsafe { ty.pack(src as *const u8, k) })
+}
+
+fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
+    if in_place(rbuf) {
+        fail!(
+            class::BUFFER,
+            "MPI_IN_PLACE is not allowed as the receive buffer"
+        );
+    }
+    if rbuf.is_null() && k > 0 && ty.size > 0 {
+        fail!(class::BUFFER, "recvbuf is NULL but count is {k}");
+    }
+    // SAFETY: MPI's contract: the receive buffer holds `k` elements of `ty`.
+    unsafe { ty.unpack(res.as_slice(), res.len(), rbuf as *mut u8, k) };
+    Ok(())
+}
+
+struct Args {
+    c: Comm,
+    k: usize,
+    ty: Arc<TypeInfo>,
+    plan: Plan,
+}
+
+fn args(comm: MpiComm, n: c_int, dt: MpiDatatype, op: MpiOp) -> MpiResult<Args> {
+    let c = comm_of(comm)?;
+    let k = count(n, "count")?;
+    let ty = comm_type(dt)?;
+    let plan = plan(op, &ty)?;
+    Ok(Args { c, k, ty, plan })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Reduce", comm, || {
+        let a = args(comm, n, dt, op)?;
+        check_root(&a.c, root)?;
+        let me_root = a.c.rank() == root;
+        let mine = input(
+            sbuf,
+            if me_root { rbuf } else { std::ptr::null_mut() },
+            a.k,
+            &a.ty,
+        )?;
+        match a.plan {
+            Plan::Node(o, e) => {
+                if me_root {
+                    let mut res = Bytes::zeroed(mine.len());
+                    with_elem!(e, |T| a.c.reduce::<T>(
+                        mine.typed(),
+                        Some(res.typed_mut()),
+                        o,
+                        root
+                    ))?;
+                    output(&res, rbuf, a.k, &a.ty)?;
+                } else {
+                    with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))?;
+                }
+            }
+            Plan::Local(l) => {
+                if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
+                    output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allreduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Allreduce", comm, || {
+        let a = args(comm, n, dt, op)?;
+        let mine = input(sbuf, rbuf, a.k, &a.ty)?;
+        let res = match a.plan {
+            Plan::Node(o, e) => {
+                let mut res = Bytes::zeroed(mine.len());
+                with_elem!(e, |T| a.c.allreduce::<T>(mine.typed(), res.typed_mut(), o))?;
+                res
+            }
+            Plan::Local(l) => local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?,
+        };
+        output(&res, rbuf, a.k, &a.ty)
+    })
+}
+
+fn scan_like(
+    name: &'static str,
+    exclusive: bool,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
+    entry(name, comm, || {
+        let a = args(comm, n, dt, op)?;
+        let mine = input(sbuf, rbuf, a.k, &a.ty)?;
+        let me = a.c.rank();
+        let mut res = Bytes::zeroed(mine.len());
+        match a.plan {
+            Plan::Node(o, e) => {
+                if exclusive {
+                    with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))?;
+                } else {
+                    with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))?;
+                }
+            }
+            Plan::Local(l) => {
+                let pre = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, 0)?;
+                let send = pre.map(|p| {
+                    let len = mine.len();
+                    let mut all = Bytes::zeroed(len * p.len());
+                    for (i, b) in p.iter().enumerate() {
+                        // Exscan: rank i gets the prefix of ranks 0..i-1.
+                        let dst = if exclusive { i + 1 } else { i };
+                        if dst < p.len() {
+                            all.as_mut_slice()[dst * len..(dst + 1) * len]
+                                .copy_from_slice(b.as_slice());
+                        }
+                    }
+                    all
+                });
+                a.c.scatter(
+                    send.as_ref().map(|s| s.raw_static()),
+                    res.raw_static_mut(),
+                    0,
+                )?;
+            }
+        }
+        // Exscan leaves rank 0's receive buffer untouched.
+        if !(exclusive && me == 0) {
+            output(&res, rbuf, a.k, &a.ty)?;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
+    scan_like("MPI_Scan", false, sbuf, rbuf, n, dt, op, comm)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Exscan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
+    scan_like("MPI_Exscan", true, sbuf, rbuf, n, dt, op, comm)
+}
+
+/// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
+fn reduce_scatter(
+    comm: MpiComm,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    dt: MpiDatatype,
+    op: MpiOp,
+    block: bool,
+) -> MpiResult {
+    let total: usize = counts.iter().sum();
+    let a = args(comm, c_int::try_from(total).unwrap_or(c_int::MAX), dt, op)?;
+    let me = a.c.rank() as usize;
+    let mine_k = counts[me];
+    let off: usize = counts[..me].iter().sum::<usize>() * a.ty.size;
+    let mine = if in_place(sbuf) {
+        input(rbuf, rbuf, total, &a.ty)?
+    } else {
+        input(sbuf, rbuf, total, &a.ty)?
+    };
+    let res = match a.plan {
+        Plan::Node(o, e) => {
+            let mut res = Bytes::zeroed(mine_k * a.ty.size);
+            let per = a.ty.size / e.size().max(1);
+            if block {
+                with_elem!(e, |T| a.c.reduce_scatter_block::<T>(
+                    mine.typed(),
+                    res.typed_mut(),
+                    o
+                ))?;
+            } else {
+                let tc: Vec<usize> = counts.iter().map(|k| k * per).collect();
+                with_elem!(e, |T| a.c.reduce_scatter::<T>(
+                    mine.typed(),
+                    res.typed_mut(),
+                    &tc,
+                    o
+                ))?;
+            }
+            res
+        }
+        Plan::Local(l) => {
+            let all = local_allreduce(&a.c, l, &a.ty, dt, total, &mine)?;
+            copy_of(&all.as_slice()[off..off + mine_k * a.ty.size])
+        }
+    };
+    output(&res, rbuf, mine_k, &a.ty)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_scatter(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Reduce_scatter", comm, || {
+        let n = comm_of(comm)?.size() as usize;
+        let rc = array(rcounts, n, "recvcounts")?;
+        let counts = rc
+            .iter()
+            .map(|&k| count(k, "recvcount"))
+            .collect::<MpiResult<Vec<_>>>()?;
+        reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> c_int {
+    entry("MPI_Reduce_scatter_block", comm, || {
+        let n = comm_of(comm)?.size() as usize;
+        let k = count(rn, "recvcount")?;
+        reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+) -> c_int {
+    entry("MPI_Reduce_local", COMM_WORLD, || {
+        let k = count(n, "count")?;
+        let ty = comm_type(dt)?;
+        let plan = plan(op, &ty)?;
+        let acc = input(inbuf, inbuf, k, &ty)?;
+        let mut x = input(inoutbuf, inoutbuf, k, &ty)?;
+        match plan {
+            Plan::Node(o, e) => {
+                let mut a = copy_of(acc.as_slice());
+                strobe_runtime::ops::reduce_into(o, e, a.as_mut_slice(), x.as_slice())
+                    .map_err(|err| crate::error::MpiErr::new(class::OP, err.to_string()))?;
+                x = a;
+            }
+            Plan::Local(l) => combine(l, &ty, dt, k, acc.as_slice(), &mut x)?,
+        }
+        output(&x, inoutbuf, k, &ty)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *mut MpiOp) -> c_int {
+    entry("MPI_Op_create", COMM_WORLD, || {
+        if f.is_null() {
+            fail!(class::ARG, "user_fn is NULL");
+        }
+        if op.is_null() {
+            fail!(class::ARG, "op is NULL");
+        }
+        put(
+            op,
+            state::insert_op(UserOp {
+                func: f as usize,
+                commute: commute != 0,
+            }),
+            "op",
+        )
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
+    entry("MPI_Op_free", COMM_WORLD, || {
+        if op.is_null() {
+            fail!(class::ARG, "op is NULL");
+        }
+        // SAFETY: non-null pointer to the caller's handle.
+        let h = unsafe { *op };
+        if (0..=LAST_PREDEFINED_OP).contains(&h) {
+            fail!(
+                class::OP,
+                "{} is predefined and cannot be freed",
+                OP_NAMES[h as usize]
+            );
+        }
+        if st().ops.remove(&h).is_none() {
+            fail!(class::OP, "invalid op handle {h}");
+        }
+        put(op, OP_NULL, "op")
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> c_int {
+    entry("MPI_Op_commutative", COMM_WORLD, || {
+        let v = if builtin(op).is_some() {
+            true
+        } else {
+            match st().ops.get(&op) {
+                Some(u) => u.commute,
+                None => fail!(class::OP, "invalid op handle {op}"),
+            }
+        };
+        put(commute, v as c_int, "commute")
+    })
+}

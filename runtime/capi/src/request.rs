@@ -1,0 +1,527 @@
+//! Requests: the C handle table and the Test/Wait family.
+//!
+//! A request is posted through the Rust API, which hands back its runtime id; the C layer
+//! keeps the id with whatever must outlive the call (a packed send buffer, or a temporary
+//! receive buffer to unpack into the user's non-contiguous datatype at completion).
+//! Whether a request has completed is only ever asked through the rank context's choke
+//! point: `RankCtx::poll_completed` for every Test, `RankCtx::wait_completed` for every
+//! Wait, so recording and replay capture each timing-dependent outcome.
+
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use strobe_runtime::api;
+use strobe_runtime::descriptor::{DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
+use strobe_runtime::rank::{RankCtx, Want};
+use strobe_runtime::segment::{
+    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL, CALL_WAITANY,
+    CALL_WAITSOME,
+};
+
+use crate::consts::*;
+use crate::datatype::{any_type, TypeInfo};
+use crate::env::ready;
+use crate::error::{entry, fail, MpiErr, MpiResult};
+use crate::state::{self, st};
+use crate::util::{put, Bytes};
+
+/// A receive into a non-contiguous datatype: unpack `tmp` into the user's buffer.
+pub struct Unpack {
+    pub tmp: Bytes,
+    pub base: usize,
+    pub count: usize,
+    pub ty: Arc<TypeInfo>,
+}
+
+pub struct ReqEntry {
+    /// The runtime's request id.
+    pub id: u64,
+    pub comm: MpiComm,
+    pub is_recv: bool,
+    /// Keeps a packed send buffer alive until the runtime has read it (never read here).
+    #[allow(dead_code)]
+    pub send_tmp: Option<Bytes>,
+    pub unpack: Option<Unpack>,
+}
+
+pub fn ctx() -> MpiResult<&'static RankCtx> {
+    RankCtx::get().ok_or_else(|| MpiErr::new(class::OTHER, "MPI_Init has not been called"))
+}
+
+pub fn empty_status() -> MpiStatus {
+    MpiStatus {
+        source: ANY_SOURCE,
+        tag: ANY_TAG,
+        error: class::SUCCESS,
+        cancelled: 0,
+        bytes: 0,
+    }
+}
+
+pub fn status_of(s: &api::Status) -> MpiStatus {
+    MpiStatus {
+        source: s.source,
+        tag: s.tag,
+        error: class::SUCCESS,
+        cancelled: s.cancelled as c_int,
+        bytes: s.bytes as i64,
+    }
+}
+
+/// Store a status unless the caller passed `MPI_STATUS(ES)_IGNORE` (or NULL).
+pub fn write_status(p: *mut MpiStatus, i: usize, s: MpiStatus) {
+    if p.is_null() || p as usize == STATUS_IGNORE {
+        return;
+    }
+    // SAFETY: MPI requires a status array with an entry per request.
+    unsafe { p.add(i).write(s) };
+}
+
+/// Consume the completion of a finished request: its status, and its error if any.
+fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
+    let Some(c) = RankCtx::get().and_then(|c| c.take(e.id)) else {
+        let err = MpiErr::new(class::INTERN, format!("no completion for request {}", e.id));
+        return (empty_status(), Some(err));
+    };
+    let mut s = MpiStatus {
+        source: c.source,
+        tag: c.tag,
+        error: class::SUCCESS,
+        cancelled: (c.flags & COMPLETION_CANCELLED != 0) as c_int,
+        bytes: c.bytes as i64,
+    };
+    let err = api::Error::from_rt(RtError::from_u32(c.error)).map(MpiErr::from);
+    if let Some(e) = &err {
+        s.error = e.class;
+    }
+    if let Some(u) = e.unpack {
+        // SAFETY: the user's buffer was given to MPI_Irecv for `count` elements of `ty`
+        // and is the program's until this completion is reported.
+        unsafe {
+            u.ty.unpack(
+                u.tmp.as_slice(),
+                c.bytes as usize,
+                u.base as *mut u8,
+                u.count,
+            )
+        };
+    }
+    (s, err)
+}
+
+/// The communicator whose error handler applies to a call on `*req`.
+pub fn req_comm(req: *const MpiRequest) -> MpiComm {
+    if req.is_null() {
+        return COMM_WORLD;
+    }
+    // SAFETY: non-null pointer to the caller's request handle.
+    let h = unsafe { *req };
+    st().reqs.get(&h).map_or(COMM_WORLD, |r| r.comm)
+}
+
+fn handles<'a>(p: *mut MpiRequest, n: c_int) -> MpiResult<&'a mut [MpiRequest]> {
+    let n = crate::util::count(n, "count")?;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        fail!(class::ARG, "array_of_requests is NULL");
+    }
+    // SAFETY: MPI requires the array to hold `n` handles.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// Positions and runtime ids of the active requests in `hs` (errors on unknown handles).
+fn active(hs: &[MpiRequest]) -> MpiResult<(Vec<usize>, Vec<u64>)> {
+    let s = st();
+    let mut idx = Vec::new();
+    let mut ids = Vec::new();
+    for (i, &h) in hs.iter().enumerate() {
+        if h == REQUEST_NULL {
+            continue;
+        }
+        match s.reqs.get(&h) {
+            Some(r) => {
+                idx.push(i);
+                ids.push(r.id);
+            }
+            None => fail!(class::REQUEST, "invalid request handle {h}"),
+        }
+    }
+    Ok((idx, ids))
+}
+
+fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
+    match st().reqs.remove(&h) {
+        Some(e) => Ok(e),
+        None => fail!(class::REQUEST, "invalid request handle {h}"),
+    }
+}
+
+/// Finish the requests at `done` (positions in `hs`), store their statuses, null their
+/// handles. Returns the first error.
+fn complete(
+    hs: &mut [MpiRequest],
+    done: &[usize],
+    statuses: *mut MpiStatus,
+    slot: impl Fn(usize, usize) -> usize,
+) -> MpiResult<Option<MpiErr>> {
+    let mut first = None;
+    for (k, &i) in done.iter().enumerate() {
+        let e = take_entry(hs[i])?;
+        hs[i] = REQUEST_NULL;
+        let (s, err) = finish(e);
+        write_status(statuses, slot(k, i), s);
+        if first.is_none() {
+            first = err;
+        }
+    }
+    Ok(first)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus) -> c_int {
+    entry("MPI_Wait", req_comm(req), || {
+        ready()?;
+        let hs = handles(req, 1)?;
+        if hs[0] == REQUEST_NULL {
+            write_status(status, 0, empty_status());
+            return Ok(());
+        }
+        let (_, ids) = active(hs)?;
+        ctx()?.wait_completed(CALL_WAIT, &ids, Want::Any);
+        match complete(hs, &[0], status, |_, _| 0)? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Test(
+    req: *mut MpiRequest,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Test", req_comm(req), || {
+        ready()?;
+        let hs = handles(req, 1)?;
+        if hs[0] == REQUEST_NULL {
+            write_status(status, 0, empty_status());
+            return put(flag, 1, "flag");
+        }
+        let (_, ids) = active(hs)?;
+        if ctx()?.poll_completed(CALL_TEST, &ids, Want::Any).is_empty() {
+            return put(flag, 0, "flag");
+        }
+        put(flag, 1, "flag")?;
+        match complete(hs, &[0], status, |_, _| 0)? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}
+
+fn first_comm(p: *const MpiRequest, n: c_int) -> MpiComm {
+    (0..n.max(0) as usize)
+        .find_map(|i| {
+            // SAFETY: MPI requires the array to hold `n` handles (checked non-null).
+            let h = if p.is_null() {
+                REQUEST_NULL
+            } else {
+                unsafe { *p.add(i) }
+            };
+            (h != REQUEST_NULL).then(|| req_comm(&h))
+        })
+        .unwrap_or(COMM_WORLD)
+}
+
+/// Statuses of a multi-completion call that hit errors: `MPI_ERR_IN_STATUS`.
+fn in_status(e: Option<MpiErr>) -> MpiResult {
+    match e {
+        None => Ok(()),
+        Some(e) => Err(MpiErr::new(
+            class::IN_STATUS,
+            format!(
+                "a request failed: {}: {}",
+                crate::error::class_name(e.class),
+                e.msg
+            ),
+        )),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Waitall(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Waitall", first_comm(reqs, n), || {
+        ready()?;
+        let hs = handles(reqs, n)?;
+        let (idx, ids) = active(hs)?;
+        for (i, h) in hs.iter().enumerate() {
+            if *h == REQUEST_NULL {
+                write_status(statuses, i, empty_status());
+            }
+        }
+        if !ids.is_empty() {
+            ctx()?.wait_completed(CALL_WAITALL, &ids, Want::All);
+        }
+        in_status(complete(hs, &idx, statuses, |_, i| i)?)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Testall(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Testall", first_comm(reqs, n), || {
+        ready()?;
+        let hs = handles(reqs, n)?;
+        let (idx, ids) = active(hs)?;
+        let got = ctx()?.poll_completed(CALL_TESTALL, &ids, Want::All);
+        if got.len() != ids.len() {
+            return put(flag, 0, "flag");
+        }
+        put(flag, 1, "flag")?;
+        for (i, h) in hs.iter().enumerate() {
+            if *h == REQUEST_NULL {
+                write_status(statuses, i, empty_status());
+            }
+        }
+        in_status(complete(hs, &idx, statuses, |_, i| i)?)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Waitany(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Waitany", first_comm(reqs, n), || {
+        ready()?;
+        let hs = handles(reqs, n)?;
+        let (idx, ids) = active(hs)?;
+        if ids.is_empty() {
+            write_status(status, 0, empty_status());
+            return put(index, UNDEFINED, "index");
+        }
+        let got = ctx()?.wait_completed(CALL_WAITANY, &ids, Want::Any);
+        let i = idx[got[0]];
+        put(index, i as c_int, "index")?;
+        match complete(hs, &[i], status, |_, _| 0)? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Testany(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    entry("MPI_Testany", first_comm(reqs, n), || {
+        ready()?;
+        let hs = handles(reqs, n)?;
+        let (idx, ids) = active(hs)?;
+        if ids.is_empty() {
+            write_status(status, 0, empty_status());
+            put(index, UNDEFINED, "index")?;
+            return put(flag, 1, "flag");
+        }
+        let got = ctx()?.poll_completed(CALL_TESTANY, &ids, Want::Any);
+        let Some(&k) = got.first() else {
+            put(index, UNDEFINED, "index")?;
+            return put(flag, 0, "flag");
+        };
+        let i = idx[k];
+        put(index, i as c_int, "index")?;
+        put(flag, 1, "flag")?;
+        match complete(hs, &[i], status, |_, _| 0)? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}
+
+fn some(
+    name: &'static str,
+    block: bool,
+    n: c_int,
+    reqs: *mut MpiRequest,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    entry(name, first_comm(reqs, n), || {
+        ready()?;
+        let hs = handles(reqs, n)?;
+        let (idx, ids) = active(hs)?;
+        if ids.is_empty() {
+            return put(outcount, UNDEFINED, "outcount");
+        }
+        let c = ctx()?;
+        let got = if block {
+            c.wait_completed(CALL_WAITSOME, &ids, Want::Some)
+        } else {
+            c.poll_completed(CALL_TESTSOME, &ids, Want::Some)
+        };
+        let done: Vec<usize> = got.iter().map(|&k| idx[k]).collect();
+        put(outcount, done.len() as c_int, "outcount")?;
+        if !done.is_empty() && indices.is_null() {
+            fail!(class::ARG, "array_of_indices is NULL");
+        }
+        for (k, &i) in done.iter().enumerate() {
+            // SAFETY: MPI requires room for `incount` indices; k < incount.
+            unsafe { indices.add(k).write(i as c_int) };
+        }
+        in_status(complete(hs, &done, statuses, |k, _| k)?)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Waitsome(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    some("MPI_Waitsome", true, n, reqs, outcount, indices, statuses)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Testsome(
+    n: c_int,
+    reqs: *mut MpiRequest,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    some("MPI_Testsome", false, n, reqs, outcount, indices, statuses)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Request_free(req: *mut MpiRequest) -> c_int {
+    entry("MPI_Request_free", req_comm(req), || {
+        ready()?;
+        let hs = handles(req, 1)?;
+        if hs[0] == REQUEST_NULL {
+            fail!(class::REQUEST, "MPI_REQUEST_NULL cannot be freed");
+        }
+        let e = take_entry(hs[0])?;
+        hs[0] = REQUEST_NULL;
+        // It completes in the background; its buffers live until MPI_Finalize reaps it.
+        st().detached.push(e);
+        Ok(())
+    })
+}
+
+/// `MPI_Cancel`: receives not yet matched are cancelled at the next slice boundary (the
+/// request then completes with `MPI_Test_cancelled` true). Sends cannot be cancelled by
+/// the runtime: they complete normally.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
+    entry("MPI_Cancel", req_comm(req), || {
+        ready()?;
+        let hs = handles(req, 1)?;
+        let (id, is_recv) = match st().reqs.get(&hs[0]) {
+            Some(r) => (r.id, r.is_recv),
+            None => fail!(class::REQUEST, "invalid request handle {}", hs[0]),
+        };
+        if is_recv {
+            let d = Descriptor {
+                kind: DescKind::Cancel as u8,
+                aux: id,
+                ..Default::default()
+            };
+            ctx()?.call(d);
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    entry("MPI_Test_cancelled", COMM_WORLD, || {
+        if status.is_null() || status as usize == STATUS_IGNORE {
+            fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
+        }
+        // SAFETY: non-null pointer to a status the program owns.
+        let s = unsafe { *status };
+        put(flag, s.cancelled, "flag")
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_count(
+    status: *const MpiStatus,
+    dt: MpiDatatype,
+    out: *mut c_int,
+) -> c_int {
+    entry("MPI_Get_count", COMM_WORLD, || {
+        if status.is_null() || status as usize == STATUS_IGNORE {
+            fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
+        }
+        // SAFETY: non-null pointer to a status the program owns.
+        let s = unsafe { *status };
+        let t = any_type(dt)?;
+        let bytes = s.bytes.max(0) as usize;
+        let n = if t.size == 0 {
+            if bytes == 0 {
+                0
+            } else {
+                UNDEFINED
+            }
+        } else if bytes % t.size != 0 {
+            UNDEFINED
+        } else {
+            c_int::try_from(bytes / t.size).unwrap_or(UNDEFINED)
+        };
+        put(out, n, "count")
+    })
+}
+
+/// Wait for every detached request (freed while active, buffered sends) and drop it.
+pub fn reap_detached() {
+    let list = std::mem::take(&mut st().detached);
+    reap(list);
+    reap_bsends();
+}
+
+/// Wait for every buffered send: the attached buffer is then free again.
+pub fn reap_bsends() {
+    let list = std::mem::take(&mut st().bsends);
+    reap(list);
+    st().bsend_used = 0;
+}
+
+fn reap(list: Vec<ReqEntry>) {
+    if list.is_empty() {
+        return;
+    }
+    if let Some(c) = RankCtx::get() {
+        let ids: Vec<u64> = list.iter().map(|e| e.id).collect();
+        c.wait_completed(CALL_WAITALL, &ids, Want::All);
+        for id in ids {
+            c.take(id);
+        }
+    }
+    drop(list);
+}
+
+/// Register a posted request and return its handle.
+pub fn register(e: ReqEntry) -> MpiRequest {
+    state::insert_req(e)
+}

@@ -1,0 +1,171 @@
+//! The C layer's handle tables, behind one mutex. Never hold the guard while user code
+//! runs (user ops, attribute callbacks) or while blocking in the runtime.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::raw::c_int;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use strobe_runtime::api;
+
+use crate::consts::*;
+use crate::datatype::{predefined_types, TypeInfo};
+use crate::request::ReqEntry;
+
+pub struct CommEntry {
+    pub comm: api::Comm,
+    pub errhandler: MpiErrhandler,
+    pub name: String,
+    /// keyval -> attribute value (a `void *`, kept as an address).
+    pub attrs: BTreeMap<c_int, usize>,
+}
+
+#[derive(Clone, Copy)]
+pub struct Keyval {
+    /// `MPI_Comm_copy_attr_function *` as an address; 0 = NULL_COPY_FN, 1 = DUP_FN.
+    pub copy: usize,
+    /// `MPI_Comm_delete_attr_function *` as an address; 0 = NULL_DELETE_FN.
+    pub delete: usize,
+    pub extra: usize,
+}
+
+#[derive(Clone, Copy)]
+pub struct UserOp {
+    /// `MPI_User_function *` as an address.
+    pub func: usize,
+    pub commute: bool,
+}
+
+#[derive(Default)]
+pub struct State {
+    pub initialized: bool,
+    pub finalized: bool,
+    pub thread_level: c_int,
+    pub comms: HashMap<MpiComm, CommEntry>,
+    next_comm: MpiComm,
+    pub groups: HashMap<MpiGroup, Arc<[u32]>>,
+    next_group: MpiGroup,
+    pub types: HashMap<MpiDatatype, Arc<TypeInfo>>,
+    next_type: MpiDatatype,
+    pub ops: HashMap<MpiOp, UserOp>,
+    next_op: MpiOp,
+    pub reqs: HashMap<MpiRequest, ReqEntry>,
+    next_req: MpiRequest,
+    /// Requests freed with `MPI_Request_free` while active: their buffers stay alive here
+    /// until they are reaped at `MPI_Finalize`.
+    pub detached: Vec<ReqEntry>,
+    pub keyvals: HashMap<c_int, Keyval>,
+    next_keyval: c_int,
+    /// Buffered sends not yet known to be delivered (their copies live here).
+    pub bsends: Vec<ReqEntry>,
+    /// `MPI_Buffer_attach`: (address, size).
+    pub bsend_buffer: Option<(usize, usize)>,
+    /// Bytes of the attached buffer held by Bsends not known to be delivered.
+    pub bsend_used: usize,
+}
+
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
+    let mut s = State {
+        next_comm: FIRST_USER_COMM,
+        next_group: FIRST_USER_GROUP,
+        next_type: FIRST_USER_TYPE,
+        next_op: FIRST_USER_OP,
+        next_req: 1,
+        next_keyval: FIRST_USER_KEYVAL,
+        ..Default::default()
+    };
+    for (h, t) in predefined_types() {
+        s.types.insert(h, Arc::new(t));
+    }
+    s.groups.insert(GROUP_EMPTY, Arc::from(Vec::new()));
+    Mutex::new(s)
+});
+
+/// The tables. A panic while the lock was held (caught by the entry wrapper) does not make
+/// them unusable: every update is a single insert or remove.
+pub fn st() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Next free handle from `next`, skipping those in use (handles wrap after 2^31).
+fn fresh<V>(next: &mut c_int, first: c_int, used: &HashMap<c_int, V>) -> c_int {
+    loop {
+        let h = *next;
+        *next = if *next == c_int::MAX {
+            first
+        } else {
+            *next + 1
+        };
+        if !used.contains_key(&h) {
+            return h;
+        }
+    }
+}
+
+pub fn insert_type(t: TypeInfo) -> MpiDatatype {
+    let mut g = st();
+    let s = &mut *g;
+    let h = fresh(&mut s.next_type, FIRST_USER_TYPE, &s.types);
+    s.types.insert(h, Arc::new(t));
+    h
+}
+
+pub fn insert_comm(comm: api::Comm, errhandler: MpiErrhandler) -> MpiComm {
+    let mut g = st();
+    let s = &mut *g;
+    let h = fresh(&mut s.next_comm, FIRST_USER_COMM, &s.comms);
+    s.comms.insert(
+        h,
+        CommEntry {
+            comm,
+            errhandler,
+            name: String::new(),
+            attrs: BTreeMap::new(),
+        },
+    );
+    h
+}
+
+pub fn insert_group(members: Arc<[u32]>) -> MpiGroup {
+    if members.is_empty() {
+        return GROUP_EMPTY;
+    }
+    let mut g = st();
+    let s = &mut *g;
+    let h = fresh(&mut s.next_group, FIRST_USER_GROUP, &s.groups);
+    s.groups.insert(h, members);
+    h
+}
+
+pub fn insert_op(op: UserOp) -> MpiOp {
+    let mut g = st();
+    let s = &mut *g;
+    let h = fresh(&mut s.next_op, FIRST_USER_OP, &s.ops);
+    s.ops.insert(h, op);
+    h
+}
+
+pub fn insert_req(r: ReqEntry) -> MpiRequest {
+    let mut g = st();
+    let s = &mut *g;
+    let h = fresh(&mut s.next_req, 1, &s.reqs);
+    s.reqs.insert(h, r);
+    h
+}
+
+pub fn insert_keyval(k: Keyval) -> c_int {
+    let mut g = st();
+    let s = &mut *g;
+    let h = fresh(&mut s.next_keyval, FIRST_USER_KEYVAL, &s.keyvals);
+    s.keyvals.insert(h, k);
+    h
+}
+
+/// The error handler that applies to calls on `comm` (`MPI_COMM_WORLD`'s for unknown
+/// handles, fatal before `MPI_Init`).
+pub fn errhandler_of(comm: MpiComm) -> MpiErrhandler {
+    let s = st();
+    s.comms
+        .get(&comm)
+        .or_else(|| s.comms.get(&COMM_WORLD))
+        .map_or(ERRORS_ARE_FATAL, |c| c.errhandler)
+}
