@@ -166,10 +166,8 @@ fn mpich_gives_the_failing_fixtures_their_verdicts() {
     run_suite(Launcher::Mpich, &failing, dir.path());
 }
 
-/// The same suite under strobe. Needs `strobe mpicc` and the C library, which arrive with
-/// the C ABI on the `capi` branch; the coordinator removes the ignore when merging.
+/// The same suite under strobe, built with `strobe mpicc` against strobe's C library.
 #[test]
-#[ignore = "needs the C ABI from the capi branch"]
 fn strobe_runs_the_whole_fixture_suite() {
     let fixtures = manifest();
     let dir = tempfile::tempdir().expect("temp dir");
