@@ -120,3 +120,5 @@ pub fn dev_shm_strobe_entries() -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+pub mod c_fixtures;
