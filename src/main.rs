@@ -2,6 +2,7 @@
 //! replayer and TUI land, record, replay and browse them).
 
 mod bench;
+mod bench_suite;
 mod cli_util;
 mod decision_log;
 mod mpicc;
@@ -43,13 +44,26 @@ enum Cmd {
         /// The recording (an SQLite file written by `strobe record`).
         file: PathBuf,
     },
-    /// Measure the runtime itself (figures are printed as Markdown for docs/).
+    /// The benchmark suite: strobe against MPICH and against itself, side by side (with a
+    /// subcommand: one measurement of the runtime itself). Figures are Markdown for docs/.
     Bench {
         #[command(subcommand)]
-        what: BenchCmd,
-        /// Also write the Markdown to this file.
+        what: Option<BenchCmd>,
+        /// Also write the Markdown to this file (the suite draws its PNGs next to it).
         #[arg(long, global = true)]
         out: Option<PathBuf>,
+        /// Suite: small sizes and two rounds, under three minutes (a CI smoke test).
+        #[arg(long)]
+        quick: bool,
+        /// Suite: rank counts for the collectives.
+        #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
+        ranks: Vec<u32>,
+        /// Suite: rounds per configuration after the warm-up (default 5, 2 with --quick).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// Compile and link a C MPI program against strobe (also installable as `mpicc`).
     /// Flags pass through to the C compiler (`cc`, or $STROBE_CC); `-show` prints the
@@ -169,7 +183,26 @@ fn main() {
         Cmd::Record(a) => record::record(&a),
         Cmd::Stats { file } => Ok(record::stats(&file)),
         Cmd::Demo { ranks, out } => demo(ranks, out),
-        Cmd::Bench { what, out } => bench_cmd(what, out),
+        Cmd::Bench {
+            what: Some(what),
+            out,
+            ..
+        } => bench_cmd(what, out),
+        Cmd::Bench {
+            what: None,
+            out,
+            quick,
+            ranks,
+            rounds,
+            only,
+        } => bench_suite::run(bench_suite::SuiteArgs {
+            quick,
+            ranks,
+            out,
+            rounds,
+            only,
+        })
+        .map(|()| 0),
     };
     finish(code)
 }
