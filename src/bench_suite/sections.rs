@@ -571,7 +571,7 @@ pub fn scaling(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
     doc.commands.push(format!("strobe bench empty-slice --ranks {list}"));
     if out.status.success() {
         let md = String::from_utf8_lossy(&out.stdout);
-        let _ = writeln!(doc.body, "### Empty slice\n\n{}", md.replace("\n# ", "\n#### "));
+        let _ = writeln!(doc.body, "{}", md.replace("\n# ", "\n### "));
     } else {
         doc.notes.push(format!(
             "empty-slice failed: {}",
