@@ -41,7 +41,10 @@ pub fn ensure_mpich() -> Result<String> {
             .status()
             .with_context(|| format!("cannot run {}", script.display()))?;
         if !st.success() || which("mpicc.mpich").is_none() {
-            bail!("MPICH is not installed and {} could not install it", script.display());
+            bail!(
+                "MPICH is not installed and {} could not install it",
+                script.display()
+            );
         }
     }
     let out = Command::new("mpichversion").output();

@@ -101,7 +101,11 @@ impl Table {
         let _ = writeln!(
             s,
             "|{}|",
-            self.header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+            self.header
+                .iter()
+                .map(|_| "---")
+                .collect::<Vec<_>>()
+                .join("|")
         );
         for r in &self.rows {
             let _ = writeln!(s, "| {} |", r.join(" | "));

@@ -63,7 +63,8 @@ pub struct Runner {
 
 impl Runner {
     fn recording_path(&self, label: &str) -> PathBuf {
-        self.work_dir.join(format!("{}.db", label.replace(['/', ' '], "_")))
+        self.work_dir
+            .join(format!("{}.db", label.replace(['/', ' '], "_")))
     }
 
     fn command(&self, cfg: &Config, ranks: u32, args: &[String]) -> Command {
@@ -72,7 +73,10 @@ impl Runner {
             Launch::Mpich => {
                 // `-launcher fork`: every rank on this host, no ssh (as the test suite does).
                 c = Command::new("mpiexec.mpich");
-                c.args(["-launcher", "fork"]).arg("-n").arg(ranks.to_string()).arg(&cfg.program);
+                c.args(["-launcher", "fork"])
+                    .arg("-n")
+                    .arg(ranks.to_string())
+                    .arg(&cfg.program);
                 c.args(args);
             }
             Launch::StrobeRun(extra) => {
@@ -106,7 +110,9 @@ impl Runner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let t0 = Instant::now();
-        let child = cmd.spawn().with_context(|| format!("cannot start {cmd:?}"))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {cmd:?}"))?;
         let pid = child.id();
         let timeout = self.timeout;
         let (tx, rx) = std::sync::mpsc::channel();
@@ -148,7 +154,13 @@ impl Runner {
     }
 
     /// Warm-up once each, then `reps` rounds of every configuration in turn.
-    pub fn alternate(&self, configs: &[Config], ranks: u32, args: &[String], reps: usize) -> Samples {
+    pub fn alternate(
+        &self,
+        configs: &[Config],
+        ranks: u32,
+        args: &[String],
+        reps: usize,
+    ) -> Samples {
         let mut s = Samples::default();
         for cfg in configs {
             let cmd = self.command(cfg, ranks, args);
@@ -230,7 +242,9 @@ pub fn value(run: &Run, name: &str, with: &[(&str, &str)], field: &str) -> Optio
         .iter()
         .find(|r| {
             r.get("name").map(String::as_str) == Some(name)
-                && with.iter().all(|(k, v)| r.get(*k).map(String::as_str) == Some(*v))
+                && with
+                    .iter()
+                    .all(|(k, v)| r.get(*k).map(String::as_str) == Some(*v))
         })
         .and_then(|r| r.get(field))
         .and_then(|v| v.parse().ok())
@@ -251,7 +265,10 @@ mod tests {
             recording_bytes: None,
         };
         assert_eq!(value(&run, "latency", &[("bytes", "8")], "usec"), Some(1.5));
-        assert_eq!(value(&run, "latency", &[("bytes", "16")], "usec"), Some(2.0));
+        assert_eq!(
+            value(&run, "latency", &[("bytes", "16")], "usec"),
+            Some(2.0)
+        );
         assert_eq!(value(&run, "latency", &[("bytes", "32")], "usec"), None);
     }
 }

@@ -28,7 +28,9 @@ fn strobe_cfg(ctx: &Ctx, label: &str, launch: Launch, stem: &str) -> Result<Conf
 fn versus_mpich(ctx: &Ctx, stem: &str, fixed: bool) -> Result<Vec<Config>> {
     let mut v = vec![strobe_cfg(ctx, ADAPTIVE, Launch::StrobeRun(vec![]), stem)?];
     if fixed {
-        let extra = ["--strobe", "fixed", "--slice", "500us"].map(String::from).to_vec();
+        let extra = ["--strobe", "fixed", "--slice", "500us"]
+            .map(String::from)
+            .to_vec();
         v.push(strobe_cfg(ctx, FIXED, Launch::StrobeRun(extra), stem)?);
     }
     if ctx.mpich {
@@ -67,7 +69,21 @@ fn sizes(ctx: &Ctx) -> Vec<u64> {
     if ctx.quick {
         vec![0, 8, 1024, 65536, 1 << 20, 4 << 20]
     } else {
-        vec![0, 1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20, 4 << 20]
+        vec![
+            0,
+            1,
+            4,
+            16,
+            64,
+            256,
+            1024,
+            4096,
+            16384,
+            65536,
+            262144,
+            1 << 20,
+            4 << 20,
+        ]
     }
 }
 
@@ -152,11 +168,17 @@ pub fn p2p(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
     let small: Vec<Option<Summary>> = sz
         .iter()
         .filter(|&&b| b <= 64)
-        .map(|b| summ(&s, ADAPTIVE, |r| value(r, "latency", &[("bytes", &b.to_string())], "usec")))
+        .map(|b| {
+            summ(&s, ADAPTIVE, |r| {
+                value(r, "latency", &[("bytes", &b.to_string())], "usec")
+            })
+        })
         .collect();
-    let worst = small.iter().flatten().map(|x| x.median).fold(None, |m: Option<f64>, v| {
-        Some(m.map_or(v, |m| m.max(v)))
-    });
+    let worst = small
+        .iter()
+        .flatten()
+        .map(|x| x.median)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     doc.targets.push(Target {
         what: "one-way latency, messages up to 64 B, adaptive strobe".into(),
         goal: "< 10 us".into(),
@@ -164,8 +186,12 @@ pub fn p2p(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         met: worst.map(|w| w < 10.0),
     });
     let mib = (1u64 << 20).to_string();
-    let st = summ(&s, ADAPTIVE, |r| value(r, "bw_uni", &[("bytes", &mib)], "mbps"));
-    let mp = summ(&s, MPICH, |r| value(r, "bw_uni", &[("bytes", &mib)], "mbps"));
+    let st = summ(&s, ADAPTIVE, |r| {
+        value(r, "bw_uni", &[("bytes", &mib)], "mbps")
+    });
+    let mp = summ(&s, MPICH, |r| {
+        value(r, "bw_uni", &[("bytes", &mib)], "mbps")
+    });
     let r = ratio_value(st, mp);
     doc.targets.push(Target {
         what: "bandwidth at 1 MiB, strobe / MPICH".into(),
@@ -204,8 +230,15 @@ pub fn logp(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         let mut t = Table::new(&["bytes", "RTT", "g", "o_s", "o_r"]);
         for &b in &sz {
             let bs = b.to_string();
-            let f = |field: &str| cell(summ(&s, &n, |r| value(r, "logp", &[("bytes", &bs)], field)));
-            t.row(vec![bs.clone(), f("rtt_usec"), f("g_usec"), f("os_usec"), f("or_usec")]);
+            let f =
+                |field: &str| cell(summ(&s, &n, |r| value(r, "logp", &[("bytes", &bs)], field)));
+            t.row(vec![
+                bs.clone(),
+                f("rtt_usec"),
+                f("g_usec"),
+                f("os_usec"),
+                f("or_usec"),
+            ]);
         }
         let l = cell(summ(&s, &n, |r| value(r, "logp_L", &[], "usec")));
         let _ = writeln!(doc.body, "### {n} (L = {l} us)\n\n{}", t.render());
@@ -216,10 +249,17 @@ pub fn logp(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
 /// Barrier, bcast, allreduce and alltoall latency at each rank count.
 pub fn collectives(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
     let cfgs = versus_mpich(ctx, "bench_collectives", false)?;
-    let sz: Vec<u64> = if ctx.quick { vec![8] } else { vec![8, 1024, 65536] };
+    let sz: Vec<u64> = if ctx.quick {
+        vec![8]
+    } else {
+        vec![8, 1024, 65536]
+    };
     let reps = if ctx.quick { "reps=5" } else { "reps=50" };
     let a = args(&[&format!("sizes={}", join(&sz)), reps]);
-    let _ = writeln!(doc.body, "## Collectives (microseconds per operation, slowest rank)\n");
+    let _ = writeln!(
+        doc.body,
+        "## Collectives (microseconds per operation, slowest rank)\n"
+    );
     let _ = writeln!(
         doc.body,
         "At 4 and 8 ranks this 2-core machine is oversubscribed, as a laptop or a login node is \
@@ -258,7 +298,9 @@ pub fn collectives(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
             row.extend(per.iter().map(|x| cell(*x)));
             if ctx.mpich {
                 row.push(ratio(per[0], per[per.len() - 1]));
-                if (n == 4 || n == 8) && (op == "barrier" || (op == "allreduce" && bytes == Some(8))) {
+                if (n == 4 || n == 8)
+                    && (op == "barrier" || (op == "allreduce" && bytes == Some(8)))
+                {
                     let r = ratio_value(per[0], per[per.len() - 1]);
                     doc.targets.push(Target {
                         what: format!("{op} at {n} ranks, strobe / MPICH"),
@@ -276,31 +318,49 @@ pub fn collectives(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
     Ok(())
 }
 
+/// A result line's identity: its name, the keys that say what was measured (not how long
+/// it took), and the measured field.
+type LineKey = (String, Vec<(String, String)>, String);
+
 /// Compares every `RESULT` line with a `usec*`/`elapsed*` field between configurations.
 fn compare_lines(s: &Samples, names: &[String]) -> Vec<(String, Vec<Option<Summary>>)> {
-    let mut keys: BTreeMap<String, (String, Vec<(String, String)>, String)> = BTreeMap::new();
+    let mut keys: BTreeMap<String, LineKey> = BTreeMap::new();
     for runs in s.runs.values() {
         for line in runs.iter().flat_map(|r| &r.results) {
             let name = line.get("name").cloned().unwrap_or_default();
             let ident: Vec<(String, String)> = line
                 .iter()
                 .filter(|(k, _)| {
-                    *k != "name" && *k != "reps" && !k.starts_with("usec") && !k.starts_with("elapsed")
+                    *k != "name"
+                        && *k != "reps"
+                        && !k.starts_with("usec")
+                        && !k.starts_with("elapsed")
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            for field in line.keys().filter(|k| k.starts_with("usec") || k.starts_with("elapsed")) {
+            for field in line
+                .keys()
+                .filter(|k| k.starts_with("usec") || k.starts_with("elapsed"))
+            {
                 let label = format!(
                     "{name} {} {field}",
-                    ident.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+                    ident
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 );
-                keys.entry(label).or_insert((name.clone(), ident.clone(), field.clone()));
+                keys.entry(label)
+                    .or_insert((name.clone(), ident.clone(), field.clone()));
             }
         }
     }
     keys.into_iter()
         .map(|(label, (name, ident, field))| {
-            let with: Vec<(&str, &str)> = ident.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let with: Vec<(&str, &str)> = ident
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
             let per = names
                 .iter()
                 .map(|n| summ(s, n, |r| value(r, &name, &with, &field)))
@@ -313,7 +373,11 @@ fn compare_lines(s: &Samples, names: &[String]) -> Vec<(String, Vec<Option<Summa
 /// The papers' experiments: the synthetic benchmarks (002_... section 5.2, Figure 8), the
 /// SWEEP3D-like wavefront (Figure 11) and the CoMet kernels (001_...).
 pub fn papers(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
-    let grans: Vec<f64> = if ctx.quick { vec![1.0, 10.0] } else { vec![1.0, 2.0, 5.0, 10.0, 20.0] };
+    let grans: Vec<f64> = if ctx.quick {
+        vec![1.0, 10.0]
+    } else {
+        vec![1.0, 2.0, 5.0, 10.0, 20.0]
+    };
     let budget_ms = if ctx.quick { 300.0 } else { 1500.0 };
     let _ = writeln!(doc.body, "## The papers' experiments (2 ranks)\n");
     let _ = writeln!(
@@ -322,7 +386,13 @@ pub fn papers(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
          granularity, then a barrier (or a non-blocking exchange of 4 KB with 4 neighbours). \
          Slowdown is strobe's elapsed time over MPICH's, minus one.\n"
     );
-    let mut t = Table::new(&["benchmark", "granularity (ms)", "strobe (s)", "mpich (s)", "slowdown"]);
+    let mut t = Table::new(&[
+        "benchmark",
+        "granularity (ms)",
+        "strobe (s)",
+        "mpich (s)",
+        "slowdown",
+    ]);
     let mut curves = Vec::new();
     for stem in ["synth_barrier", "synth_neighbors"] {
         let cfgs = versus_mpich(ctx, stem, false)?;
@@ -375,7 +445,10 @@ pub fn papers(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         },
     );
 
-    let _ = writeln!(doc.body, "### SWEEP3D-like wavefront (002_... section 5.4)\n");
+    let _ = writeln!(
+        doc.body,
+        "### SWEEP3D-like wavefront (002_... section 5.4)\n"
+    );
     let mut t = Table::new(&["version", "strobe (s)", "mpich (s)", "slowdown"]);
     for (mode, goal) in [("blocking", 10.0), ("nonblocking", 3.0)] {
         let cfgs = versus_mpich(ctx, "sweep3d", false)?;
@@ -413,15 +486,39 @@ pub fn papers(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
 
     let _ = writeln!(doc.body, "### CoMet kernels (001_..., microseconds)\n");
     let kernels: &[(&str, &[&str], &[&str])] = &[
-        ("comet_echo", &["sizes=0,1024,65536,1048576", "reps=100"], &["sizes=0,65536", "reps=10"]),
-        ("comet_exchange", &["sizes=0,1024,65536,1048576", "reps=100"], &["sizes=0,65536", "reps=10"]),
-        ("comet_bcast", &["sizes=0,1024,65536,1048576", "reps=50"], &["sizes=0,65536", "reps=10"]),
-        ("comet_gsum", &["lengths=1,256,65536", "reps=50"], &["lengths=1,256", "reps=10"]),
+        (
+            "comet_echo",
+            &["sizes=0,1024,65536,1048576", "reps=100"],
+            &["sizes=0,65536", "reps=10"],
+        ),
+        (
+            "comet_exchange",
+            &["sizes=0,1024,65536,1048576", "reps=100"],
+            &["sizes=0,65536", "reps=10"],
+        ),
+        (
+            "comet_bcast",
+            &["sizes=0,1024,65536,1048576", "reps=50"],
+            &["sizes=0,65536", "reps=10"],
+        ),
+        (
+            "comet_gsum",
+            &["lengths=1,256,65536", "reps=50"],
+            &["lengths=1,256", "reps=10"],
+        ),
         ("comet_barrier", &["reps=1000"], &["reps=100"]),
-        ("comet_overlap", &["sizes=0,2536,85000", "vec=200000", "reps=20"], &["sizes=2536", "vec=20000", "reps=5"]),
+        (
+            "comet_overlap",
+            &["sizes=0,2536,85000", "vec=200000", "reps=20"],
+            &["sizes=2536", "vec=20000", "reps=5"],
+        ),
         ("comet_guard", &["n=256", "reps=100"], &["n=64", "reps=10"]),
         ("comet_shift", &["n=256", "reps=100"], &["n=64", "reps=10"]),
-        ("comet_transpose", &["n=256", "reps=50"], &["n=64", "reps=5"]),
+        (
+            "comet_transpose",
+            &["n=256", "reps=50"],
+            &["n=64", "reps=5"],
+        ),
         ("comet_rowcol", &["n=256", "reps=100"], &["n=64", "reps=10"]),
     ];
     let mut t = Table::new(&["result", "strobe", "mpich", "strobe / mpich"]);
@@ -442,23 +539,58 @@ pub fn papers(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
 
 /// Opens a recording read-only and counts rows (None when the table is absent).
 fn count(db: &std::path::Path, table: &str) -> Option<u64> {
-    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
-    c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get::<_, i64>(0))
-        .ok()
-        .map(|n| n as u64)
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .ok()?;
+    c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .ok()
+    .map(|n| n as u64)
 }
 
 /// `strobe run` versus `strobe record` (replay log only, and everything) versus `strobe
 /// replay`, as wall-time ratios, plus bytes of recording per descriptor.
 pub fn recording(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
-    let _ = writeln!(doc.body, "## Recording and replay (2 ranks, wall time of the whole job)\n");
+    let _ = writeln!(
+        doc.body,
+        "## Recording and replay (2 ranks, wall time of the whole job)\n"
+    );
     let iters = if ctx.quick { "iters=30" } else { "iters=150" };
     let msg_reps = if ctx.quick { "reps=100" } else { "reps=1000" };
     let workloads: Vec<(&str, &str, Vec<String>, bool)> = vec![
-        ("synth_barrier 10 ms", "synth_barrier", args(&["gran=10", iters]), true),
-        ("synth_neighbors 10 ms", "synth_neighbors", args(&["gran=10", iters, "bytes=4096"]), true),
-        ("sweep3d blocking", "sweep3d", args(&["mode=blocking", "nx=64", "ny=64", "nz=16", "mk=4", "work=3.5", "iters=1", "check=0"]), true),
-        ("comet_exchange (message-heavy)", "comet_exchange", args(&["sizes=0,16,256,4096", msg_reps]), false),
+        (
+            "synth_barrier 10 ms",
+            "synth_barrier",
+            args(&["gran=10", iters]),
+            true,
+        ),
+        (
+            "synth_neighbors 10 ms",
+            "synth_neighbors",
+            args(&["gran=10", iters, "bytes=4096"]),
+            true,
+        ),
+        (
+            "sweep3d blocking",
+            "sweep3d",
+            args(&[
+                "mode=blocking",
+                "nx=64",
+                "ny=64",
+                "nz=16",
+                "mk=4",
+                "work=3.5",
+                "iters=1",
+                "check=0",
+            ]),
+            true,
+        ),
+        (
+            "comet_exchange (message-heavy)",
+            "comet_exchange",
+            args(&["sizes=0,16,256,4096", msg_reps]),
+            false,
+        ),
     ];
     let mut t = Table::new(&[
         "workload",
@@ -509,9 +641,8 @@ pub fn recording(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
             (Some(b), Some(d)) if d > 0 => format!("{:.1}", b.median / d as f64),
             _ => "—".into(),
         };
-        let pct = |a: Option<Summary>, b: Option<Summary>| {
-            ratio_value(a, b).map(|r| (r - 1.0) * 100.0)
-        };
+        let pct =
+            |a: Option<Summary>, b: Option<Summary>| ratio_value(a, b).map(|r| (r - 1.0) * 100.0);
         t.row(vec![
             what.into(),
             cell(run),
@@ -562,13 +693,22 @@ pub fn recording(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
 
 /// Cost of an empty slice and of a barrier versus the number of ranks on one host.
 pub fn scaling(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
-    let ranks: Vec<u32> = if ctx.quick { vec![2, 4, 8, 16] } else { vec![2, 4, 8, 16, 32, 64] };
-    let list = ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let ranks: Vec<u32> = if ctx.quick {
+        vec![2, 4, 8, 16]
+    } else {
+        vec![2, 4, 8, 16, 32, 64]
+    };
+    let list = ranks
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let _ = writeln!(doc.body, "## Scaling on one host\n");
     let out = std::process::Command::new(&ctx.runner.strobe)
         .args(["bench", "empty-slice", "--ranks", &list])
         .output()?;
-    doc.commands.push(format!("strobe bench empty-slice --ranks {list}"));
+    doc.commands
+        .push(format!("strobe bench empty-slice --ranks {list}"));
     if out.status.success() {
         let md = String::from_utf8_lossy(&out.stdout);
         let _ = writeln!(doc.body, "{}", md.replace("\n# ", "\n### "));
@@ -593,8 +733,12 @@ pub fn scaling(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         let s = ctx.runner.alternate(&cfgs, n, &args(&[reps]), ctx.rounds);
         note_run(doc, &format!("barrier n={n}"), &s);
         let ns = n.to_string();
-        let st = summ(&s, ADAPTIVE, |r| value(r, "barrier", &[("ranks", &ns)], "usec_avg"));
-        let mp = summ(&s, MPICH, |r| value(r, "barrier", &[("ranks", &ns)], "usec_avg"));
+        let st = summ(&s, ADAPTIVE, |r| {
+            value(r, "barrier", &[("ranks", &ns)], "usec_avg")
+        });
+        let mp = summ(&s, MPICH, |r| {
+            value(r, "barrier", &[("ranks", &ns)], "usec_avg")
+        });
         t.row(vec![ns.clone(), cell(st), cell(mp), ratio(st, mp)]);
     }
     let _ = writeln!(doc.body, "{}", t.render());

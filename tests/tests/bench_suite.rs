@@ -11,12 +11,17 @@ fn the_quick_suite_runs_every_section_and_writes_its_report() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("bench.md");
     let run = Command::new(strobe())
-        .args(["bench", "--quick", "--rounds", "1", "--ranks", "2,4", "--out"])
+        .args([
+            "bench", "--quick", "--rounds", "1", "--ranks", "2,4", "--out",
+        ])
         .arg(&out)
         .output()
         .expect("run strobe bench");
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "strobe bench --quick failed:\n{stderr}");
+    assert!(
+        run.status.success(),
+        "strobe bench --quick failed:\n{stderr}"
+    );
     let md = std::fs::read_to_string(&out).expect("the report was written");
     for heading in [
         "## Targets",
@@ -35,9 +40,22 @@ fn the_quick_suite_runs_every_section_and_writes_its_report() {
     // Every configuration ran: a failure would be listed under Notes.
     assert!(!md.contains(" failed: "), "a configuration failed:\n{md}");
     // Figures were measured, not left empty, for the targets that need both sides.
-    let targets = md.split("## Targets").nth(1).expect("targets").split("\n## ").next().unwrap();
-    assert!(targets.matches("| met |").count() + targets.matches("| **missed** |").count() >= 10, "{targets}");
-    for png in ["bench-quick-latency.png", "bench-quick-bw_uni.png", "bench-quick-slowdown.png"] {
+    let targets = md
+        .split("## Targets")
+        .nth(1)
+        .expect("targets")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    assert!(
+        targets.matches("| met |").count() + targets.matches("| **missed** |").count() >= 10,
+        "{targets}"
+    );
+    for png in [
+        "bench-quick-latency.png",
+        "bench-quick-bw_uni.png",
+        "bench-quick-slowdown.png",
+    ] {
         let p = dir.path().join(png);
         let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert_eq!(&bytes[1..4], b"PNG", "{png} is not a PNG");
