@@ -262,6 +262,14 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
 /// Find the program like a shell would, so errors name the real problem.
 fn resolve_program(p: &OsString) -> Result<PathBuf> {
     let path = PathBuf::from(p);
+    // The program's arguments swallow everything after the first word clap does not know,
+    // so a mistyped option lands here: name it as such rather than as a missing program.
+    if p.to_string_lossy().starts_with('-') {
+        bail!(
+            "unknown option {} (options go before the program; see `strobe run --help`)",
+            path.display()
+        );
+    }
     if path.components().count() > 1 {
         if !path.exists() {
             bail!("program {} does not exist", path.display());

@@ -37,10 +37,8 @@ fn deadlock_is_reported_within_a_second_with_the_cycle() {
         assert!(r.stdout.is_empty());
         assert_no_leftovers("deadlock");
     }
-}
-
-#[test]
-fn deadlock_under_fixed_slices_too() {
+    // Under fixed slices too. In the same test, not a parallel one: the leftover check
+    // looks for any process running the fixture.
     let r = run_fixture(
         &["-n", "2", "--strobe", "fixed", "--slice", "1ms"],
         "deadlock",
@@ -48,6 +46,7 @@ fn deadlock_under_fixed_slices_too() {
     );
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(1), "took {:?}", r.elapsed);
+    assert_no_leftovers("deadlock");
 }
 
 #[test]
