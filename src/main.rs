@@ -42,6 +42,12 @@ enum Cmd {
         /// The recording (an SQLite file written by `strobe record`).
         file: PathBuf,
     },
+    /// Browse a recording in the terminal: GETTS, NCOLL, NP2P, blocked ranks, slices,
+    /// statistics (keys: `?`; docs/tui.md).
+    Tui {
+        /// The recording (an SQLite file written by `strobe record`; it may still be growing).
+        file: PathBuf,
+    },
     /// Measure the runtime itself (figures are printed as Markdown for docs/).
     Bench {
         #[command(subcommand)]
@@ -140,6 +146,7 @@ fn main() {
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
         Cmd::Stats { file } => Ok(record::stats(&file)),
+        Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { what, out } => bench_cmd(what, out),
     };
@@ -149,6 +156,18 @@ fn main() {
             eprintln!("strobe: {e:#}");
             std::process::exit(EXIT_CANNOT_START);
         }
+    }
+}
+
+fn tui(file: &std::path::Path) -> Result<i32> {
+    match strobe_tui::run(file) {
+        Ok(()) => Ok(0),
+        // A file that is not a recording is the user's input, not strobe's failure.
+        Err(strobe_tui::TuiError::Data(e)) => {
+            eprintln!("strobe: {}: {e}", file.display());
+            Ok(1)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
