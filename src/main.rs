@@ -86,6 +86,18 @@ enum BenchCmd {
         #[arg(long, default_value_t = 2000)]
         iterations: u32,
     },
+    /// The terminal UI on a synthetic recording: first frame and key presses.
+    Tui {
+        #[arg(long, default_value_t = 1_000_000)]
+        slices: u64,
+        #[arg(long, default_value_t = 64)]
+        ranks: u32,
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// Keep (and reuse, if it exists) the synthetic recording at this path.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -331,6 +343,12 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             idle_ms,
         } => bench::empty_slice(&ranks, &nodes, idle_ms)?,
         BenchCmd::Validation { ranks, iterations } => bench::validation(ranks, iterations)?,
+        BenchCmd::Tui {
+            slices,
+            ranks,
+            nodes,
+            db,
+        } => bench::tui(slices, ranks, nodes, db)?,
     };
     print!("{text}");
     if let Some(p) = out {

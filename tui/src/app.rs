@@ -98,7 +98,7 @@ enum Query {
 /// The data the current view shows, and what it was queried for.
 #[derive(Default)]
 pub struct ViewData {
-    key: Option<(Tab, Viewport, usize, u64)>,
+    key: Option<(Tab, (u64, u64, u64), usize, u64)>,
     pub columns: Vec<Column>,
     pub grid: BlockedGrid,
     pub detail: SliceDetail,
@@ -177,7 +177,10 @@ impl App {
         self.last_slice().div_ceil(cols).next_power_of_two()
     }
 
-    /// Keep the viewport inside the recording and the cursor inside the viewport.
+    /// Keep the viewport inside the recording and the cursor inside the viewport. Columns
+    /// are aligned to multiples of `per_col` (column k of the whole recording always holds
+    /// the same slices at a zoom level), so panning never reshuffles what a column shows
+    /// and the recorder's block summaries can answer coarse zooms.
     fn clamp_view(&mut self) {
         let last = self.last_slice();
         let cols = self.cols.max(1) as u64;
@@ -185,15 +188,17 @@ impl App {
         let v = &mut self.view;
         v.per_col = v.per_col.clamp(1, max_per_col);
         v.cursor = v.cursor.clamp(1, last);
-        let span = v.per_col * cols;
-        if v.cursor < v.first {
-            v.first = v.cursor;
-        } else if v.cursor >= v.first + span {
-            v.first = v.cursor + v.per_col - span;
+        let cursor_block = (v.cursor - 1) / v.per_col;
+        let last_block = (last - 1) / v.per_col;
+        let mut first_block = (v.first.max(1) - 1) / v.per_col;
+        if cursor_block < first_block {
+            first_block = cursor_block;
+        } else if cursor_block >= first_block + cols {
+            first_block = cursor_block + 1 - cols;
         }
         // Do not leave empty columns at the end when the recording could fill them.
-        let max_first = (last + 1).saturating_sub(span).max(1);
-        v.first = v.first.clamp(1, max_first);
+        first_block = first_block.min((last_block + 1).saturating_sub(cols));
+        v.first = 1 + first_block * v.per_col;
     }
 
     /// Lay out for `area`, then query what the current view needs if it changed.
@@ -201,7 +206,18 @@ impl App {
         self.size = area;
         self.cols = ui::plot_width(self, area) as usize;
         self.clamp_view();
-        let key = (self.tab, self.view, self.cols, self.rec.slices);
+        // What the data depends on: the axis for the charts, the cursor for the slice.
+        let extra = match self.tab {
+            Tab::Slice => self.view.cursor,
+            Tab::Statistics => self.stats_rank.map_or(0, |r| r as u64 + 1),
+            _ => 0,
+        };
+        let key = (
+            self.tab,
+            (self.view.first, self.view.per_col, extra),
+            self.cols,
+            self.rec.slices,
+        );
         if self.data.key == Some(key) {
             return;
         }
@@ -409,8 +425,9 @@ impl App {
                     (self.view.per_col * 2).min(self.max_per_col())
                 };
                 self.view.per_col = per;
-                // Keep the cursor on the same screen column.
-                self.view.first = self.view.cursor.saturating_sub(c * per).max(1);
+                // Keep the cursor on the same screen column (as far as alignment allows).
+                let block = (self.view.cursor - 1) / per;
+                self.view.first = 1 + block.saturating_sub(c) * per;
                 self.clamp_view();
             }
             Action::Search => self.search_input = Some(String::new()),

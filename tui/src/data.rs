@@ -18,7 +18,7 @@ use strobe_recorder::RecordError;
 pub const FULL_CHECK_MAX_BYTES: u64 = 64 << 20;
 
 /// A grid column wider than this many slices is sampled at this many slices.
-pub const GRID_SAMPLES: u64 = 32;
+pub const GRID_SAMPLES: u64 = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
@@ -180,6 +180,8 @@ pub struct Recording {
     /// The highest slice number recorded so far.
     pub slices: u64,
     pub has_mmds: bool,
+    /// The recorder's chart summaries (`summary_getts`, `summary_node`) are there.
+    pub has_summaries: bool,
 }
 
 impl Recording {
@@ -202,6 +204,7 @@ impl Recording {
             job: JobInfo::default(),
             slices: 0,
             has_mmds: false,
+            has_summaries: false,
         };
         rec.refresh()?;
         Ok(rec)
@@ -225,6 +228,13 @@ impl Recording {
             [],
             |r| r.get(0),
         )?;
+        let summaries: i64 = self.conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'
+             AND name IN ('summary_getts', 'summary_node')",
+            [],
+            |r| r.get(0),
+        )?;
+        self.has_summaries = summaries == 2;
         let changed = slices != self.slices
             || job.outcome != self.job.outcome
             || job.failed_ranks != self.job.failed_ranks
@@ -241,36 +251,65 @@ impl Recording {
     }
 
     /// One [`Column`] per screen column: column `c` covers slices
-    /// `first + c*per_col .. first + (c+1)*per_col`.
+    /// `first + c*per_col .. first + (c+1)*per_col`. NCOLL and NP2P are the per-node
+    /// counters (the papers' local metrics): min and max over the column's slices and the
+    /// nodes. When columns are whole blocks of the recorder's summaries (`per_col` a
+    /// multiple of 64 or 4096 and `first - 1` too) the summaries are read instead of the
+    /// slices: a few hundred rows for any zoom.
     pub fn columns(&self, first: u64, per_col: u64, cols: usize) -> Result<Vec<Column>, DataError> {
         let mut out = vec![Column::default(); cols];
         let end = first + per_col * cols as u64;
-        // The first slice's GETTS measures nothing (there was no previous slice).
-        let mut st = self.conn.prepare_cached(
-            "SELECT (slice - ?1) / ?2 AS col, min(getts_ns), max(getts_ns) FROM slice
-             WHERE slice >= ?1 AND slice < ?3 AND getts_ns IS NOT NULL AND reason != 'first'
-             GROUP BY col",
-        )?;
-        let mut rows = st.query(params![first as i64, per_col as i64, end as i64])?;
+        let span = [4096u64, 64]
+            .into_iter()
+            .find(|&b| self.has_summaries && per_col % b == 0 && (first - 1) % b == 0)
+            .unwrap_or(1);
+        let (getts_sql, node_sql) = if span == 1 {
+            // The first slice's GETTS measures nothing (there was no previous slice).
+            (
+                "SELECT (slice - ?1) / ?2 AS col, min(getts_ns), max(getts_ns) FROM slice
+                 WHERE slice >= ?1 AND slice < ?3 AND getts_ns IS NOT NULL AND reason != 'first'
+                 GROUP BY col",
+                "SELECT (slice - ?1) / ?2 AS col, min(ncolldem), max(ncolldem), min(ncollmsm),
+                        max(ncollmsm), min(np2pdem), max(np2pdem), min(np2pmsm), max(np2pmsm)
+                 FROM node_slice WHERE slice >= ?1 AND slice < ?3 GROUP BY col",
+            )
+        } else {
+            (
+                "SELECT (block * ?4 + 1 - ?1) / ?2 AS col, min(lo), max(hi) FROM summary_getts
+                 WHERE span = ?4 AND block >= (?1 - 1) / ?4 AND block < (?3 - 1) / ?4
+                 GROUP BY col",
+                "SELECT (block * ?4 + 1 - ?1) / ?2 AS col, min(ncolldem_lo), max(ncolldem_hi),
+                        min(ncollmsm_lo), max(ncollmsm_hi), min(np2pdem_lo), max(np2pdem_hi),
+                        min(np2pmsm_lo), max(np2pmsm_hi)
+                 FROM summary_node
+                 WHERE span = ?4 AND block >= (?1 - 1) / ?4 AND block < (?3 - 1) / ?4
+                 GROUP BY col",
+            )
+        };
+        let p = params![first as i64, per_col as i64, end as i64, span as i64];
+        let mut st = self.conn.prepare_cached(getts_sql)?;
+        // Parameters a statement does not use must not be bound.
+        let mut rows = if span == 1 {
+            st.query(params![first as i64, per_col as i64, end as i64])?
+        } else {
+            st.query(p)?
+        };
         while let Some(r) = rows.next()? {
             let c: i64 = r.get(0)?;
-            if let Some(col) = out.get_mut(c as usize) {
+            if let Some(col) = usize::try_from(c).ok().and_then(|c| out.get_mut(c)) {
                 col.getts_ns = Some((r.get(1)?, r.get(2)?));
             }
         }
-        // node_slice is keyed (slice, node): the inner GROUP BY slice needs no sort.
-        let mut st = self.conn.prepare_cached(
-            "SELECT (slice - ?1) / ?2 AS col, min(dem), max(dem), min(msm), max(msm),
-                    min(pdem), max(pdem), min(pmsm), max(pmsm)
-             FROM (SELECT slice, sum(ncolldem) AS dem, sum(ncollmsm) AS msm,
-                          sum(np2pdem) AS pdem, sum(np2pmsm) AS pmsm
-                   FROM node_slice WHERE slice >= ?1 AND slice < ?3 GROUP BY slice)
-             GROUP BY col",
-        )?;
-        let mut rows = st.query(params![first as i64, per_col as i64, end as i64])?;
+        drop(rows);
+        let mut st = self.conn.prepare_cached(node_sql)?;
+        let mut rows = if span == 1 {
+            st.query(params![first as i64, per_col as i64, end as i64])?
+        } else {
+            st.query(p)?
+        };
         while let Some(r) = rows.next()? {
             let c: i64 = r.get(0)?;
-            if let Some(col) = out.get_mut(c as usize) {
+            if let Some(col) = usize::try_from(c).ok().and_then(|c| out.get_mut(c)) {
                 col.ncolldem = Some((r.get(1)?, r.get(2)?));
                 col.ncollmsm = Some((r.get(3)?, r.get(4)?));
                 col.np2pdem = Some((r.get(5)?, r.get(6)?));

@@ -202,6 +202,7 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App) {
         c,
         Line::from(vec![
             Span::styled("NCOLL", t.title()),
+            Span::raw(" per node"),
             Span::styled(" ▌processed (DEM)", t.series(1)),
             Span::styled(" ▐scheduled (MSM)", t.series(2)),
         ]),
@@ -224,6 +225,7 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App) {
         p,
         Line::from(vec![
             Span::styled("NP2P", t.title()),
+            Span::raw(" per node"),
             Span::styled(" ▌descriptors (DEM)", t.series(3)),
             Span::styled(" ▐scheduled ops (MSM)", t.series(0)),
         ]),
