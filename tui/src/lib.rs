@@ -21,6 +21,9 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
+/// The ratatui this crate renders with (tests drive its TestBackend).
+pub use ratatui;
+
 pub use app::App;
 pub use data::{DataError, Recording};
 pub use theme::Theme;

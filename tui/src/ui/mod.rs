@@ -89,9 +89,20 @@ pub fn tab_at(app: &App, x: u16, y: u16) -> Option<Tab> {
         .map(|(t, _, _)| t)
 }
 
+/// Below this size the views cannot be laid out; a message says so instead.
+pub const MIN_SIZE: (u16, u16) = (40, 8);
+
 /// Draw the whole screen. [`App::prepare`] must have run for this size.
 pub fn render(frame: &mut Frame, app: &App) {
     let area = frame.area();
+    if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+        let text = format!(
+            "terminal too small ({}x{}): strobe tui needs {}x{}; q quits",
+            area.width, area.height, MIN_SIZE.0, MIN_SIZE.1
+        );
+        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+        return;
+    }
     let (tabs, body, status) = frame_areas(area);
     let buf = frame.buffer_mut();
     render_tabs(buf, tabs, app);

@@ -174,6 +174,9 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App) {
     .areas(area);
     let cursor = Some(app.view.cursor_col());
     let titled = |buf: &mut Buffer, a: Rect, title: Line| -> Rect {
+        if a.height == 0 {
+            return a;
+        }
         buf.set_line(a.x, a.y, &title, a.width);
         Rect {
             y: a.y + 1,
