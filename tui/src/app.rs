@@ -95,10 +95,14 @@ enum Query {
     Call(String),
 }
 
+/// What a view's data depends on: the tab, (first slice, slices per column, the cursor
+/// or the statistics' rank where they matter), the axis width and the slice count.
+type DataKey = (Tab, (u64, u64, u64), usize, u64);
+
 /// The data the current view shows, and what it was queried for.
 #[derive(Default)]
 pub struct ViewData {
-    key: Option<(Tab, (u64, u64, u64), usize, u64)>,
+    key: Option<DataKey>,
     pub columns: Vec<Column>,
     pub grid: BlockedGrid,
     pub detail: SliceDetail,

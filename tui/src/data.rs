@@ -261,7 +261,9 @@ impl Recording {
         let end = first + per_col * cols as u64;
         let span = [4096u64, 64]
             .into_iter()
-            .find(|&b| self.has_summaries && per_col % b == 0 && (first - 1) % b == 0)
+            .find(|&b| {
+                self.has_summaries && per_col.is_multiple_of(b) && (first - 1).is_multiple_of(b)
+            })
             .unwrap_or(1);
         let (getts_sql, node_sql) = if span == 1 {
             // The first slice's GETTS measures nothing (there was no previous slice).
