@@ -138,6 +138,8 @@ pub struct App {
     pub mode: String,
     pub quit: bool,
     pub data: ViewData,
+    /// The slice count the viewport was last fitted to (to follow a growing recording).
+    seen_slices: u64,
 }
 
 impl App {
@@ -168,6 +170,7 @@ impl App {
             mode: "browse".into(),
             quit: false,
             data: ViewData::default(),
+            seen_slices: 0,
         }
     }
 
@@ -210,6 +213,7 @@ impl App {
         self.size = area;
         self.cols = ui::plot_width(self, area) as usize;
         self.clamp_view();
+        self.seen_slices = self.rec.slices;
         // What the data depends on: the axis for the charts, the cursor for the slice.
         let extra = match self.tab {
             Tab::Slice => self.view.cursor,
@@ -269,7 +273,19 @@ impl App {
 
     fn feed(&mut self, f: FeedEvent) {
         match f {
-            FeedEvent::Grew { .. } => self.invalidate(),
+            FeedEvent::Grew { slices } => {
+                // Like `tail -f`: a view showing everything keeps showing everything, a
+                // cursor on the last slice stays on the last slice.
+                let old = self.seen_slices.max(1);
+                let cols = self.cols.max(1) as u64;
+                if self.view.per_col >= old.div_ceil(cols).next_power_of_two() {
+                    self.view.per_col = u64::MAX / 4;
+                }
+                if self.view.cursor >= old {
+                    self.view.cursor = slices;
+                }
+                self.invalidate();
+            }
             FeedEvent::Finished { outcome } => {
                 self.invalidate();
                 self.message = Some((format!("the job ended: {outcome}"), false));

@@ -4,9 +4,13 @@
 use std::time::Duration;
 
 use rusqlite::{params, Connection};
+use strobe_tui::app::{App, Event};
 use strobe_tui::data::{Notable, Recording};
 use strobe_tui::feed::{Feed, FeedEvent, FollowFile};
+use strobe_tui::keys::Action;
+use strobe_tui::ratatui::layout::Rect;
 use strobe_tui::synthetic;
+use strobe_tui::Theme;
 
 fn synthetic(slices: u64, ranks: u32, nodes: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -74,11 +78,19 @@ fn a_growing_recording_is_followed() {
     writer
         .execute_batch("PRAGMA journal_mode = WAL; UPDATE job SET outcome = NULL")
         .unwrap();
-    let mut rec = Recording::open(&path).unwrap();
+    let rec = Recording::open(&path).unwrap();
     assert!(!rec.finished());
     let mut feed = FollowFile::new(&rec, Duration::ZERO);
+    // The UI on it, zoomed all the way out with the cursor on the last slice.
+    let mut app = App::new(rec, Theme { color: false });
+    let area = Rect::new(0, 0, 100, 30);
+    app.prepare(area);
+    app.act(Action::Last);
+    app.prepare(area);
+    assert_eq!((app.view.first, app.view.cursor), (1, 200));
+    let rec = &mut app.rec;
     assert_eq!(feed.mode(), "follow");
-    assert_eq!(feed.poll(&mut rec).unwrap(), vec![]);
+    assert_eq!(feed.poll(rec).unwrap(), vec![]);
     writer
         .execute(
             "INSERT INTO slice SELECT slice + 200, reason, start_ns, getts_ns, gtdem_ns, gtmsm_ns,
@@ -87,15 +99,22 @@ fn a_growing_recording_is_followed() {
             [],
         )
         .unwrap();
-    assert_eq!(
-        feed.poll(&mut rec).unwrap(),
-        vec![FeedEvent::Grew { slices: 400 }]
-    );
+    let events = feed.poll(rec).unwrap();
+    assert_eq!(events, vec![FeedEvent::Grew { slices: 400 }]);
+    // Like tail -f: the view still shows everything and the cursor is still on the end.
+    for e in events {
+        app.handle(Event::Feed(e));
+    }
+    app.prepare(area);
+    let end = app.view.slice_at(app.cols) - 1;
+    assert_eq!((app.view.first, app.view.cursor), (1, 400));
+    assert!(end >= 400, "the view ends at {end}");
+    let rec = &mut app.rec;
     writer
         .execute("UPDATE job SET outcome = ?1", params!["success"])
         .unwrap();
     assert_eq!(
-        feed.poll(&mut rec).unwrap(),
+        feed.poll(rec).unwrap(),
         vec![FeedEvent::Finished {
             outcome: "success".into()
         }]
