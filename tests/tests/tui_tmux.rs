@@ -171,6 +171,43 @@ fn a_person_browses_a_deadlock_in_tmux() {
 }
 
 #[test]
+fn a_panic_leaves_a_usable_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture(dir.path(), "hello", 2);
+    // The test seam exists in debug builds, which is what the tests run.
+    let cmd = format!(
+        "STROBE_TUI_TEST_PANIC=1 {} tui {}; echo strobe-exited-$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; sleep 60",
+        strobe().display(),
+        db.display()
+    );
+    let t = Tmux::start(&cmd, 120, 40);
+    let s = t.wait_for(&["strobe-exited-"], "panic");
+    assert!(
+        s.contains("panicking after the first frame"),
+        "the panic message is shown:\n{s}"
+    );
+    // On its own line: nothing moved the cursor back over the message.
+    assert!(
+        s.lines().any(|l| l.trim() == "strobe-exited-101"),
+        "the shell's echo follows the panic message:\n{s}"
+    );
+    assert!(
+        !s.contains("1 Overview"),
+        "the alternate screen is gone:\n{s}"
+    );
+    // Raw mode is off again: canonical input and echo are back.
+    let modes = t.wait_for(&["icanon"], "stty");
+    assert!(
+        modes.contains(" icanon") || modes.lines().any(|l| l.starts_with("icanon")),
+        "{modes}"
+    );
+    assert!(
+        !modes.contains("-icanon") && !modes.contains("-echo"),
+        "{modes}"
+    );
+}
+
+#[test]
 fn a_file_that_is_not_a_recording_never_touches_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.db");

@@ -2,6 +2,7 @@
 //! undone on the way out, whether the program returns, fails or panics.
 
 use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ratatui::backend::{Backend, CrosstermBackend};
@@ -18,7 +19,15 @@ use crate::feed::Feed;
 /// How long the loop waits for input before it polls the feed.
 const TICK: Duration = Duration::from_millis(250);
 
+/// Whether the terminal is in our mode. Restoring twice (the panic hook, then the guard
+/// while unwinding) would leave the alternate screen twice, which on some terminals
+/// moves the cursor back over the panic message.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
 fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
     // Each step on its own: one failing must not skip the others.
     let _ = disable_raw_mode();
     let _ = execute!(io::stdout(), DisableMouseCapture, LeaveAlternateScreen);
@@ -50,16 +59,24 @@ pub fn run(app: &mut App, feed: &mut dyn Feed) -> io::Result<()> {
         hook(info);
     }));
     enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
     let _guard = Guard;
     execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(io::stdout()))?;
     app.mode = feed.mode();
     let mut dirty = true;
+    // Test seam (debug builds only): the end-to-end test checks that a panic leaves a
+    // usable terminal behind.
+    let panic_for_test =
+        cfg!(debug_assertions) && std::env::var_os("STROBE_TUI_TEST_PANIC").is_some();
     while !app.quit {
         if dirty {
             draw(&mut terminal, app)?;
             dirty = false;
+            if panic_for_test {
+                panic!("STROBE_TUI_TEST_PANIC is set: panicking after the first frame");
+            }
         }
         if event::poll(TICK)? {
             let ev = match event::read()? {
