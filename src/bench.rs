@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use strobe_runtime::descriptor::DescKind;
 use strobe_runtime::engine::{EngineConfig, SliceRecord, SliceSink, StartReason, StrobePolicy};
 use strobe_runtime::launcher::{self, LaunchConfig};
@@ -258,4 +258,30 @@ pub fn validation(ranks: u32, iterations: u32) -> Result<String> {
         fmt_hist(&gaps(&sched))
     )?;
     Ok(out)
+}
+
+/// `strobe bench tui`: generate (or reuse) a synthetic recording, then time the TUI on it
+/// at the three terminal sizes the rendering tests use.
+pub fn tui(slices: u64, ranks: u32, nodes: u32, db: Option<PathBuf>) -> Result<String> {
+    if ranks < 4 || nodes == 0 || nodes > ranks || slices < 100 {
+        bail!("strobe bench tui needs --ranks >= 4, 1 <= --nodes <= ranks, --slices >= 100");
+    }
+    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+    let path = db.unwrap_or_else(|| tmp.path().join("synthetic.db"));
+    let mut text = String::from("## TUI on a synthetic recording\n\n");
+    if !path.exists() {
+        let t = Instant::now();
+        strobe_tui::synthetic::generate(&path, slices, ranks, nodes)
+            .with_context(|| format!("generating {}", path.display()))?;
+        eprintln!(
+            "generated {} in {:.1} s",
+            path.display(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        text.push_str(&strobe_tui::bench::measure(&path, w, h)?);
+        text.push('\n');
+    }
+    Ok(text)
 }

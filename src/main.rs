@@ -44,6 +44,12 @@ enum Cmd {
         /// The recording (an SQLite file written by `strobe record`).
         file: PathBuf,
     },
+    /// Browse a recording in the terminal: GETTS, NCOLL, NP2P, blocked ranks, slices,
+    /// statistics (keys: `?`; docs/tui.md).
+    Tui {
+        /// The recording (an SQLite file written by `strobe record`; it may still be growing).
+        file: PathBuf,
+    },
     /// The benchmark suite: strobe against MPICH and against itself, side by side (with a
     /// subcommand: one measurement of the runtime itself). Figures are Markdown for docs/.
     Bench {
@@ -108,6 +114,18 @@ enum BenchCmd {
         ranks: u32,
         #[arg(long, default_value_t = 2000)]
         iterations: u32,
+    },
+    /// The terminal UI on a synthetic recording: first frame and key presses.
+    Tui {
+        #[arg(long, default_value_t = 1_000_000)]
+        slices: u64,
+        #[arg(long, default_value_t = 64)]
+        ranks: u32,
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// Keep (and reuse, if it exists) the synthetic recording at this path.
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
 }
 
@@ -182,6 +200,7 @@ fn main() {
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
         Cmd::Stats { file } => Ok(record::stats(&file)),
+        Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench {
             what: Some(what),
@@ -215,6 +234,18 @@ fn finish(code: Result<i32>) -> ! {
             eprintln!("strobe: {e:#}");
             std::process::exit(EXIT_CANNOT_START);
         }
+    }
+}
+
+fn tui(file: &std::path::Path) -> Result<i32> {
+    match strobe_tui::run(file) {
+        Ok(()) => Ok(0),
+        // A file that is not a recording is the user's input, not strobe's failure.
+        Err(strobe_tui::TuiError::Data(e)) => {
+            eprintln!("strobe: {}: {e}", file.display());
+            Ok(1)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -393,6 +424,12 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             idle_ms,
         } => bench::empty_slice(&ranks, &nodes, idle_ms)?,
         BenchCmd::Validation { ranks, iterations } => bench::validation(ranks, iterations)?,
+        BenchCmd::Tui {
+            slices,
+            ranks,
+            nodes,
+            db,
+        } => bench::tui(slices, ranks, nodes, db)?,
     };
     print!("{text}");
     if let Some(p) = out {

@@ -139,8 +139,87 @@ CREATE TABLE blocked (
 ) WITHOUT ROWID;
 "#;
 
+/// Chart summaries for the terminal UI (`docs/recording.md`, "Summaries"): per block of 64
+/// and of 4096 slices, the minimum and maximum of GETTS and of each node's NCOLL/NP2P
+/// counters, kept by triggers as rows arrive, so a chart of a million slices reads a few
+/// hundred rows instead of every slice. Self-contained: it backfills a file that already
+/// holds slices, and the writer needs no change (a trigger costs a few microseconds per
+/// row on the writer thread, never on the slice path).
+const V_SUMMARIES: &str = r#"
+CREATE TABLE summary_getts (
+    span   INTEGER NOT NULL,
+    block  INTEGER NOT NULL,
+    lo     INTEGER NOT NULL,
+    hi     INTEGER NOT NULL,
+    PRIMARY KEY (span, block)
+) WITHOUT ROWID;
+
+CREATE TABLE summary_node (
+    span          INTEGER NOT NULL,
+    block         INTEGER NOT NULL,
+    ncolldem_lo   INTEGER NOT NULL,
+    ncolldem_hi   INTEGER NOT NULL,
+    ncollmsm_lo   INTEGER NOT NULL,
+    ncollmsm_hi   INTEGER NOT NULL,
+    np2pdem_lo    INTEGER NOT NULL,
+    np2pdem_hi    INTEGER NOT NULL,
+    np2pmsm_lo    INTEGER NOT NULL,
+    np2pmsm_hi    INTEGER NOT NULL,
+    PRIMARY KEY (span, block)
+) WITHOUT ROWID;
+
+INSERT INTO summary_getts
+SELECT span, (slice - 1) / span, min(getts_ns), max(getts_ns)
+FROM slice, (SELECT 64 AS span UNION ALL SELECT 4096)
+WHERE getts_ns IS NOT NULL AND reason != 'first'
+GROUP BY span, (slice - 1) / span;
+
+INSERT INTO summary_node
+SELECT span, (slice - 1) / span, min(ncolldem), max(ncolldem), min(ncollmsm), max(ncollmsm),
+       min(np2pdem), max(np2pdem), min(np2pmsm), max(np2pmsm)
+FROM node_slice, (SELECT 64 AS span UNION ALL SELECT 4096)
+GROUP BY span, (slice - 1) / span;
+
+CREATE TRIGGER summary_getts_insert AFTER INSERT ON slice
+WHEN NEW.getts_ns IS NOT NULL AND NEW.reason != 'first'
+BEGIN
+    INSERT INTO summary_getts VALUES (64, (NEW.slice - 1) / 64, NEW.getts_ns, NEW.getts_ns)
+    ON CONFLICT (span, block) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi);
+    INSERT INTO summary_getts VALUES (4096, (NEW.slice - 1) / 4096, NEW.getts_ns, NEW.getts_ns)
+    ON CONFLICT (span, block) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi);
+END;
+
+CREATE TRIGGER summary_node_insert AFTER INSERT ON node_slice
+BEGIN
+    INSERT INTO summary_node VALUES (64, (NEW.slice - 1) / 64,
+        NEW.ncolldem, NEW.ncolldem, NEW.ncollmsm, NEW.ncollmsm,
+        NEW.np2pdem, NEW.np2pdem, NEW.np2pmsm, NEW.np2pmsm)
+    ON CONFLICT (span, block) DO UPDATE SET
+        ncolldem_lo = min(ncolldem_lo, excluded.ncolldem_lo),
+        ncolldem_hi = max(ncolldem_hi, excluded.ncolldem_hi),
+        ncollmsm_lo = min(ncollmsm_lo, excluded.ncollmsm_lo),
+        ncollmsm_hi = max(ncollmsm_hi, excluded.ncollmsm_hi),
+        np2pdem_lo = min(np2pdem_lo, excluded.np2pdem_lo),
+        np2pdem_hi = max(np2pdem_hi, excluded.np2pdem_hi),
+        np2pmsm_lo = min(np2pmsm_lo, excluded.np2pmsm_lo),
+        np2pmsm_hi = max(np2pmsm_hi, excluded.np2pmsm_hi);
+    INSERT INTO summary_node VALUES (4096, (NEW.slice - 1) / 4096,
+        NEW.ncolldem, NEW.ncolldem, NEW.ncollmsm, NEW.ncollmsm,
+        NEW.np2pdem, NEW.np2pdem, NEW.np2pmsm, NEW.np2pmsm)
+    ON CONFLICT (span, block) DO UPDATE SET
+        ncolldem_lo = min(ncolldem_lo, excluded.ncolldem_lo),
+        ncolldem_hi = max(ncolldem_hi, excluded.ncolldem_hi),
+        ncollmsm_lo = min(ncollmsm_lo, excluded.ncollmsm_lo),
+        ncollmsm_hi = max(ncollmsm_hi, excluded.ncollmsm_hi),
+        np2pdem_lo = min(np2pdem_lo, excluded.np2pdem_lo),
+        np2pdem_hi = max(np2pdem_hi, excluded.np2pdem_hi),
+        np2pmsm_lo = min(np2pmsm_lo, excluded.np2pmsm_lo),
+        np2pmsm_hi = max(np2pmsm_hi, excluded.np2pmsm_hi);
+END;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V_SUMMARIES];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -14,7 +14,7 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Check the SQLite header ourselves first: SQLite's own messages for a garbage or cut-off
 /// file ("file is not a database", "database disk image is malformed") do not say which.
-fn check_header(path: &Path) -> Result<(), RecordError> {
+pub fn check_header(path: &Path) -> Result<(), RecordError> {
     let io = |source| RecordError::Io {
         path: path.to_path_buf(),
         source,

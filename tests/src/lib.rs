@@ -122,3 +122,27 @@ pub fn dev_shm_strobe_entries() -> Vec<String> {
 }
 
 pub mod c_fixtures;
+/// Record `name` on `ranks` ranks into `dir/<name>.db` with `strobe record` and return the
+/// file. Panics if strobe could not write it (a failing job is fine: it is recorded too).
+pub fn record_fixture(dir: &std::path::Path, name: &str, ranks: u32) -> PathBuf {
+    let db = dir.join(format!("{name}.db"));
+    let out = Command::new(strobe())
+        .arg("record")
+        .arg("-o")
+        .arg(&db)
+        .arg("--force")
+        .arg("-n")
+        .arg(ranks.to_string())
+        .args(["--timeout", "120s", "--"])
+        .arg(fixture(name))
+        .env_remove("STROBE_SCHEDULE_LOG")
+        .env_remove("STROBE_METRICS")
+        .output()
+        .expect("spawn strobe record");
+    assert!(
+        db.exists(),
+        "strobe record {name} wrote no file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    db
+}

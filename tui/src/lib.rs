@@ -1,1 +1,55 @@
-//! strobe-tui: arrives with its own issue.
+//! strobe-tui: the terminal UI over a recording (`strobe tui run.db`).
+//!
+//! * [`data`]: every query, over one read-only connection, downsampled in SQL;
+//! * [`app`]: state, the [`app::Event`] enum, what each action does;
+//! * [`keys`]: the key map (and the help screen's table);
+//! * [`ui`]: one render function per pane;
+//! * [`feed`]: changes from outside (a growing file now; a live replay later);
+//! * [`terminal`]: the real terminal, restored on every exit path.
+
+pub mod app;
+pub mod bench;
+pub mod data;
+pub mod feed;
+pub mod keys;
+pub mod synthetic;
+pub mod terminal;
+pub mod theme;
+pub mod ui;
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+/// The ratatui this crate renders with (tests drive its TestBackend).
+pub use ratatui;
+
+pub use app::App;
+pub use data::{DataError, Recording};
+pub use theme::Theme;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error("the terminal UI needs a terminal: standard input and output must be a tty")]
+    NotATerminal,
+    #[error("terminal: {0}")]
+    Terminal(#[from] std::io::Error),
+}
+
+/// How often a recording still being written is re-read.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
+
+/// `strobe tui FILE`: open the recording (refusing what is not one before the terminal is
+/// touched), then run the UI until the user quits.
+pub fn run(path: &Path) -> Result<(), TuiError> {
+    let rec = Recording::open(path)?;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(TuiError::NotATerminal);
+    }
+    let mut feed = feed::FollowFile::new(&rec, FOLLOW_EVERY);
+    let mut app = App::new(rec, Theme::from_env());
+    terminal::run(&mut app, &mut feed)?;
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! `strobe tui` end to end: the real binary in a real (headless) terminal, tmux, on a
+//! recorded fixture; keys sent as a person would type them, the pane captured and read.
+//! `scripts/test.sh` installs tmux when the machine lacks it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use strobe_tests::{record_fixture, strobe};
+
+/// A tmux server of our own (its own socket), killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(cmd: &str, w: u16, h: u16) -> Tmux {
+        let which = Command::new("tmux").arg("-V").output();
+        assert!(
+            which.is_ok_and(|o| o.status.success()),
+            "tmux is not installed: scripts/test.sh installs it (apt-get install tmux)"
+        );
+        let t = Tmux {
+            socket: format!("strobe-test-{}-{}", std::process::id(), w),
+        };
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &w.to_string(),
+            "-y",
+            &h.to_string(),
+            cmd,
+        ]);
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .env("TERM", "xterm-256color")
+            .output()
+            .expect("run tmux")
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let out = self.run(&["send-keys", "-t", "t", k]);
+            assert!(out.status.success(), "send-keys {k}: {out:?}");
+        }
+    }
+
+    fn capture(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    /// Wait until the pane shows every one of `what` (the program redraws asynchronously).
+    fn wait_for(&self, what: &[&str], context: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.capture();
+            if what.iter().all(|w| screen.contains(w)) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("{context}: the pane never showed {what:?}; it shows:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn tui_command(db: &Path) -> String {
+    // After the UI exits, say how, and keep the pane open so the test can read it.
+    format!(
+        "{} tui {}; echo strobe-exited-$?; sleep 60",
+        strobe().display(),
+        db.display()
+    )
+}
+
+#[test]
+fn a_person_browses_a_deadlock_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture(dir.path(), "deadlock", 3);
+    strobe_tui::synthetic::add_process_stats(&db, 3).unwrap();
+    let t = Tmux::start(&tui_command(&db), 120, 40);
+
+    // The overview: the job and the GETTS chart with bars.
+    let s = t.wait_for(
+        &["1 Overview", "GETTS", "NCOLL", "NP2P", "outcome deadlock"],
+        "start",
+    );
+    let getts: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.starts_with("GETTS"))
+        .take_while(|l| !l.starts_with("NCOLL"))
+        .collect();
+    assert!(
+        getts.iter().any(|l| l.contains('█')),
+        "GETTS has bars:\n{s}"
+    );
+
+    // The timeline at the deadlock: a blocked rank.
+    t.keys(&["2", "e", "j"]);
+    t.wait_for(
+        &[
+            "Blocked processes",
+            "R  MPI_Recv",
+            "rank 1 at slice",
+            "blocked in MPI_Recv",
+        ],
+        "timeline",
+    );
+
+    // Drill down: the wait-for cycle.
+    t.keys(&["Enter"]);
+    t.wait_for(
+        &["wait-for graph", "CYCLE 0 -> 1 -> 2 -> 0"],
+        "slice detail",
+    );
+
+    // The statistics table.
+    t.keys(&["4"]);
+    t.wait_for(
+        &[
+            "Statistics of all ranks",
+            "primitive",
+            "MPI_Barrier",
+            "all primitives",
+        ],
+        "statistics",
+    );
+
+    // The help screen.
+    t.keys(&["?"]);
+    t.wait_for(
+        &["Keys", "zoom in / out", "any key closes this help"],
+        "help",
+    );
+    // Esc alone (a key right after it would arrive as Alt-key, as in any terminal).
+    t.keys(&["Escape"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.capture().contains("any key closes this help") {
+        assert!(Instant::now() < deadline, "Esc did not close the help");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.keys(&["1"]);
+    t.wait_for(&["GETTS"], "help closed");
+
+    // Resize: still usable at 80x24.
+    t.run(&["resize-window", "-t", "t", "-x", "80", "-y", "24"]);
+    t.keys(&["+"]);
+    t.wait_for(&["GETTS", "NP2P", "slice "], "80x24");
+
+    // Quit: the terminal is restored (the shell's echo shows on the normal screen).
+    t.keys(&["q"]);
+    let s = t.wait_for(&["strobe-exited-0"], "quit");
+    assert!(!s.contains("GETTS"), "the alternate screen is gone:\n{s}");
+}
+
+#[test]
+fn a_panic_leaves_a_usable_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture(dir.path(), "hello", 2);
+    // The test seam exists in debug builds, which is what the tests run.
+    let cmd = format!(
+        "STROBE_TUI_TEST_PANIC=1 {} tui {}; echo strobe-exited-$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; sleep 60",
+        strobe().display(),
+        db.display()
+    );
+    let t = Tmux::start(&cmd, 120, 40);
+    let s = t.wait_for(&["strobe-exited-"], "panic");
+    assert!(
+        s.contains("panicking after the first frame"),
+        "the panic message is shown:\n{s}"
+    );
+    // On its own line: nothing moved the cursor back over the message.
+    assert!(
+        s.lines().any(|l| l.trim() == "strobe-exited-101"),
+        "the shell's echo follows the panic message:\n{s}"
+    );
+    assert!(
+        !s.contains("1 Overview"),
+        "the alternate screen is gone:\n{s}"
+    );
+    // Raw mode is off again: canonical input and echo are back.
+    let modes = t.wait_for(&["icanon"], "stty");
+    assert!(
+        modes.contains(" icanon") || modes.lines().any(|l| l.starts_with("icanon")),
+        "{modes}"
+    );
+    assert!(
+        !modes.contains("-icanon") && !modes.contains("-echo"),
+        "{modes}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_recording_never_touches_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not a database at all, just some text\n".repeat(8)).unwrap();
+    let out = Command::new(strobe())
+        .arg("tui")
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a strobe recording") && err.contains("junk.db"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing was written to the terminal: {:?}",
+        out.stdout
+    );
+
+    // In a terminal too: the message, no alternate screen, the shell prompt back.
+    let t = Tmux::start(&tui_command(&junk), 100, 20);
+    let s = t.wait_for(&["strobe-exited-1"], "junk in tmux");
+    assert!(s.contains("not a strobe recording"), "{s}");
+}
+
+#[test]
+fn without_a_terminal_it_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture(dir.path(), "hello", 2);
+    let out = Command::new(strobe()).arg("tui").arg(&db).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a terminal"), "{err}");
+    assert!(out.stdout.is_empty());
+}

@@ -1,0 +1,577 @@
+//! The application state and what each event does to it. Rendering (`ui`) only reads it.
+//!
+//! The slice axis is shared by every view: a [`Viewport`] (first slice shown, slices per
+//! screen column, the cursor). Data for the current view is queried in [`App::prepare`],
+//! before a frame is drawn, and cached until the viewport, the size or the recording
+//! changes.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+
+use crate::data::{BlockedGrid, Column, Notable, ProcessStats, Recording, SliceDetail};
+use crate::feed::FeedEvent;
+use crate::keys::{action_for, Action};
+use crate::theme::Theme;
+use crate::ui;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    Overview,
+    Timeline,
+    Slice,
+    Statistics,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 4] = [Tab::Overview, Tab::Timeline, Tab::Slice, Tab::Statistics];
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Overview => "Overview",
+            Tab::Timeline => "Timeline",
+            Tab::Slice => "Slice",
+            Tab::Statistics => "Statistics",
+        }
+    }
+    fn index(self) -> usize {
+        Tab::ALL.iter().position(|t| *t == self).unwrap_or(0)
+    }
+}
+
+/// Everything that reaches the app.
+#[derive(Clone, Debug)]
+pub enum Event {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    Resize(u16, u16),
+    Feed(FeedEvent),
+}
+
+/// The visible part of the slice axis. Screen column `c` shows slices
+/// `first + c*per_col .. first + (c+1)*per_col`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Viewport {
+    pub first: u64,
+    pub per_col: u64,
+    pub cursor: u64,
+}
+
+impl Viewport {
+    /// The screen column of the cursor.
+    pub fn cursor_col(&self) -> usize {
+        ((self.cursor.saturating_sub(self.first)) / self.per_col) as usize
+    }
+    /// The slice shown in screen column `c` (its first slice).
+    pub fn slice_at(&self, c: usize) -> u64 {
+        self.first + c as u64 * self.per_col
+    }
+}
+
+/// Columns of the statistics table, in the order `s` cycles through them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortKey {
+    Primitive,
+    Count,
+    Min,
+    Max,
+    Avg,
+    Total,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 6] = [
+        SortKey::Primitive,
+        SortKey::Count,
+        SortKey::Min,
+        SortKey::Max,
+        SortKey::Avg,
+        SortKey::Total,
+    ];
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Query {
+    Slice(u64),
+    Rank(u32),
+    Call(String),
+}
+
+/// What a view's data depends on: the tab, (first slice, slices per column, the cursor
+/// or the statistics' rank where they matter), the axis width and the slice count.
+type DataKey = (Tab, (u64, u64, u64), usize, u64);
+
+/// The data the current view shows, and what it was queried for.
+#[derive(Default)]
+pub struct ViewData {
+    key: Option<DataKey>,
+    pub columns: Vec<Column>,
+    pub grid: BlockedGrid,
+    pub detail: SliceDetail,
+    pub stats: Option<ProcessStats>,
+    pub stats_ranks: Vec<u32>,
+}
+
+pub struct App {
+    pub rec: Recording,
+    pub theme: Theme,
+    pub tab: Tab,
+    back: Vec<Tab>,
+    pub help: bool,
+    pub view: Viewport,
+    /// Width of the slice axis on screen, from the last layout.
+    pub cols: usize,
+    pub size: Rect,
+    /// Timeline: the selected rank (the crosshair's row) and whether identical ranks merge.
+    pub rank: u32,
+    pub collapse: bool,
+    pub detail_scroll: u16,
+    /// Statistics: None = all ranks.
+    pub stats_rank: Option<u32>,
+    pub sort: SortKey,
+    pub descending: bool,
+    pub stats_row: usize,
+    /// The search being typed, if any.
+    pub search_input: Option<String>,
+    last_query: Option<Query>,
+    /// A message for the status line: (text, is an error).
+    pub message: Option<(String, bool)>,
+    /// The feed's mode, shown in the status line.
+    pub mode: String,
+    pub quit: bool,
+    pub data: ViewData,
+    /// The slice count the viewport was last fitted to (to follow a growing recording).
+    seen_slices: u64,
+}
+
+impl App {
+    pub fn new(rec: Recording, theme: Theme) -> App {
+        App {
+            rec,
+            theme,
+            tab: Tab::Overview,
+            back: Vec::new(),
+            help: false,
+            view: Viewport {
+                first: 1,
+                per_col: u64::MAX / 4,
+                cursor: 1,
+            },
+            cols: 0,
+            size: Rect::default(),
+            rank: 0,
+            collapse: false,
+            detail_scroll: 0,
+            stats_rank: None,
+            sort: SortKey::Primitive,
+            descending: false,
+            stats_row: 0,
+            search_input: None,
+            last_query: None,
+            message: None,
+            mode: "browse".into(),
+            quit: false,
+            data: ViewData::default(),
+            seen_slices: 0,
+        }
+    }
+
+    fn last_slice(&self) -> u64 {
+        self.rec.slices.max(1)
+    }
+
+    /// The coarsest zoom: the whole recording fits on screen.
+    fn max_per_col(&self) -> u64 {
+        let cols = self.cols.max(1) as u64;
+        self.last_slice().div_ceil(cols).next_power_of_two()
+    }
+
+    /// Keep the viewport inside the recording and the cursor inside the viewport. Columns
+    /// are aligned to multiples of `per_col` (column k of the whole recording always holds
+    /// the same slices at a zoom level), so panning never reshuffles what a column shows
+    /// and the recorder's block summaries can answer coarse zooms.
+    fn clamp_view(&mut self) {
+        let last = self.last_slice();
+        let cols = self.cols.max(1) as u64;
+        let max_per_col = last.div_ceil(cols).next_power_of_two();
+        let v = &mut self.view;
+        v.per_col = v.per_col.clamp(1, max_per_col);
+        v.cursor = v.cursor.clamp(1, last);
+        let cursor_block = (v.cursor - 1) / v.per_col;
+        let last_block = (last - 1) / v.per_col;
+        let mut first_block = (v.first.max(1) - 1) / v.per_col;
+        if cursor_block < first_block {
+            first_block = cursor_block;
+        } else if cursor_block >= first_block + cols {
+            first_block = cursor_block + 1 - cols;
+        }
+        // Do not leave empty columns at the end when the recording could fill them.
+        first_block = first_block.min((last_block + 1).saturating_sub(cols));
+        v.first = 1 + first_block * v.per_col;
+    }
+
+    /// Lay out for `area`, then query what the current view needs if it changed.
+    pub fn prepare(&mut self, area: Rect) {
+        self.size = area;
+        self.cols = ui::plot_width(self, area) as usize;
+        self.clamp_view();
+        self.seen_slices = self.rec.slices;
+        // What the data depends on: the axis for the charts, the cursor for the slice.
+        let extra = match self.tab {
+            Tab::Slice => self.view.cursor,
+            Tab::Statistics => self.stats_rank.map_or(0, |r| r as u64 + 1),
+            _ => 0,
+        };
+        let key = (
+            self.tab,
+            (self.view.first, self.view.per_col, extra),
+            self.cols,
+            self.rec.slices,
+        );
+        if self.data.key == Some(key) {
+            return;
+        }
+        let result = match self.tab {
+            Tab::Overview => self
+                .rec
+                .columns(self.view.first, self.view.per_col, self.cols)
+                .map(|c| self.data.columns = c),
+            Tab::Timeline => self
+                .rec
+                .blocked_grid(self.view.first, self.view.per_col, self.cols)
+                .map(|g| self.data.grid = g),
+            Tab::Slice => self
+                .rec
+                .slice_detail(self.view.cursor)
+                .map(|d| self.data.detail = d),
+            Tab::Statistics => self.rec.mmds_ranks().and_then(|ranks| {
+                self.data.stats_ranks = ranks;
+                self.rec
+                    .process_stats(self.stats_rank)
+                    .map(|s| self.data.stats = s)
+            }),
+        };
+        match result {
+            Ok(()) => self.data.key = Some(key),
+            Err(e) => self.message = Some((format!("reading the recording: {e}"), true)),
+        }
+    }
+
+    fn invalidate(&mut self) {
+        self.data.key = None;
+    }
+
+    pub fn handle(&mut self, event: Event) {
+        match event {
+            Event::Key(k) => self.key(k),
+            Event::Mouse(m) => self.mouse(m),
+            Event::Resize(w, h) => {
+                self.size = Rect::new(0, 0, w, h);
+                self.invalidate();
+            }
+            Event::Feed(f) => self.feed(f),
+        }
+    }
+
+    fn feed(&mut self, f: FeedEvent) {
+        match f {
+            FeedEvent::Grew { slices } => {
+                // Like `tail -f`: a view showing everything keeps showing everything, a
+                // cursor on the last slice stays on the last slice.
+                let old = self.seen_slices.max(1);
+                let cols = self.cols.max(1) as u64;
+                if self.view.per_col >= old.div_ceil(cols).next_power_of_two() {
+                    self.view.per_col = u64::MAX / 4;
+                }
+                if self.view.cursor >= old {
+                    self.view.cursor = slices;
+                }
+                self.invalidate();
+            }
+            FeedEvent::Finished { outcome } => {
+                self.invalidate();
+                self.message = Some((format!("the job ended: {outcome}"), false));
+            }
+            FeedEvent::At { slice } => {
+                self.view.cursor = slice;
+                self.invalidate();
+            }
+            FeedEvent::Stopped { slice, why } => {
+                self.view.cursor = slice;
+                self.message = Some((format!("stopped at slice {slice}: {why}"), true));
+                self.invalidate();
+            }
+        }
+    }
+
+    fn key(&mut self, k: KeyEvent) {
+        if k.kind == ratatui::crossterm::event::KeyEventKind::Release {
+            return;
+        }
+        if let Some(buf) = &mut self.search_input {
+            match k.code {
+                KeyCode::Enter => {
+                    let q = std::mem::take(buf);
+                    self.search_input = None;
+                    self.start_search(&q);
+                }
+                KeyCode::Esc => self.search_input = None,
+                KeyCode::Backspace => {
+                    buf.pop();
+                }
+                KeyCode::Char(c) => buf.push(c),
+                _ => {}
+            }
+            return;
+        }
+        if self.help {
+            // Any key closes the help; q still quits.
+            self.help = false;
+            if action_for(k) == Some(Action::Quit) {
+                self.quit = true;
+            }
+            return;
+        }
+        if let Some(a) = action_for(k) {
+            self.message = None;
+            self.act(a);
+        }
+    }
+
+    fn set_tab(&mut self, t: Tab) {
+        if t != self.tab {
+            self.back.push(self.tab);
+            self.tab = t;
+            self.invalidate();
+        }
+    }
+
+    fn move_cursor(&mut self, delta: i64) {
+        let c = self.view.cursor as i64 + delta;
+        self.view.cursor = c.clamp(1, self.last_slice() as i64) as u64;
+        self.clamp_view();
+    }
+
+    fn jump(&mut self, to: Result<Option<u64>, crate::data::DataError>, what: &str) {
+        match to {
+            Ok(Some(s)) => {
+                self.view.cursor = s;
+                self.clamp_view();
+            }
+            Ok(None) => self.message = Some((format!("no {what}"), false)),
+            Err(e) => self.message = Some((format!("reading the recording: {e}"), true)),
+        }
+    }
+
+    pub fn act(&mut self, a: Action) {
+        let step = if self.tab == Tab::Slice {
+            1
+        } else {
+            self.view.per_col as i64
+        };
+        let half = (self.view.per_col * (self.cols.max(2) as u64 / 2)) as i64;
+        match a {
+            Action::Quit => self.quit = true,
+            Action::Help => self.help = true,
+            Action::Back => {
+                if let Some(t) = self.back.pop() {
+                    self.tab = t;
+                    self.invalidate();
+                }
+            }
+            Action::DrillDown => self.set_tab(Tab::Slice),
+            Action::NextTab => self.set_tab(Tab::ALL[(self.tab.index() + 1) % 4]),
+            Action::PrevTab => self.set_tab(Tab::ALL[(self.tab.index() + 3) % 4]),
+            Action::Tab(t) => self.set_tab(t),
+            Action::Left | Action::Right if self.tab == Tab::Statistics => {
+                let ranks = &self.data.stats_ranks;
+                // Cycle: all ranks, then each rank with statistics.
+                let pos = self
+                    .stats_rank
+                    .and_then(|r| ranks.iter().position(|x| *x == r).map(|p| p + 1))
+                    .unwrap_or(0);
+                let n = ranks.len() + 1;
+                let next = if a == Action::Right {
+                    (pos + 1) % n
+                } else {
+                    (pos + n - 1) % n
+                };
+                self.stats_rank = if next == 0 {
+                    None
+                } else {
+                    Some(ranks[next - 1])
+                };
+                self.stats_row = 0;
+                self.invalidate();
+            }
+            Action::Left => self.move_cursor(-step),
+            Action::Right => self.move_cursor(step),
+            Action::Up | Action::Down => {
+                let down = a == Action::Down;
+                match self.tab {
+                    Tab::Timeline => {
+                        let max = self.rec.job.ranks.saturating_sub(1);
+                        self.rank = if down {
+                            (self.rank + 1).min(max)
+                        } else {
+                            self.rank.saturating_sub(1)
+                        };
+                    }
+                    Tab::Slice => {
+                        self.detail_scroll = if down {
+                            self.detail_scroll.saturating_add(1)
+                        } else {
+                            self.detail_scroll.saturating_sub(1)
+                        };
+                    }
+                    Tab::Statistics => {
+                        let n = self.data.stats.as_ref().map_or(0, |s| s.primitives.len());
+                        self.stats_row = if down {
+                            (self.stats_row + 1).min(n.saturating_sub(1))
+                        } else {
+                            self.stats_row.saturating_sub(1)
+                        };
+                    }
+                    Tab::Overview => {}
+                }
+            }
+            Action::HalfPageBack => self.move_cursor(-half.max(1)),
+            Action::HalfPageForward => self.move_cursor(half.max(1)),
+            Action::First => self.move_cursor(i64::MIN / 2),
+            Action::Last => self.move_cursor(i64::MAX / 2),
+            Action::ZoomIn | Action::ZoomOut => {
+                let c = self.view.cursor_col() as u64;
+                let per = if a == Action::ZoomIn {
+                    (self.view.per_col / 2).max(1)
+                } else {
+                    (self.view.per_col * 2).min(self.max_per_col())
+                };
+                self.view.per_col = per;
+                // Keep the cursor on the same screen column (as far as alignment allows).
+                let block = (self.view.cursor - 1) / per;
+                self.view.first = 1 + block.saturating_sub(c) * per;
+                self.clamp_view();
+            }
+            Action::Search => self.search_input = Some(String::new()),
+            Action::SearchNext | Action::SearchPrev => match self.last_query.clone() {
+                Some(q) => self.run_query(&q, a == Action::SearchNext),
+                None => self.message = Some(("no search yet: press /".into(), false)),
+            },
+            Action::NextCollective | Action::PrevCollective => {
+                let fwd = a == Action::NextCollective;
+                let r = self.rec.notable(Notable::Collective, self.view.cursor, fwd);
+                self.jump(r, "further collective");
+            }
+            Action::NextBlockedChange | Action::PrevBlockedChange => {
+                let fwd = a == Action::NextBlockedChange;
+                let r = self
+                    .rec
+                    .notable(Notable::BlockedChange, self.view.cursor, fwd);
+                self.jump(r, "further change in blocked ranks");
+            }
+            Action::GettsPeak => {
+                let last = self.view.slice_at(self.cols).saturating_sub(1);
+                let r = self.rec.getts_peak(self.view.first, last);
+                self.jump(r, "GETTS in view");
+            }
+            Action::Trouble => {
+                let r = self.rec.trouble_slice();
+                self.jump(r, "trouble: the job succeeded");
+            }
+            Action::ToggleCollapse => self.collapse = !self.collapse,
+            Action::SortNext => {
+                let i = SortKey::ALL
+                    .iter()
+                    .position(|k| *k == self.sort)
+                    .unwrap_or(0);
+                self.sort = SortKey::ALL[(i + 1) % SortKey::ALL.len()];
+                // Names read best A-Z, numbers biggest first.
+                self.descending = self.sort != SortKey::Primitive;
+            }
+            Action::SortReverse => self.descending = !self.descending,
+        }
+    }
+
+    fn start_search(&mut self, text: &str) {
+        let t = text.trim();
+        if t.is_empty() {
+            return;
+        }
+        let lower = t.to_ascii_lowercase();
+        let q = if let Ok(s) = t.parse::<u64>() {
+            Query::Slice(s)
+        } else if let Some(r) = lower
+            .strip_prefix("rank")
+            .or_else(|| lower.strip_prefix('r'))
+            .and_then(|r| r.trim().parse::<u32>().ok())
+        {
+            Query::Rank(r)
+        } else {
+            Query::Call(t.to_string())
+        };
+        self.last_query = Some(q.clone());
+        self.run_query(&q, true);
+    }
+
+    fn run_query(&mut self, q: &Query, forward: bool) {
+        match q {
+            Query::Slice(s) => {
+                if *s == 0 || *s > self.last_slice() {
+                    self.message = Some((
+                        format!("no slice {s}: slices are 1 to {}", self.last_slice()),
+                        true,
+                    ));
+                } else {
+                    self.view.cursor = *s;
+                    self.clamp_view();
+                }
+            }
+            Query::Rank(r) => {
+                if *r >= self.rec.job.ranks {
+                    self.message = Some((
+                        format!("no rank {r}: the job has {} ranks", self.rec.job.ranks),
+                        true,
+                    ));
+                } else {
+                    self.rank = *r;
+                    self.collapse = false;
+                    self.set_tab(Tab::Timeline);
+                }
+            }
+            Query::Call(c) => {
+                let pattern = format!("%{c}%");
+                let r = self.rec.search_call(&pattern, self.view.cursor, forward);
+                self.jump(
+                    r,
+                    &format!(
+                        "{} slice with {c}",
+                        if forward { "later" } else { "earlier" }
+                    ),
+                );
+            }
+        }
+    }
+
+    fn mouse(&mut self, m: MouseEvent) {
+        match m.kind {
+            MouseEventKind::ScrollDown => self.act(Action::Right),
+            MouseEventKind::ScrollUp => self.act(Action::Left),
+            MouseEventKind::Down(MouseButton::Left) => {
+                if self.help {
+                    self.help = false;
+                    return;
+                }
+                if let Some(t) = ui::tab_at(self, m.column, m.row) {
+                    self.set_tab(t);
+                } else if let Some(c) = ui::plot_column_at(self, m.column) {
+                    self.view.cursor = self.view.slice_at(c).min(self.last_slice());
+                    self.clamp_view();
+                    if self.tab == Tab::Timeline {
+                        if let Some(r) = ui::timeline::rank_at(self, m.row) {
+                            self.rank = r;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

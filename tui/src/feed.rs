@@ -1,0 +1,93 @@
+//! Where changes to the shown data come from, besides the user's keys.
+//!
+//! Browsing a file, [`FollowFile`] re-reads the recording on a timer while it is still
+//! being written. A live replay (`strobe replay run.db --tui`) plugs in here with its own
+//! [`Feed`] over the replayer's control socket: it reports where the replay is
+//! ([`FeedEvent::At`]) and why it stopped ([`FeedEvent::Stopped`]), and takes the replay
+//! commands ([`ReplayCommand`]); the views stay the same, because the replay writes the
+//! same tables as a recording. See `docs/tui.md`, "Live replay".
+
+use std::time::{Duration, Instant};
+
+use crate::data::{DataError, Recording};
+
+/// Something that happened outside the UI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedEvent {
+    /// More slices are available.
+    Grew { slices: u64 },
+    /// The job (or replay) ended; the recording is complete.
+    Finished { outcome: String },
+    /// A live replay is at this slice: the views follow it.
+    At { slice: u64 },
+    /// A live replay stopped: at a breakpoint, a divergence or a crash.
+    Stopped { slice: u64, why: String },
+}
+
+/// What a live replay can be asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplayCommand {
+    RunPause,
+    Step,
+    BreakAtSlice(u64),
+    BreakOnCall { rank: u32, call: String },
+}
+
+pub trait Feed {
+    /// Shown in the status line: `browse`, `follow`, or the replay's state.
+    fn mode(&self) -> String;
+    /// Called on every tick of the event loop; returns what changed.
+    fn poll(&mut self, rec: &mut Recording) -> Result<Vec<FeedEvent>, DataError>;
+    /// Whether [`Feed::command`] does anything (a live replay).
+    fn is_live(&self) -> bool {
+        false
+    }
+    /// Ask a live replay to do something.
+    fn command(&mut self, cmd: ReplayCommand) -> Result<(), String> {
+        let _ = cmd;
+        Err("this is a recording, not a live replay".into())
+    }
+}
+
+/// Follows a recording file: re-reads the job row and the slice count every `every`
+/// until the job has an outcome.
+pub struct FollowFile {
+    every: Duration,
+    last: Instant,
+    done: bool,
+}
+
+impl FollowFile {
+    pub fn new(rec: &Recording, every: Duration) -> FollowFile {
+        FollowFile {
+            every,
+            last: Instant::now(),
+            done: rec.finished(),
+        }
+    }
+}
+
+impl Feed for FollowFile {
+    fn mode(&self) -> String {
+        if self.done { "browse" } else { "follow" }.to_string()
+    }
+
+    fn poll(&mut self, rec: &mut Recording) -> Result<Vec<FeedEvent>, DataError> {
+        if self.done || self.last.elapsed() < self.every {
+            return Ok(Vec::new());
+        }
+        self.last = Instant::now();
+        let before = rec.slices;
+        let mut events = Vec::new();
+        if rec.refresh()? && rec.slices != before {
+            events.push(FeedEvent::Grew { slices: rec.slices });
+        }
+        if let Some(outcome) = &rec.job.outcome {
+            self.done = true;
+            events.push(FeedEvent::Finished {
+                outcome: outcome.clone(),
+            });
+        }
+        Ok(events)
+    }
+}
