@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use strobe_tests::{record_fixture, strobe};
 
 /// A tmux server of our own (its own socket), killed when the test ends.
+static NEXT_SERVER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 struct Tmux {
     socket: String,
 }
@@ -21,7 +23,13 @@ impl Tmux {
             "tmux is not installed: scripts/test.sh installs it (apt-get install tmux)"
         );
         let t = Tmux {
-            socket: format!("strobe-test-{}-{}", std::process::id(), w),
+            // One tmux server per session: tests run in parallel threads of one process, so
+            // the pid alone (or the size) does not tell their servers apart.
+            socket: format!(
+                "strobe-test-{}-{}",
+                std::process::id(),
+                NEXT_SERVER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
         };
         let out = t.run(&[
             "new-session",
