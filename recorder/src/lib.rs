@@ -23,8 +23,9 @@ use rusqlite::{params, Connection};
 use sha2::{Digest, Sha256};
 use strobe_runtime::engine::{LocalMetrics, SliceRecord, SliceSink};
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
+use strobe_runtime::sched::SliceDecisions;
 
-pub use read::{open_recording, stats};
+pub use read::{open_recording, recorded_decisions, stats};
 pub use window::Layer;
 
 use writer::{Msg, Schedule, SliceMsg, WriterDone};
@@ -48,6 +49,8 @@ pub enum RecordError {
     Corrupt(String),
     #[error("the recorder's writer thread failed: {0}")]
     Writer(String),
+    #[error("a recorded decision set: {0}")]
+    Schema(#[from] strobe_schema::SchemaError),
     #[error("the recording was already finished")]
     Finished,
 }
@@ -224,8 +227,9 @@ impl Recorder {
         conn.execute(
             "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
                 env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
-                schedule_log, metrics, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                schedule_log, metrics, started_at, wire_format_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                ?18)",
             params![
                 migrations::CURRENT_VERSION,
                 env!("CARGO_PKG_VERSION"),
@@ -244,6 +248,7 @@ impl Recorder {
                 opts.schedule_log.to_string(),
                 opts.metrics.to_string(),
                 unix_ns(),
+                strobe_schema::FORMAT_VERSION,
             ],
         )?;
         let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
@@ -373,7 +378,12 @@ impl SliceSink for Recorder {
         let schedule = self.opts.schedule_log.covers(rec.slice).then(|| Schedule {
             // Only what the tables hold: the catalog carries addresses and is not copied.
             descriptors: rec.descriptors.clone(),
-            decisions: rec.decisions.decisions.clone(),
+            decisions: SliceDecisions {
+                slice: rec.slice,
+                decisions: rec.decisions.decisions.clone(),
+                wake: rec.decisions.wake.clone(),
+                catalog: Vec::new(),
+            },
             blocked: rec.blocked.clone(),
         });
         self.send(Msg::Slice(Box::new(SliceMsg {

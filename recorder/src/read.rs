@@ -95,6 +95,30 @@ pub fn open_recording(path: &Path) -> Result<Connection, RecordError> {
     Ok(conn)
 }
 
+/// The decision set recorded for `slice` (table `slice_decisions`, schedule log), decoded
+/// and digest-checked: what a replayer shows when a replayed slice diverges. `None` when
+/// the slice decided nothing or lies outside the schedule log's window.
+pub fn recorded_decisions(
+    conn: &Connection,
+    slice: u64,
+) -> Result<Option<strobe_runtime::sched::SliceDecisions>, RecordError> {
+    let blob: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT decisions FROM slice_decisions WHERE slice = ?1",
+            [slice as i64],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })?;
+    Ok(match blob {
+        Some(b) => Some(strobe_schema::decode_slice_decisions(&b)?),
+        None => None,
+    })
+}
+
 fn us(ns: i64) -> f64 {
     ns as f64 / 1e3
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError};
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
-use strobe_runtime::sched::{Decision, DecisionCounts};
+use strobe_runtime::sched::{Decision, DecisionCounts, SliceDecisions};
 use strobe_runtime::segment::call_name;
 
 use crate::RecordError;
@@ -36,7 +36,8 @@ pub(crate) struct SliceMsg {
 
 pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
-    pub decisions: Vec<Decision>,
+    /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
+    pub decisions: SliceDecisions,
     pub blocked: Vec<(u32, u32)>,
 }
 
@@ -177,14 +178,29 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
             d.flags,
         ])?;
     }
-    for (idx, d) in sch.decisions.iter().enumerate() {
+    for (idx, d) in sch.decisions.decisions.iter().enumerate() {
         write_decision(conn, s.slice, idx, d)?;
+    }
+    if !sch.decisions.is_empty() {
+        write_decision_blob(conn, &sch.decisions)?;
     }
     let mut st =
         conn.prepare_cached("INSERT INTO blocked (slice, rank, call) VALUES (?1, ?2, ?3)")?;
     for (rank, call) in &sch.blocked {
         st.execute(params![s.slice as i64, rank, call_name(*call)])?;
     }
+    Ok(())
+}
+
+/// The slice's decision set as one packed Cap'n Proto blob (`slice_decisions`): what a
+/// replayer decodes to show the exact recorded decisions when a replay diverges. Encoded
+/// here, on the writer thread, never on the slice path.
+fn write_decision_blob(conn: &Connection, set: &SliceDecisions) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT INTO slice_decisions (slice, decisions) VALUES (?1, ?2)")?
+        .execute(params![
+            set.slice as i64,
+            strobe_schema::encode_slice_decisions(set)
+        ])?;
     Ok(())
 }
 
