@@ -190,6 +190,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         tag_output: job.tag_output,
         timeout,
         env: Vec::new(),
+        mmds_resolution: 0,
     })
 }
 
@@ -296,7 +297,15 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         decision_log: None,
         summary: false,
     };
-    let code = record::record_to(&job, &[prog.into_os_string()], &path, true, None, None)?;
+    let code = record::record_to(
+        &job,
+        &[prog.into_os_string()],
+        &path,
+        true,
+        None,
+        None,
+        None,
+    )?;
     let shown = record::stats(&path);
     if !keep {
         let _ = std::fs::remove_file(&path);

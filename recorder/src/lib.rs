@@ -23,6 +23,7 @@ use rusqlite::{params, Connection};
 use sha2::{Digest, Sha256};
 use strobe_runtime::engine::{LocalMetrics, SliceRecord, SliceSink};
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
+use strobe_runtime::mmds::RankMmds;
 use strobe_runtime::sched::SliceDecisions;
 
 pub use read::{open_recording, recorded_decisions, stats};
@@ -99,6 +100,8 @@ pub struct JobInfo {
     pub deadlock_slices: u32,
     pub chunk_budget: u64,
     pub direct_copy_min: u64,
+    /// MMDS histogram buckets per power of two; 0 when MMDS is off.
+    pub histogram_resolution: u32,
 }
 
 impl JobInfo {
@@ -122,6 +125,7 @@ impl JobInfo {
             deadlock_slices: e.deadlock_slices,
             chunk_budget: e.chunk_budget,
             direct_copy_min: e.direct_copy_min,
+            histogram_resolution: cfg.mmds_resolution,
         }
     }
 }
@@ -227,9 +231,9 @@ impl Recorder {
         conn.execute(
             "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
                 env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
-                schedule_log, metrics, started_at, wire_format_version)
+                schedule_log, metrics, started_at, wire_format_version, histogram_resolution)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18)",
+                ?18, ?19)",
             params![
                 migrations::CURRENT_VERSION,
                 env!("CARGO_PKG_VERSION"),
@@ -249,6 +253,7 @@ impl Recorder {
                 opts.metrics.to_string(),
                 unix_ns(),
                 strobe_schema::FORMAT_VERSION,
+                (job.histogram_resolution != 0).then_some(job.histogram_resolution),
             ],
         )?;
         let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
@@ -402,6 +407,12 @@ impl SliceSink for Recorder {
     fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
         if self.opts.metrics.covers(slice) {
             self.send(Msg::Node(slice, *m));
+        }
+    }
+
+    fn mmds(&self, ranks: &[RankMmds]) {
+        if self.opts.metrics != Layer::Off {
+            self.send(Msg::Mmds(ranks.to_vec()));
         }
     }
 }

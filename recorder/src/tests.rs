@@ -24,6 +24,7 @@ fn job() -> JobInfo {
         deadlock_slices: 20,
         chunk_budget: 4 << 20,
         direct_copy_min: 2 << 20,
+        histogram_resolution: 4,
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError};
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
+use strobe_runtime::mmds::{Bucket, RankMmds};
 use strobe_runtime::sched::{Decision, DecisionCounts, SliceDecisions};
 use strobe_runtime::segment::call_name;
 
@@ -17,6 +18,8 @@ use crate::RecordError;
 pub(crate) enum Msg {
     Slice(Box<SliceMsg>),
     Node(u64, LocalMetrics),
+    /// Every rank's MMDS, once at the end of the job.
+    Mmds(Vec<RankMmds>),
 }
 
 /// One slice, reduced to what the enabled layers record.
@@ -88,6 +91,7 @@ pub(crate) fn run(
                 write_slice(&conn, s)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
+            Msg::Mmds(ranks) => write_mmds(&conn, ranks),
         };
         if let Err(e) = res {
             error = Some(e.into());
@@ -396,5 +400,61 @@ fn write_node(conn: &Connection, slice: u64, m: &LocalMetrics) -> rusqlite::Resu
         ns(m.t_rm),
         ns(m.t_deliver),
     ])?;
+    Ok(())
+}
+
+/// The per-process tables: `mmds_rank`, `mmds_primitive`, `mmds_histogram`. Granularity
+/// and overhead are per process: their histogram rows have `primitive = '*'`.
+fn write_mmds(conn: &Connection, ranks: &[RankMmds]) -> rusqlite::Result<()> {
+    let mut rank_st = conn.prepare_cached(
+        "INSERT INTO mmds_rank (rank, wall_ns, compute_ns, comm_ns, calls)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut prim_st = conn.prepare_cached(
+        "INSERT INTO mmds_primitive (rank, primitive, count, min_ns, max_ns, total_ns, bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut hist_st = conn.prepare_cached(
+        "INSERT INTO mmds_histogram (rank, primitive, metric, lo, hi, count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut hist = |rank: u32, prim: &str, metric: &str, b: &[Bucket]| {
+        for x in b {
+            hist_st.execute(params![
+                rank,
+                prim,
+                metric,
+                x.lo as i64,
+                x.hi as i64,
+                x.count as i64
+            ])?;
+        }
+        Ok::<_, rusqlite::Error>(())
+    };
+    for r in ranks {
+        rank_st.execute(params![
+            r.rank,
+            r.wall_ns as i64,
+            r.compute_ns as i64,
+            r.comm_ns as i64,
+            r.calls as i64
+        ])?;
+        hist(r.rank, "*", "granularity", &r.granularity)?;
+        hist(r.rank, "*", "overhead", &r.overhead)?;
+        for p in &r.primitives {
+            let name = p.primitive.mpi_name();
+            prim_st.execute(params![
+                r.rank,
+                name,
+                p.count as i64,
+                p.min_ns as i64,
+                p.max_ns as i64,
+                p.total_ns as i64,
+                p.bytes as i64
+            ])?;
+            hist(r.rank, name, "latency", &p.latency)?;
+            hist(r.rank, name, "size", &p.size)?;
+        }
+    }
     Ok(())
 }
