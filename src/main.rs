@@ -37,10 +37,17 @@ enum Cmd {
     Run(RunArgs),
     /// Run a job exactly like `run` and record it into an SQLite file.
     Record(record::RecordArgs),
-    /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks.
+    /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks, and the
+    /// per-primitive MMDS table with the computation + communication = run time check.
     Stats {
         /// The recording (an SQLite file written by `strobe record`).
         file: PathBuf,
+        /// Show the MMDS table of this rank instead of the whole job's.
+        #[arg(long)]
+        rank: Option<u32>,
+        /// Print JSON (for scripts) instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Measure the runtime itself (figures are printed as Markdown for docs/).
     Bench {
@@ -139,7 +146,7 @@ fn main() {
     let code = match cli.cmd {
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
-        Cmd::Stats { file } => Ok(record::stats(&file)),
+        Cmd::Stats { file, rank, json } => Ok(record::stats(&file, rank, json)),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { what, out } => bench_cmd(what, out),
     };
@@ -306,7 +313,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         None,
         None,
     )?;
-    let shown = record::stats(&path);
+    let shown = record::stats(&path, None, false);
     if !keep {
         let _ = std::fs::remove_file(&path);
     }

@@ -136,12 +136,27 @@ pub fn record_to(
     }
 }
 
-/// `strobe stats FILE`: prints the summary, or a one-line error and exits 1.
-pub fn stats(file: &Path) -> i32 {
-    match strobe_recorder::stats(file) {
-        Ok(text) => {
-            print!("{text}");
-            0
+/// Exit status of `strobe stats` when the accuracy check fails (the summary is printed).
+pub const EXIT_INACCURATE: i32 = 2;
+
+/// `strobe stats FILE [--rank R] [--json]`: prints the summary, or a one-line error and
+/// exits 1; exits 2 with a warning when computation + communication differs from the run
+/// time by more than 0.01%.
+pub fn stats(file: &Path, rank: Option<u32>, json: bool) -> i32 {
+    match strobe_recorder::stats_report(file, rank) {
+        Ok(r) => {
+            print!("{}", if json { &r.json } else { &r.text });
+            if r.accurate {
+                0
+            } else {
+                eprintln!(
+                    "strobe: warning: {}: computation + communication time differs from the run \
+                     time by more than 0.01%: the per-process statistics lost or double-counted \
+                     time (see the accuracy lines)",
+                    file.display()
+                );
+                EXIT_INACCURATE
+            }
         }
         Err(e) => {
             eprintln!("strobe: {}: {e}", file.display());

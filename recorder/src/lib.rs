@@ -5,7 +5,9 @@
 //! transactions, so node managers never wait on the disk (unless the queue fills, in which
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
+mod json;
 pub mod migrations;
+pub mod mmds_stats;
 pub mod read;
 pub mod window;
 mod writer;
@@ -26,7 +28,7 @@ use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
 use strobe_runtime::mmds::RankMmds;
 use strobe_runtime::sched::SliceDecisions;
 
-pub use read::{open_recording, recorded_decisions, stats};
+pub use read::{open_recording, recorded_decisions, stats, stats_report, StatsReport};
 pub use window::Layer;
 
 use writer::{Msg, Schedule, SliceMsg, WriterDone};
@@ -52,6 +54,8 @@ pub enum RecordError {
     Writer(String),
     #[error("a recorded decision set: {0}")]
     Schema(#[from] strobe_schema::SchemaError),
+    #[error("rank {0} has no per-process statistics in this recording (not a rank of the job, never initialized, or the metrics layer was off)")]
+    NoMmds(u32),
     #[error("the recording was already finished")]
     Finished,
 }

@@ -153,11 +153,14 @@ CREATE TABLE slice_decisions (
 );
 
 CREATE TABLE mmds_rank (
-    rank        INTEGER PRIMARY KEY,
-    wall_ns     INTEGER NOT NULL,
-    compute_ns  INTEGER NOT NULL,
-    comm_ns     INTEGER NOT NULL,
-    calls       INTEGER NOT NULL
+    rank                INTEGER PRIMARY KEY,
+    wall_ns             INTEGER NOT NULL,
+    compute_ns          INTEGER NOT NULL,
+    comm_ns             INTEGER NOT NULL,
+    calls               INTEGER NOT NULL,
+    finalized           INTEGER NOT NULL,
+    granularity_min_ns  INTEGER,
+    granularity_max_ns  INTEGER
 );
 
 CREATE TABLE mmds_primitive (

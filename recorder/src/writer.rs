@@ -407,8 +407,9 @@ fn write_node(conn: &Connection, slice: u64, m: &LocalMetrics) -> rusqlite::Resu
 /// and overhead are per process: their histogram rows have `primitive = '*'`.
 fn write_mmds(conn: &Connection, ranks: &[RankMmds]) -> rusqlite::Result<()> {
     let mut rank_st = conn.prepare_cached(
-        "INSERT INTO mmds_rank (rank, wall_ns, compute_ns, comm_ns, calls)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO mmds_rank (rank, wall_ns, compute_ns, comm_ns, calls, finalized,
+            granularity_min_ns, granularity_max_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut prim_st = conn.prepare_cached(
         "INSERT INTO mmds_primitive (rank, primitive, count, min_ns, max_ns, total_ns, bytes)
@@ -437,7 +438,10 @@ fn write_mmds(conn: &Connection, ranks: &[RankMmds]) -> rusqlite::Result<()> {
             r.wall_ns as i64,
             r.compute_ns as i64,
             r.comm_ns as i64,
-            r.calls as i64
+            r.calls as i64,
+            r.finalized,
+            r.granularity_min_max.map(|m| m.0 as i64),
+            r.granularity_min_max.map(|m| m.1 as i64),
         ])?;
         hist(r.rank, "*", "granularity", &r.granularity)?;
         hist(r.rank, "*", "overhead", &r.overhead)?;

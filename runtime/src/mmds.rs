@@ -154,6 +154,9 @@ pub struct MmdsBlock {
     pub compute_ns: AtomicU64,
     pub comm_ns: AtomicU64,
     pub calls: AtomicU64,
+    /// Shortest computation interval plus one (0: none yet) and the longest.
+    pub granularity_min_plus1: AtomicU64,
+    pub granularity_max_ns: AtomicU64,
     /// Computation intervals (granularity) and communication intervals (overhead).
     pub granularity: Histogram,
     pub overhead: Histogram,
@@ -310,6 +313,14 @@ pub fn enter_bytes(p: Primitive, bytes: u64) -> CallGuard {
             let computed = now.saturating_sub(b.last_exit_ns.load(Ordering::Relaxed));
             bump(&b.compute_ns, computed);
             b.granularity.add(computed, a.k);
+            let min1 = b.granularity_min_plus1.load(Ordering::Relaxed);
+            if min1 == 0 || computed < min1 - 1 {
+                b.granularity_min_plus1
+                    .store(computed + 1, Ordering::Relaxed);
+            }
+            if computed > b.granularity_max_ns.load(Ordering::Relaxed) {
+                b.granularity_max_ns.store(computed, Ordering::Relaxed);
+            }
             b.last_event_ns.store(now, Ordering::Relaxed);
             Some((p, now))
         }
@@ -387,6 +398,8 @@ pub struct RankMmds {
     pub calls: u64,
     /// Whether `MPI_Finalize` returned.
     pub finalized: bool,
+    /// Shortest and longest computation interval (`None`: the rank never computed).
+    pub granularity_min_max: Option<(u64, u64)>,
     pub granularity: Vec<Bucket>,
     pub overhead: Vec<Bucket>,
     /// Primitives called at least once, in slot order.
@@ -436,6 +449,10 @@ pub fn snapshot(seg: &JobSegment, rank: u32) -> Option<RankMmds> {
         comm_ns: b.comm_ns.load(Ordering::Relaxed),
         calls: b.calls.load(Ordering::Relaxed),
         finalized: end != 0,
+        granularity_min_max: match b.granularity_min_plus1.load(Ordering::Relaxed) {
+            0 => None,
+            m => Some((m - 1, b.granularity_max_ns.load(Ordering::Relaxed))),
+        },
         granularity: b.granularity.snapshot(k),
         overhead: b.overhead.snapshot(k),
         primitives,

@@ -250,3 +250,74 @@ fn resolution_follows_flag_and_environment_and_metrics_off_turns_mmds_off() {
         1
     );
 }
+
+#[test]
+fn stats_shows_the_table_checks_accuracy_and_speaks_json() {
+    use strobe_tests::strobe_cmd;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("stats.db");
+    record_fixture(&db, &["-n", "4"], "token_ring", &[], &[]).assert_ok("record");
+    let dbs = db.display().to_string();
+
+    let s = strobe_cmd(&["stats", &dbs], &[]);
+    s.assert_ok("stats");
+    for want in [
+        "MMDS of the whole job, 4 ranks combined",
+        "MPI_Send",
+        "MPI_Barrier",
+        "Comp Granularity",
+        "Comm Overhead",
+        "within 0.01%",
+        "rank 3",
+        "top slices by GETTS",
+    ] {
+        assert!(s.stdout.contains(want), "{want}:\n{}", s.stdout);
+    }
+    let s = strobe_cmd(&["stats", &dbs, "--rank", "1"], &[]);
+    s.assert_ok("stats --rank 1");
+    assert!(s.stdout.contains("MMDS of rank 1"), "{}", s.stdout);
+
+    // JSON: valid, and the same figures as the tables.
+    let s = strobe_cmd(&["stats", &dbs, "--json"], &[]);
+    s.assert_ok("stats --json");
+    let c = Connection::open_in_memory().unwrap();
+    let (valid, calls, ranks, ok): (i64, i64, i64, i64) = c
+        .query_row(
+            "SELECT json_valid(?1), json_extract(?1, '$.mmds.calls'),
+                json_array_length(json_extract(?1, '$.mmds_ranks')), json_extract(?1, '$.accurate')",
+            [&s.stdout],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!((valid, ranks, ok), (1, 4, 1), "{}", s.stdout);
+    let rec = Connection::open(&db).unwrap();
+    assert_eq!(calls, count(&rec, "SELECT sum(calls) FROM mmds_rank"));
+    drop(rec);
+
+    let s = strobe_cmd(&["stats", &dbs, "--rank", "9"], &[]);
+    assert_eq!(s.code, 1);
+    assert!(
+        s.stderr.contains("rank 9 has no per-process statistics"),
+        "{}",
+        s.stderr
+    );
+
+    // Lose 1% of rank 2's computation: the accuracy check must catch it.
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "UPDATE mmds_rank SET compute_ns = compute_ns - wall_ns / 100 WHERE rank = 2",
+        )
+        .unwrap();
+    let s = strobe_cmd(&["stats", &dbs], &[]);
+    assert_eq!(s.code, 2, "{}", s.stderr);
+    assert!(
+        s.stderr.contains("warning") && s.stderr.contains("0.01%"),
+        "{}",
+        s.stderr
+    );
+    assert!(s.stdout.contains("EXCEEDS 0.01%"), "{}", s.stdout);
+    let s = strobe_cmd(&["stats", &dbs, "--json"], &[]);
+    assert_eq!(s.code, 2);
+    assert!(s.stdout.contains("\"accurate\":false"), "{}", s.stdout);
+}
