@@ -82,7 +82,7 @@ impl Default for RecordOptions {
             metrics: Layer::On,
             queue: 8192,
             batch_slices: 512,
-            batch_interval: Duration::from_millis(50),
+            batch_interval: Duration::from_millis(20),
         }
     }
 }
@@ -197,6 +197,8 @@ pub struct Recorder {
     opts: RecordOptions,
     tx: RwLock<Option<SyncSender<Msg>>>,
     writer: Mutex<Option<JoinHandle<WriterDone>>>,
+    /// Dropping the sender stops the checkpointer thread.
+    checkpointer: Mutex<Option<(SyncSender<()>, JoinHandle<()>)>>,
 }
 
 impl Recorder {
@@ -215,6 +217,10 @@ impl Recorder {
         // wait for fsync (a power cut may lose the last batch, never corrupt the file).
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // No checkpoint on the writer's commits: a checkpoint fsyncs, which on a busy disk
+        // stalls the writer for tens of milliseconds, and a SIGKILL in that window loses
+        // more than the last batch. The checkpointer thread does it instead.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         migrations::migrate(&mut conn)?;
         let command = format!(
             "[{}]",
@@ -271,6 +277,7 @@ impl Recorder {
             opts,
             tx: RwLock::new(Some(tx)),
             writer: Mutex::new(Some(handle)),
+            checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
         })
     }
 
@@ -289,6 +296,10 @@ impl Recorder {
     /// Stop the writer and get the connection back, with the writer's first error.
     fn stop_writer(&self) -> Result<(Connection, u64), RecordError> {
         self.tx.write().expect("recorder lock").take();
+        if let Some((stop, handle)) = self.checkpointer.lock().expect("recorder lock").take() {
+            drop(stop);
+            let _ = handle.join();
+        }
         let handle = self
             .writer
             .lock()
@@ -379,6 +390,30 @@ impl Recorder {
         conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
         Ok(recorded)
     }
+}
+
+/// How often the checkpointer folds the WAL into the database while recording.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// A thread with its own connection that checkpoints the WAL every [`CHECKPOINT_EVERY`]
+/// (PASSIVE: it never waits for the writer, nor the writer for it), so the WAL stays small
+/// during long recordings without the writer ever paying for an fsync.
+fn start_checkpointer(path: &Path) -> Result<(SyncSender<()>, JoinHandle<()>), RecordError> {
+    let conn = Connection::open(path)?;
+    let (tx, rx) = sync_channel::<()>(1);
+    let handle = std::thread::Builder::new()
+        .name("strobe-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                rx.recv_timeout(CHECKPOINT_EVERY)
+            {
+                // A failed checkpoint only leaves a longer WAL: the next one or finish()
+                // folds it back.
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        })
+        .map_err(|e| RecordError::Writer(e.to_string()))?;
+    Ok((tx, handle))
 }
 
 impl SliceSink for Recorder {

@@ -265,7 +265,7 @@ fn slice_summary(conn: &Connection, path: &Path) -> Result<String, RecordError> 
         ),
         None => writeln!(
             w,
-            "outcome    unknown: the recording was cut short ({recorded} slices recorded)"
+            "outcome    unknown: still being recorded, or the recording was cut short ({recorded} slices recorded)"
         ),
     }
     .ok();
