@@ -2,6 +2,7 @@
 //! replayer and TUI land, record, replay and browse them).
 
 mod bench;
+mod bench_record;
 mod cli_util;
 mod decision_log;
 mod record;
@@ -79,6 +80,21 @@ enum BenchCmd {
         /// How long the ranks stay idle, in milliseconds.
         #[arg(long, default_value_t = 300)]
         idle_ms: u32,
+    },
+    /// Recording overhead: `strobe run` versus `strobe record` with different layers, on
+    /// the papers' synthetic benchmarks (10 ms granularity) and a message-heavy job.
+    Record {
+        #[arg(short = 'n', long, default_value_t = 4)]
+        ranks: u32,
+        /// Measured rounds (each runs every mode once), after one warm-up round.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Iterations of the 10 ms synthetic benchmarks.
+        #[arg(long, default_value_t = 100)]
+        iterations: u64,
+        /// Iterations of the message-heavy exchange.
+        #[arg(long, default_value_t = 2000)]
+        heavy_iterations: u64,
     },
     /// The papers' validation run: barrier every 1.9 ms under fixed 250 us slices.
     Validation {
@@ -328,6 +344,12 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             idle_ms,
         } => bench::empty_slice(&ranks, &nodes, idle_ms)?,
         BenchCmd::Validation { ranks, iterations } => bench::validation(ranks, iterations)?,
+        BenchCmd::Record {
+            ranks,
+            rounds,
+            iterations,
+            heavy_iterations,
+        } => bench_record::record_overhead(ranks, rounds, iterations, heavy_iterations)?,
     };
     print!("{text}");
     if let Some(p) = out {

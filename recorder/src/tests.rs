@@ -213,6 +213,27 @@ fn slices_decisions_and_job_round_trip() {
         ),
         20
     );
+    // The views answer the common questions from the same rows.
+    assert_eq!(count(&c, "SELECT count(*) FROM slowest_slices"), 9);
+    assert_eq!(
+        count(&c, "SELECT max(getts_ns) FROM slowest_slices"),
+        110_000
+    );
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM blocked_per_slice WHERE n_blocked = 1"
+        ),
+        10
+    );
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM message_life WHERE matched = send_seq
+                AND last_chunk = matched AND send_completed = matched AND recv_completed = matched"
+        ),
+        10
+    );
     // Each slice's decision set, as a Cap'n Proto blob that decodes to what was decided.
     assert_eq!(count(&c, "SELECT count(*) FROM slice_decisions"), 10);
     assert_eq!(
