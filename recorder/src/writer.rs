@@ -165,9 +165,15 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     for d in &sch.descriptors {
-        let kind = d
-            .kind()
-            .map_or_else(|| format!("?{}", d.kind), |k| k.mpi_name().to_string());
+        // The MPI name, without an allocation per row; `?N` for an unknown kind code.
+        let unknown;
+        let kind = match d.kind() {
+            Some(k) => k.mpi_name(),
+            None => {
+                unknown = format!("?{}", d.kind);
+                unknown.as_str()
+            }
+        };
         st.execute(params![
             d.rank,
             d.seq as i64,
@@ -182,8 +188,13 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
             d.flags,
         ])?;
     }
-    for (idx, d) in sch.decisions.decisions.iter().enumerate() {
-        write_decision(conn, s.slice, idx, d)?;
+    if !sch.decisions.decisions.is_empty() {
+        // One statement lookup per slice, not per decision: the cache is keyed by the SQL
+        // text, and hashing it per row cost more than SQLite's own insert.
+        let mut st = conn.prepare_cached(DECISION_INSERT)?;
+        for (idx, d) in sch.decisions.decisions.iter().enumerate() {
+            write_decision(&mut st, s.slice, idx, d)?;
+        }
     }
     if !sch.decisions.is_empty() {
         write_decision_blob(conn, &sch.decisions)?;
@@ -250,7 +261,19 @@ fn coll_name(k: DescKind) -> &'static str {
     k.mpi_name()
 }
 
-fn write_decision(conn: &Connection, slice: u64, idx: usize, d: &Decision) -> rusqlite::Result<()> {
+const DECISION_INSERT: &str =
+    "INSERT INTO decision (slice, idx, kind, send_rank, send_seq, recv_rank, recv_seq,
+        desc_rank, desc_seq, \"offset\", bytes, comm, parent, coll_seq, coll_kind, root,
+        members, request, source, tag, error, flags, value, value2)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+        ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
+
+fn write_decision(
+    st: &mut rusqlite::CachedStatement<'_>,
+    slice: u64,
+    idx: usize,
+    d: &Decision,
+) -> rusqlite::Result<()> {
     let r = |x: strobe_runtime::descriptor::DescRef| Some((x.rank, x.seq as i64));
     let row = match d {
         Decision::Match {
@@ -338,14 +361,7 @@ fn write_decision(conn: &Connection, slice: u64, idx: usize, d: &Decision) -> ru
             ..Row::default()
         },
     };
-    conn.prepare_cached(
-        "INSERT INTO decision (slice, idx, kind, send_rank, send_seq, recv_rank, recv_seq,
-            desc_rank, desc_seq, \"offset\", bytes, comm, parent, coll_seq, coll_kind, root,
-            members, request, source, tag, error, flags, value, value2)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-            ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
-    )?
-    .execute(params![
+    st.execute(params![
         slice as i64,
         idx as i64,
         d.kind_name(),

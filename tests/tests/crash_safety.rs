@@ -90,14 +90,15 @@ fn rank_failures_and_deadlocks_leave_complete_files() {
 }
 
 /// A recording long enough to be interrupted: 4 ranks, 1 ms of computation then a
-/// barrier, for far longer than the test waits.
-fn start_long_recording(db: &Path) -> Child {
+/// barrier, `iterations` times (far longer than the test waits; distinct per test so each
+/// test can look for its own leftover ranks while the others run).
+fn start_long_recording(db: &Path, iterations: &str) -> Child {
     Command::new(strobe())
         .args(["record", "-o"])
         .arg(db)
         .args(["-n", "4", "--timeout", "300s", "--"])
         .arg(fixture("barrier_every"))
-        .args(["1000", "100000000"])
+        .args(["1000", iterations])
         .env_remove("STROBE_SCHEDULE_LOG")
         .env_remove("STROBE_METRICS")
         .stdout(Stdio::null())
@@ -130,7 +131,8 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 fn interrupt_recording(sig: i32) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("long.db");
-    let mut child = start_long_recording(&db);
+    let iterations = (100_000_000 + sig).to_string();
+    let mut child = start_long_recording(&db, &iterations);
 
     // Read the recording from other processes while it is written: this one, then
     // `strobe stats`. Both must see a growing, consistent file.
@@ -195,7 +197,7 @@ fn interrupt_recording(sig: i32) {
     assert_eq!(s.code, 0, "stats after signal {sig}: {}", s.stderr);
     // No rank outlives its launcher (PR_SET_PDEATHSIG), whatever killed it.
     let t = Instant::now();
-    let needle = format!("{} 1000 100000000", fixture("barrier_every").display());
+    let needle = format!("{} 1000 {iterations}", fixture("barrier_every").display());
     while !processes_matching(&needle).is_empty() {
         assert!(
             t.elapsed() < Duration::from_secs(10),
