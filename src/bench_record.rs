@@ -1,6 +1,6 @@
 //! `strobe bench record`: what recording costs. The same job runs under `strobe run` and
-//! under `strobe record` with different layers, alternating A B C A B C ... after one
-//! warm-up of each mode, so slow drifts of a shared machine hit every mode alike. For each
+//! under `strobe record` with different layers, alternating A B C, B C A, C A B ... after
+//! one warm-up of each mode, so slow drifts of a shared machine hit every mode alike. For each
 //! round the job's wall time under each recording mode is divided by the same round's
 //! `strobe run` time; the table gives the median ratio and its spread (min..max). Also the
 //! size of the recordings: bytes per descriptor (full recording) and per slice.
@@ -164,8 +164,8 @@ pub fn record_overhead(ranks: u32, rounds: u32, iterations: u64, heavy: u64) -> 
     writeln!(out, "### Recording overhead\n")?;
     writeln!(
         out,
-        "{ranks} ranks, adaptive strobe, 500 us slices. Each round runs every mode once, in \
-         order ({}), after one warm-up round; {rounds} rounds. Ratio = the job's wall time \
+        "{ranks} ranks, adaptive strobe, 500 us slices. Each round runs every mode once ({}), \
+         starting one mode later each round, after one warm-up round; {rounds} rounds. Ratio = the job's wall time \
          under the mode / the same round's `strobe run` time: median (min..max over rounds).\n",
         MODES.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
     )?;
@@ -183,9 +183,12 @@ pub fn record_overhead(ranks: u32, rounds: u32, iterations: u64, heavy: u64) -> 
             run_once(ranks, &w, m, &db)?; // warm-up
         }
         let mut samples: Vec<Vec<Sample>> = MODES.iter().map(|_| Vec::new()).collect();
-        for _ in 0..rounds {
-            for (i, &m) in MODES.iter().enumerate() {
-                samples[i].push(run_once(ranks, &w, m, &db)?);
+        for round in 0..rounds as usize {
+            // Rotate the order each round: no mode always runs right after the same one
+            // (the kernel writes the previous recording back to disk during the next run).
+            for k in 0..MODES.len() {
+                let i = (round + k) % MODES.len();
+                samples[i].push(run_once(ranks, &w, MODES[i], &db)?);
             }
         }
         let base: Vec<f64> = samples[0].iter().map(|s| s.elapsed.as_secs_f64()).collect();
