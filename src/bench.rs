@@ -101,6 +101,7 @@ fn run_job(
         tag_output: false,
         timeout: Some(Duration::from_secs(300)),
         env: Vec::new(),
+        mmds_resolution: 0,
     };
     let report = launcher::launch(&cfg, sink.clone(), None)?;
     if let Some(m) = report.message() {

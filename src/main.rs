@@ -2,6 +2,7 @@
 //! replayer and TUI land, record, replay and browse them).
 
 mod bench;
+mod bench_record;
 mod bench_suite;
 mod cli_util;
 mod decision_log;
@@ -39,10 +40,17 @@ enum Cmd {
     Run(RunArgs),
     /// Run a job exactly like `run` and record it into an SQLite file.
     Record(record::RecordArgs),
-    /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks.
+    /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks, and the
+    /// per-primitive MMDS table with the computation + communication = run time check.
     Stats {
         /// The recording (an SQLite file written by `strobe record`).
         file: PathBuf,
+        /// Show the MMDS table of this rank instead of the whole job's.
+        #[arg(long)]
+        rank: Option<u32>,
+        /// Print JSON (for scripts) instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Browse a recording in the terminal: GETTS, NCOLL, NP2P, blocked ranks, slices,
     /// statistics (keys: `?`; docs/tui.md).
@@ -107,6 +115,21 @@ enum BenchCmd {
         /// How long the ranks stay idle, in milliseconds.
         #[arg(long, default_value_t = 300)]
         idle_ms: u32,
+    },
+    /// Recording overhead: `strobe run` versus `strobe record` with different layers, on
+    /// the papers' synthetic benchmarks (10 ms granularity) and a message-heavy job.
+    Record {
+        #[arg(short = 'n', long, default_value_t = 4)]
+        ranks: u32,
+        /// Measured rounds (each runs every mode once), after one warm-up round.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Iterations of the 10 ms synthetic benchmarks.
+        #[arg(long, default_value_t = 100)]
+        iterations: u64,
+        /// Iterations of the message-heavy exchange.
+        #[arg(long, default_value_t = 2000)]
+        heavy_iterations: u64,
     },
     /// The papers' validation run: barrier every 1.9 ms under fixed 250 us slices.
     Validation {
@@ -199,7 +222,7 @@ fn main() {
         Cmd::Install { prefix } => mpicc::install(&prefix),
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
-        Cmd::Stats { file } => Ok(record::stats(&file)),
+        Cmd::Stats { file, rank, json } => Ok(record::stats(&file, rank, json)),
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench {
@@ -287,6 +310,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         tag_output: job.tag_output,
         timeout,
         env: Vec::new(),
+        mmds_resolution: 0,
     })
 }
 
@@ -408,8 +432,16 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         decision_log: None,
         summary: false,
     };
-    let code = record::record_to(&job, &[prog.into_os_string()], &path, true, None, None)?;
-    let shown = record::stats(&path);
+    let code = record::record_to(
+        &job,
+        &[prog.into_os_string()],
+        &path,
+        true,
+        None,
+        None,
+        None,
+    )?;
+    let shown = record::stats(&path, None, false);
     if !keep {
         let _ = std::fs::remove_file(&path);
     }
@@ -430,6 +462,12 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             nodes,
             db,
         } => bench::tui(slices, ranks, nodes, db)?,
+        BenchCmd::Record {
+            ranks,
+            rounds,
+            iterations,
+            heavy_iterations,
+        } => bench_record::record_overhead(ranks, rounds, iterations, heavy_iterations)?,
     };
     print!("{text}");
     if let Some(p) = out {

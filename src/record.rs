@@ -10,6 +10,7 @@ use clap::Args;
 use strobe_recorder::window::{ENV_METRICS, ENV_SCHEDULE_LOG};
 use strobe_recorder::{JobInfo, Layer, RecordOptions, Recorder};
 use strobe_runtime::launcher::{EXIT_CANNOT_START, EXIT_INTERNAL};
+use strobe_runtime::mmds;
 
 use crate::{execute, launch_config, JobArgs};
 
@@ -29,6 +30,10 @@ pub struct RecordArgs {
     /// (default: $STROBE_METRICS, else on).
     #[arg(long, value_name = "on|off|FROM..TO")]
     metrics: Option<Layer>,
+    /// MMDS histogram resolution: buckets per power of two, 1, 2, 4 or 8 (default:
+    /// $STROBE_HISTOGRAM_RESOLUTION, else 4). MMDS is part of the metrics layer: off with it.
+    #[arg(long, value_name = "N", value_parser = strobe_runtime::mmds::parse_resolution)]
+    histogram_resolution: Option<u32>,
     #[command(flatten)]
     job: JobArgs,
     /// The program and its arguments.
@@ -44,7 +49,24 @@ pub fn record(a: &RecordArgs) -> Result<i32> {
         a.force,
         a.schedule_log,
         a.metrics,
+        a.histogram_resolution,
     )
+}
+
+/// The MMDS resolution: the flag, else the environment, else the default; 0 (off) when the
+/// metrics layer is off.
+fn mmds_resolution(flag: Option<u32>, metrics: Layer) -> Result<u32> {
+    if metrics == Layer::Off {
+        return Ok(0);
+    }
+    if let Some(r) = flag {
+        return Ok(r);
+    }
+    match std::env::var(mmds::ENV_HISTOGRAM_RESOLUTION) {
+        Ok(v) => mmds::parse_resolution(&v)
+            .map_err(|e| anyhow!("{}: {e}", mmds::ENV_HISTOGRAM_RESOLUTION)),
+        Err(_) => Ok(mmds::DEFAULT_RESOLUTION),
+    }
 }
 
 /// Remove a recording and the SQLite side files a cut-short one may have left.
@@ -69,13 +91,15 @@ pub fn record_to(
     force: bool,
     schedule_log: Option<Layer>,
     metrics: Option<Layer>,
+    histogram_resolution: Option<u32>,
 ) -> Result<i32> {
-    let cfg = launch_config(job, command)?;
+    let mut cfg = launch_config(job, command)?;
     let opts = RecordOptions {
         schedule_log: Layer::resolve(schedule_log, ENV_SCHEDULE_LOG).map_err(|e| anyhow!(e))?,
         metrics: Layer::resolve(metrics, ENV_METRICS).map_err(|e| anyhow!(e))?,
         ..RecordOptions::default()
     };
+    cfg.mmds_resolution = mmds_resolution(histogram_resolution, opts.metrics)?;
     if out.exists() {
         if !force {
             bail!(
@@ -112,12 +136,27 @@ pub fn record_to(
     }
 }
 
-/// `strobe stats FILE`: prints the summary, or a one-line error and exits 1.
-pub fn stats(file: &Path) -> i32 {
-    match strobe_recorder::stats(file) {
-        Ok(text) => {
-            print!("{text}");
-            0
+/// Exit status of `strobe stats` when the accuracy check fails (the summary is printed).
+pub const EXIT_INACCURATE: i32 = 2;
+
+/// `strobe stats FILE [--rank R] [--json]`: prints the summary, or a one-line error and
+/// exits 1; exits 2 with a warning when computation + communication differs from the run
+/// time by more than 0.01%.
+pub fn stats(file: &Path, rank: Option<u32>, json: bool) -> i32 {
+    match strobe_recorder::stats_report(file, rank) {
+        Ok(r) => {
+            print!("{}", if json { &r.json } else { &r.text });
+            if r.accurate {
+                0
+            } else {
+                eprintln!(
+                    "strobe: warning: {}: computation + communication time differs from the run \
+                     time by more than 0.01%: the per-process statistics lost or double-counted \
+                     time (see the accuracy lines)",
+                    file.display()
+                );
+                EXIT_INACCURATE
+            }
         }
         Err(e) => {
             eprintln!("strobe: {}: {e}", file.display());

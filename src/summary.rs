@@ -111,4 +111,9 @@ impl SliceSink for Tee {
             s.node_metrics(slice, m);
         }
     }
+    fn mmds(&self, ranks: &[strobe_runtime::mmds::RankMmds]) {
+        for s in &self.0 {
+            s.mmds(ranks);
+        }
+    }
 }

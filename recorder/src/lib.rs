@@ -5,7 +5,9 @@
 //! transactions, so node managers never wait on the disk (unless the queue fills, in which
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
+mod json;
 pub mod migrations;
+pub mod mmds_stats;
 pub mod read;
 pub mod window;
 mod writer;
@@ -23,8 +25,10 @@ use rusqlite::{params, Connection};
 use sha2::{Digest, Sha256};
 use strobe_runtime::engine::{LocalMetrics, SliceRecord, SliceSink};
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
+use strobe_runtime::mmds::RankMmds;
+use strobe_runtime::sched::SliceDecisions;
 
-pub use read::{open_recording, stats};
+pub use read::{open_recording, recorded_decisions, stats, stats_report, StatsReport};
 pub use window::Layer;
 
 use writer::{Msg, Schedule, SliceMsg, WriterDone};
@@ -48,6 +52,10 @@ pub enum RecordError {
     Corrupt(String),
     #[error("the recorder's writer thread failed: {0}")]
     Writer(String),
+    #[error("a recorded decision set: {0}")]
+    Schema(#[from] strobe_schema::SchemaError),
+    #[error("rank {0} has no per-process statistics in this recording (not a rank of the job, never initialized, or the metrics layer was off)")]
+    NoMmds(u32),
     #[error("the recording was already finished")]
     Finished,
 }
@@ -74,7 +82,7 @@ impl Default for RecordOptions {
             metrics: Layer::On,
             queue: 8192,
             batch_slices: 512,
-            batch_interval: Duration::from_millis(50),
+            batch_interval: Duration::from_millis(20),
         }
     }
 }
@@ -96,6 +104,8 @@ pub struct JobInfo {
     pub deadlock_slices: u32,
     pub chunk_budget: u64,
     pub direct_copy_min: u64,
+    /// MMDS histogram buckets per power of two; 0 when MMDS is off.
+    pub histogram_resolution: u32,
 }
 
 impl JobInfo {
@@ -119,6 +129,7 @@ impl JobInfo {
             deadlock_slices: e.deadlock_slices,
             chunk_budget: e.chunk_budget,
             direct_copy_min: e.direct_copy_min,
+            histogram_resolution: cfg.mmds_resolution,
         }
     }
 }
@@ -186,6 +197,8 @@ pub struct Recorder {
     opts: RecordOptions,
     tx: RwLock<Option<SyncSender<Msg>>>,
     writer: Mutex<Option<JoinHandle<WriterDone>>>,
+    /// Dropping the sender stops the checkpointer thread.
+    checkpointer: Mutex<Option<(SyncSender<()>, JoinHandle<()>)>>,
 }
 
 impl Recorder {
@@ -204,6 +217,10 @@ impl Recorder {
         // wait for fsync (a power cut may lose the last batch, never corrupt the file).
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // No checkpoint on the writer's commits: a checkpoint fsyncs, which on a busy disk
+        // stalls the writer for tens of milliseconds, and a SIGKILL in that window loses
+        // more than the last batch. The checkpointer thread does it instead.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         migrations::migrate(&mut conn)?;
         let command = format!(
             "[{}]",
@@ -224,8 +241,9 @@ impl Recorder {
         conn.execute(
             "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
                 env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
-                schedule_log, metrics, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                schedule_log, metrics, started_at, wire_format_version, histogram_resolution)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                ?18, ?19)",
             params![
                 migrations::CURRENT_VERSION,
                 env!("CARGO_PKG_VERSION"),
@@ -244,6 +262,8 @@ impl Recorder {
                 opts.schedule_log.to_string(),
                 opts.metrics.to_string(),
                 unix_ns(),
+                strobe_schema::FORMAT_VERSION,
+                (job.histogram_resolution != 0).then_some(job.histogram_resolution),
             ],
         )?;
         let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
@@ -257,6 +277,7 @@ impl Recorder {
             opts,
             tx: RwLock::new(Some(tx)),
             writer: Mutex::new(Some(handle)),
+            checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
         })
     }
 
@@ -275,6 +296,10 @@ impl Recorder {
     /// Stop the writer and get the connection back, with the writer's first error.
     fn stop_writer(&self) -> Result<(Connection, u64), RecordError> {
         self.tx.write().expect("recorder lock").take();
+        if let Some((stop, handle)) = self.checkpointer.lock().expect("recorder lock").take() {
+            drop(stop);
+            let _ = handle.join();
+        }
         let handle = self
             .writer
             .lock()
@@ -367,13 +392,42 @@ impl Recorder {
     }
 }
 
+/// How often the checkpointer folds the WAL into the database while recording.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// A thread with its own connection that checkpoints the WAL every [`CHECKPOINT_EVERY`]
+/// (PASSIVE: it never waits for the writer, nor the writer for it), so the WAL stays small
+/// during long recordings without the writer ever paying for an fsync.
+fn start_checkpointer(path: &Path) -> Result<(SyncSender<()>, JoinHandle<()>), RecordError> {
+    let conn = Connection::open(path)?;
+    let (tx, rx) = sync_channel::<()>(1);
+    let handle = std::thread::Builder::new()
+        .name("strobe-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                rx.recv_timeout(CHECKPOINT_EVERY)
+            {
+                // A failed checkpoint only leaves a longer WAL: the next one or finish()
+                // folds it back.
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        })
+        .map_err(|e| RecordError::Writer(e.to_string()))?;
+    Ok((tx, handle))
+}
+
 impl SliceSink for Recorder {
     fn slice(&self, rec: &SliceRecord) {
         let metrics = self.opts.metrics.covers(rec.slice);
         let schedule = self.opts.schedule_log.covers(rec.slice).then(|| Schedule {
             // Only what the tables hold: the catalog carries addresses and is not copied.
             descriptors: rec.descriptors.clone(),
-            decisions: rec.decisions.decisions.clone(),
+            decisions: SliceDecisions {
+                slice: rec.slice,
+                decisions: rec.decisions.decisions.clone(),
+                wake: rec.decisions.wake.clone(),
+                catalog: Vec::new(),
+            },
             blocked: rec.blocked.clone(),
         });
         self.send(Msg::Slice(Box::new(SliceMsg {
@@ -392,6 +446,12 @@ impl SliceSink for Recorder {
     fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
         if self.opts.metrics.covers(slice) {
             self.send(Msg::Node(slice, *m));
+        }
+    }
+
+    fn mmds(&self, ranks: &[RankMmds]) {
+        if self.opts.metrics != Layer::Off {
+            self.send(Msg::Mmds(ranks.to_vec()));
         }
     }
 }

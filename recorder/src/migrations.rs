@@ -218,8 +218,87 @@ BEGIN
 END;
 "#;
 
+/// The recorder's second increment, one self-contained step: the Cap'n Proto format version
+/// of the blobs, each slice's decision set as a packed Cap'n Proto blob (schedule log), the
+/// per-process MMDS tables (metrics layer), and views for the common questions. Documented
+/// in `docs/recording.md`.
+const RECORDER_V2: &str = r#"
+ALTER TABLE job ADD COLUMN wire_format_version INTEGER;
+ALTER TABLE job ADD COLUMN histogram_resolution INTEGER;
+
+CREATE TABLE slice_decisions (
+    slice      INTEGER PRIMARY KEY,
+    decisions  BLOB NOT NULL
+);
+
+CREATE TABLE mmds_rank (
+    rank                INTEGER PRIMARY KEY,
+    wall_ns             INTEGER NOT NULL,
+    compute_ns          INTEGER NOT NULL,
+    comm_ns             INTEGER NOT NULL,
+    calls               INTEGER NOT NULL,
+    finalized           INTEGER NOT NULL,
+    granularity_min_ns  INTEGER,
+    granularity_max_ns  INTEGER
+);
+
+CREATE TABLE mmds_primitive (
+    rank       INTEGER NOT NULL,
+    primitive  TEXT NOT NULL,
+    count      INTEGER NOT NULL,
+    min_ns     INTEGER NOT NULL,
+    max_ns     INTEGER NOT NULL,
+    total_ns   INTEGER NOT NULL,
+    bytes      INTEGER NOT NULL,
+    PRIMARY KEY (rank, primitive)
+) WITHOUT ROWID;
+
+CREATE TABLE mmds_histogram (
+    rank       INTEGER NOT NULL,
+    primitive  TEXT NOT NULL,
+    metric     TEXT NOT NULL CHECK (metric IN ('latency', 'size', 'granularity', 'overhead')),
+    lo         INTEGER NOT NULL,
+    hi         INTEGER NOT NULL,
+    count      INTEGER NOT NULL,
+    PRIMARY KEY (rank, primitive, metric, lo)
+) WITHOUT ROWID;
+
+CREATE VIEW slowest_slices AS
+    SELECT slice, reason, getts_ns, gtdem_ns, gtmsm_ns, gtts_ns, n_descriptors, n_blocked,
+           n_matches + n_chunks + n_collectives + n_completions AS n_decisions
+    FROM slice WHERE getts_ns IS NOT NULL AND reason != 'first'
+    ORDER BY getts_ns DESC;
+
+CREATE VIEW blocked_per_slice AS
+    SELECT slice, count(*) AS n_blocked, group_concat(rank || ':' || call, ' ') AS ranks
+    FROM blocked GROUP BY slice;
+
+CREATE VIEW message_life AS
+    SELECT s.rank AS send_rank, s.seq AS send_seq, s.kind AS send_kind,
+           s.slice - 1 AS send_posted, r.rank AS recv_rank, r.seq AS recv_seq,
+           r.slice - 1 AS recv_posted, m.slice AS matched, m.bytes AS bytes,
+           (SELECT max(c.slice) FROM decision c
+             WHERE c.kind = 'chunk' AND c.send_rank = m.send_rank AND c.send_seq = m.send_seq)
+             AS last_chunk,
+           (SELECT c.slice FROM decision c
+             WHERE c.kind = 'complete' AND c.desc_rank = m.send_rank AND c.desc_seq = m.send_seq)
+             AS send_completed,
+           (SELECT c.slice FROM decision c
+             WHERE c.kind = 'complete' AND c.desc_rank = m.recv_rank AND c.desc_seq = m.recv_seq)
+             AS recv_completed
+    FROM decision m
+    JOIN descriptor s ON s.rank = m.send_rank AND s.seq = m.send_seq
+    JOIN descriptor r ON r.rank = m.recv_rank AND r.seq = m.recv_seq
+    WHERE m.kind = 'match';
+
+CREATE VIEW mmds_summary AS
+    SELECT rank, primitive, count, min_ns, max_ns, total_ns,
+           CAST(total_ns AS REAL) / count AS avg_ns, bytes
+    FROM mmds_primitive WHERE count > 0;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
-pub const MIGRATIONS: &[&str] = &[V1, V_SUMMARIES];
+pub const MIGRATIONS: &[&str] = &[V1, RECORDER_V2, V_SUMMARIES];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::migrations::CURRENT_VERSION;
 use crate::RecordError;
+use crate::{json, mmds_stats};
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
@@ -95,6 +96,30 @@ pub fn open_recording(path: &Path) -> Result<Connection, RecordError> {
     Ok(conn)
 }
 
+/// The decision set recorded for `slice` (table `slice_decisions`, schedule log), decoded
+/// and digest-checked: what a replayer shows when a replayed slice diverges. `None` when
+/// the slice decided nothing or lies outside the schedule log's window.
+pub fn recorded_decisions(
+    conn: &Connection,
+    slice: u64,
+) -> Result<Option<strobe_runtime::sched::SliceDecisions>, RecordError> {
+    let blob: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT decisions FROM slice_decisions WHERE slice = ?1",
+            [slice as i64],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })?;
+    Ok(match blob {
+        Some(b) => Some(strobe_schema::decode_slice_decisions(&b)?),
+        None => None,
+    })
+}
+
 fn us(ns: i64) -> f64 {
     ns as f64 / 1e3
 }
@@ -106,9 +131,71 @@ fn pct(sorted: &[i64], p: f64) -> i64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// The `strobe stats` text of a recording.
+/// The `strobe stats` text of a recording (whole job).
 pub fn stats(path: &Path) -> Result<String, RecordError> {
+    Ok(stats_report(path, None)?.text)
+}
+
+/// What `strobe stats` shows: the text, the same as JSON, and the accuracy check's verdict.
+#[derive(Clone, Debug)]
+pub struct StatsReport {
+    pub text: String,
+    pub json: String,
+    /// False when some rank's (or the job's) computation + communication differs from its
+    /// run time by more than 0.01%: the monitoring lost or double-counted time.
+    pub accurate: bool,
+}
+
+/// `strobe stats`: the slice summary and the MMDS table of `rank` (whole job if `None`).
+pub fn stats_report(path: &Path, rank: Option<u32>) -> Result<StatsReport, RecordError> {
     let conn = open_recording(path)?;
+    let mut text = slice_summary(&conn, path)?;
+    let job = mmds_stats::mmds_stats(&conn, None)?;
+    let per_rank = mmds_stats::mmds_per_rank(&conn)?;
+    let shown = match rank {
+        Some(r) => Some(
+            per_rank
+                .iter()
+                .find(|s| s.rank == Some(r))
+                .cloned()
+                .ok_or(RecordError::NoMmds(r))?,
+        ),
+        None => job.clone(),
+    };
+    let mut accurate = true;
+    match &shown {
+        None => text.push_str("MMDS       not recorded (the metrics layer was off)\n"),
+        Some(s) => {
+            text.push('\n');
+            text.push_str(&mmds_stats::render(s));
+            accurate &= s.accurate();
+        }
+    }
+    if rank.is_none() && !per_rank.is_empty() {
+        text.push_str("accuracy per rank: computation + communication vs run time\n");
+        for s in &per_rank {
+            let _ = writeln!(
+                text,
+                "  rank {:<4} {:>12.3} ms {:>12.3} ms  error {:.4}%{}",
+                s.rank.unwrap_or(0),
+                s.wall_ns as f64 / 1e6,
+                (s.compute_ns + s.comm_ns) as f64 / 1e6,
+                s.error() * 100.0,
+                if s.accurate() { "" } else { "  EXCEEDS 0.01%" }
+            );
+            accurate &= s.accurate();
+        }
+    }
+    let json = json::report(&conn, path, shown.as_ref(), rank, &per_rank, accurate)?;
+    Ok(StatsReport {
+        text,
+        json,
+        accurate,
+    })
+}
+
+/// The job and slice part of `strobe stats` (what the first increment printed).
+fn slice_summary(conn: &Connection, path: &Path) -> Result<String, RecordError> {
     let mut o = String::new();
     let w = &mut o;
     type JobRow = (
@@ -178,7 +265,7 @@ pub fn stats(path: &Path) -> Result<String, RecordError> {
         ),
         None => writeln!(
             w,
-            "outcome    unknown: the recording was cut short ({recorded} slices recorded)"
+            "outcome    unknown: still being recorded, or the recording was cut short ({recorded} slices recorded)"
         ),
     }
     .ok();

@@ -24,6 +24,7 @@ fn job() -> JobInfo {
         deadlock_slices: 20,
         chunk_budget: 4 << 20,
         direct_copy_min: 2 << 20,
+        histogram_resolution: 4,
     }
 }
 
@@ -212,6 +213,38 @@ fn slices_decisions_and_job_round_trip() {
         ),
         20
     );
+    // The views answer the common questions from the same rows.
+    assert_eq!(count(&c, "SELECT count(*) FROM slowest_slices"), 9);
+    assert_eq!(
+        count(&c, "SELECT max(getts_ns) FROM slowest_slices"),
+        110_000
+    );
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM blocked_per_slice WHERE n_blocked = 1"
+        ),
+        10
+    );
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM message_life WHERE matched = send_seq
+                AND last_chunk = matched AND send_completed = matched AND recv_completed = matched"
+        ),
+        10
+    );
+    // Each slice's decision set, as a Cap'n Proto blob that decodes to what was decided.
+    assert_eq!(count(&c, "SELECT count(*) FROM slice_decisions"), 10);
+    assert_eq!(
+        recorded_decisions(&c, 4).unwrap(),
+        Some(record(4).decisions)
+    );
+    assert_eq!(recorded_decisions(&c, 11).unwrap(), None);
+    assert_eq!(
+        count(&c, "SELECT wire_format_version FROM job"),
+        strobe_schema::FORMAT_VERSION as i64
+    );
     let s = stats(&p).unwrap();
     assert!(s.contains("outcome    success"), "{s}");
     assert!(s.contains("match 10"), "{s}");
@@ -236,6 +269,7 @@ fn windows_limit_each_layer() {
     );
     assert_eq!(count(&c, "SELECT count(DISTINCT slice) FROM descriptor"), 3);
     assert_eq!(count(&c, "SELECT min(slice) FROM decision"), 3);
+    assert_eq!(count(&c, "SELECT count(*) FROM slice_decisions"), 3);
     assert_eq!(count(&c, "SELECT max(slice) FROM blocked"), 5);
     assert_eq!(count(&c, "SELECT count(*) FROM node_slice"), 0);
     assert_eq!(count(&c, "SELECT count(getts_ns) FROM slice"), 0);
@@ -272,6 +306,21 @@ fn migrations_are_idempotent_and_newer_files_are_refused() {
     drop(c);
     let e = open_recording(&p).unwrap_err();
     assert!(e.to_string().contains("newer strobe"), "{e}");
+}
+
+#[test]
+fn a_damaged_decision_blob_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("b.db");
+    record_n(&p, 3, RecordOptions::default());
+    Connection::open(&p)
+        .unwrap()
+        .execute_batch("UPDATE slice_decisions SET decisions = x'00ff10' WHERE slice = 2")
+        .unwrap();
+    let c = open_recording(&p).unwrap();
+    let e = recorded_decisions(&c, 2).unwrap_err();
+    assert!(matches!(e, RecordError::Schema(_)), "{e}");
+    assert!(recorded_decisions(&c, 3).unwrap().is_some());
 }
 
 #[test]

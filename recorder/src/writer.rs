@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError};
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
-use strobe_runtime::sched::{Decision, DecisionCounts};
+use strobe_runtime::mmds::{Bucket, RankMmds};
+use strobe_runtime::sched::{Decision, DecisionCounts, SliceDecisions};
 use strobe_runtime::segment::call_name;
 
 use crate::RecordError;
@@ -17,6 +18,8 @@ use crate::RecordError;
 pub(crate) enum Msg {
     Slice(Box<SliceMsg>),
     Node(u64, LocalMetrics),
+    /// Every rank's MMDS, once at the end of the job.
+    Mmds(Vec<RankMmds>),
 }
 
 /// One slice, reduced to what the enabled layers record.
@@ -36,7 +39,8 @@ pub(crate) struct SliceMsg {
 
 pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
-    pub decisions: Vec<Decision>,
+    /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
+    pub decisions: SliceDecisions,
     pub blocked: Vec<(u32, u32)>,
 }
 
@@ -87,6 +91,7 @@ pub(crate) fn run(
                 write_slice(&conn, s)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
+            Msg::Mmds(ranks) => write_mmds(&conn, ranks),
         };
         if let Err(e) = res {
             error = Some(e.into());
@@ -160,9 +165,15 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     for d in &sch.descriptors {
-        let kind = d
-            .kind()
-            .map_or_else(|| format!("?{}", d.kind), |k| k.mpi_name().to_string());
+        // The MPI name, without an allocation per row; `?N` for an unknown kind code.
+        let unknown;
+        let kind = match d.kind() {
+            Some(k) => k.mpi_name(),
+            None => {
+                unknown = format!("?{}", d.kind);
+                unknown.as_str()
+            }
+        };
         st.execute(params![
             d.rank,
             d.seq as i64,
@@ -177,14 +188,34 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
             d.flags,
         ])?;
     }
-    for (idx, d) in sch.decisions.iter().enumerate() {
-        write_decision(conn, s.slice, idx, d)?;
+    if !sch.decisions.decisions.is_empty() {
+        // One statement lookup per slice, not per decision: the cache is keyed by the SQL
+        // text, and hashing it per row cost more than SQLite's own insert.
+        let mut st = conn.prepare_cached(DECISION_INSERT)?;
+        for (idx, d) in sch.decisions.decisions.iter().enumerate() {
+            write_decision(&mut st, s.slice, idx, d)?;
+        }
+    }
+    if !sch.decisions.is_empty() {
+        write_decision_blob(conn, &sch.decisions)?;
     }
     let mut st =
         conn.prepare_cached("INSERT INTO blocked (slice, rank, call) VALUES (?1, ?2, ?3)")?;
     for (rank, call) in &sch.blocked {
         st.execute(params![s.slice as i64, rank, call_name(*call)])?;
     }
+    Ok(())
+}
+
+/// The slice's decision set as one packed Cap'n Proto blob (`slice_decisions`): what a
+/// replayer decodes to show the exact recorded decisions when a replay diverges. Encoded
+/// here, on the writer thread, never on the slice path.
+fn write_decision_blob(conn: &Connection, set: &SliceDecisions) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT INTO slice_decisions (slice, decisions) VALUES (?1, ?2)")?
+        .execute(params![
+            set.slice as i64,
+            strobe_schema::encode_slice_decisions(set)
+        ])?;
     Ok(())
 }
 
@@ -230,7 +261,19 @@ fn coll_name(k: DescKind) -> &'static str {
     k.mpi_name()
 }
 
-fn write_decision(conn: &Connection, slice: u64, idx: usize, d: &Decision) -> rusqlite::Result<()> {
+const DECISION_INSERT: &str =
+    "INSERT INTO decision (slice, idx, kind, send_rank, send_seq, recv_rank, recv_seq,
+        desc_rank, desc_seq, \"offset\", bytes, comm, parent, coll_seq, coll_kind, root,
+        members, request, source, tag, error, flags, value, value2)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+        ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
+
+fn write_decision(
+    st: &mut rusqlite::CachedStatement<'_>,
+    slice: u64,
+    idx: usize,
+    d: &Decision,
+) -> rusqlite::Result<()> {
     let r = |x: strobe_runtime::descriptor::DescRef| Some((x.rank, x.seq as i64));
     let row = match d {
         Decision::Match {
@@ -318,14 +361,7 @@ fn write_decision(conn: &Connection, slice: u64, idx: usize, d: &Decision) -> ru
             ..Row::default()
         },
     };
-    conn.prepare_cached(
-        "INSERT INTO decision (slice, idx, kind, send_rank, send_seq, recv_rank, recv_seq,
-            desc_rank, desc_seq, \"offset\", bytes, comm, parent, coll_seq, coll_kind, root,
-            members, request, source, tag, error, flags, value, value2)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-            ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
-    )?
-    .execute(params![
+    st.execute(params![
         slice as i64,
         idx as i64,
         d.kind_name(),
@@ -380,5 +416,65 @@ fn write_node(conn: &Connection, slice: u64, m: &LocalMetrics) -> rusqlite::Resu
         ns(m.t_rm),
         ns(m.t_deliver),
     ])?;
+    Ok(())
+}
+
+/// The per-process tables: `mmds_rank`, `mmds_primitive`, `mmds_histogram`. Granularity
+/// and overhead are per process: their histogram rows have `primitive = '*'`.
+fn write_mmds(conn: &Connection, ranks: &[RankMmds]) -> rusqlite::Result<()> {
+    let mut rank_st = conn.prepare_cached(
+        "INSERT INTO mmds_rank (rank, wall_ns, compute_ns, comm_ns, calls, finalized,
+            granularity_min_ns, granularity_max_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    let mut prim_st = conn.prepare_cached(
+        "INSERT INTO mmds_primitive (rank, primitive, count, min_ns, max_ns, total_ns, bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut hist_st = conn.prepare_cached(
+        "INSERT INTO mmds_histogram (rank, primitive, metric, lo, hi, count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut hist = |rank: u32, prim: &str, metric: &str, b: &[Bucket]| {
+        for x in b {
+            hist_st.execute(params![
+                rank,
+                prim,
+                metric,
+                x.lo as i64,
+                x.hi as i64,
+                x.count as i64
+            ])?;
+        }
+        Ok::<_, rusqlite::Error>(())
+    };
+    for r in ranks {
+        rank_st.execute(params![
+            r.rank,
+            r.wall_ns as i64,
+            r.compute_ns as i64,
+            r.comm_ns as i64,
+            r.calls as i64,
+            r.finalized,
+            r.granularity_min_max.map(|m| m.0 as i64),
+            r.granularity_min_max.map(|m| m.1 as i64),
+        ])?;
+        hist(r.rank, "*", "granularity", &r.granularity)?;
+        hist(r.rank, "*", "overhead", &r.overhead)?;
+        for p in &r.primitives {
+            let name = p.primitive.mpi_name();
+            prim_st.execute(params![
+                r.rank,
+                name,
+                p.count as i64,
+                p.min_ns as i64,
+                p.max_ns as i64,
+                p.total_ns as i64,
+                p.bytes as i64
+            ])?;
+            hist(r.rank, name, "latency", &p.latency)?;
+            hist(r.rank, name, "size", &p.size)?;
+        }
+    }
     Ok(())
 }

@@ -48,6 +48,7 @@ fn main() {
         tag_output: false,
         timeout: None,
         env: Vec::new(),
+        mmds_resolution: 0,
     };
     launch(&cfg, p.clone(), None).expect("launch");
     let busy = p.busy.lock().unwrap();

@@ -47,6 +47,9 @@ pub struct LaunchConfig {
     pub timeout: Option<Duration>,
     /// Extra environment for the ranks.
     pub env: Vec<(OsString, OsString)>,
+    /// Per-process monitoring (MMDS, `mmds.rs`): histogram buckets per power of two, or
+    /// 0 to leave it off. When on, every rank's statistics go to the sink at the end.
+    pub mmds_resolution: u32,
 }
 
 /// How a rank died.
@@ -198,8 +201,9 @@ pub fn launch(
     let seg = crate::rank::create_segment(e.ranks, e.nodes).map_err(LaunchError::Segment)?;
     let fd = seg.inheritable_fd().map_err(LaunchError::Segment)?;
     let seg_len = seg.len();
+    crate::mmds::set_resolution(&seg, cfg.mmds_resolution);
     let shared = Arc::new(JobShared::new(seg));
-    let engine = Engine::start(e.clone(), shared.clone(), sink, source)?;
+    let engine = Engine::start(e.clone(), shared.clone(), sink.clone(), source)?;
 
     let mut children: Vec<Child> = Vec::new();
     let mut forwarders = Vec::new();
@@ -332,6 +336,13 @@ pub fn launch(
     let engine_outcome = engine.join();
     for f in forwarders {
         let _ = f.join();
+    }
+    if cfg.mmds_resolution != 0 {
+        // Every rank is reaped: the counters are final, crashed ranks' included.
+        let mmds: Vec<_> = (0..e.ranks)
+            .filter_map(|r| crate::mmds::snapshot(&shared.seg, r))
+            .collect();
+        sink.mmds(&mmds);
     }
     let outcome = outcome.unwrap_or(match engine_outcome {
         EngineOutcome::Failed(f) => JobOutcome::EngineFailed(f),

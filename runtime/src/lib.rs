@@ -16,6 +16,7 @@ pub mod descriptor;
 pub mod engine;
 pub mod futex;
 pub mod launcher;
+pub mod mmds;
 pub mod ops;
 pub mod procmem;
 pub mod rank;

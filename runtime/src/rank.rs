@@ -72,6 +72,7 @@ impl RankCtx {
         if CTX.get().is_some() {
             return Err(InitError::AlreadyInitialized);
         }
+        let entered_ns = crate::mmds::now_ns();
         let fd = env_u64(ENV_FD)? as RawFd;
         let len = env_u64(ENV_LEN)? as usize;
         let rank = env_u64(ENV_RANK)? as u32;
@@ -100,6 +101,7 @@ impl RankCtx {
         };
         CTX.set(ctx).map_err(|_| InitError::AlreadyInitialized)?;
         let ctx = CTX.get().expect("just set");
+        crate::mmds::attach(&ctx.seg, rank, entered_ns);
         std::thread::Builder::new()
             .name("strobe-dma".into())
             .spawn(move || ctx.dma_helper())

@@ -14,7 +14,7 @@ use crate::ring::{ring_bytes, Ring};
 use crate::shm_region::ShmRegion;
 
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 
 /// Rank states, in `RankSlot::state`.
 pub const STATE_COMPUTING: u32 = 0;
@@ -39,7 +39,9 @@ pub struct JobHeader {
     pub slot_stride: u32,
     /// The slice currently running (set by the Strobe Receiver of each rank's node).
     pub slice: AtomicU64,
-    _p0: [u8; 24],
+    /// MMDS histogram resolution (buckets per power of two); 0 = MMDS off (`mmds.rs`).
+    pub mmds_resolution: AtomicU32,
+    _p0: [u8; 20],
     /// Ranks currently computing (not blocked, not finalized, not exited). The adaptive
     /// Strobe Sender starts a slice early when it reaches zero.
     pub computing: AtomicU32,
@@ -126,12 +128,21 @@ fn align_up(v: usize, a: usize) -> usize {
     v.div_ceil(a) * a
 }
 
-fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
+/// Offset of a rank's MMDS block in its slot: after the three queues, page-aligned so the
+/// queues' hot lines never share a page with the counters.
+fn mmds_offset(desc_cap: usize, comp_cap: usize) -> usize {
     align_up(
         SLOT_HEADER
             + ring_bytes::<Descriptor>(desc_cap)
             + ring_bytes::<Completion>(comp_cap)
             + ring_bytes::<DmaWork>(DMA_CAPACITY),
+        4096,
+    )
+}
+
+fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
+    align_up(
+        mmds_offset(desc_cap, comp_cap) + crate::mmds::BLOCK_BYTES,
         4096,
     )
 }
@@ -260,6 +271,16 @@ impl JobSegment {
     pub fn slot(&self, rank: u32) -> &RankSlot {
         // SAFETY: each slot starts with a RankSlot (zero is a valid bit pattern: all atomics).
         unsafe { &*(self.slot_ptr(rank) as *const RankSlot) }
+    }
+
+    /// The MMDS counters of `rank` (zero-filled at creation; written only by the rank).
+    pub fn mmds(&self, rank: u32) -> &crate::mmds::MmdsBlock {
+        let h = self.header();
+        let off = mmds_offset(h.desc_capacity as usize, h.comp_capacity as usize);
+        // SAFETY: the block lies inside the slot (slot_stride reserves it after the queues,
+        // page-aligned), every field is an atomic integer for which zero is valid, and the
+        // mapping lives as long as `self`.
+        unsafe { &*(self.slot_ptr(rank).add(off) as *const crate::mmds::MmdsBlock) }
     }
 
     /// The queues of `rank`. Each side must use only its end of each queue (single producer,

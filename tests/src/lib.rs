@@ -124,7 +124,7 @@ pub fn dev_shm_strobe_entries() -> Vec<String> {
 pub mod c_fixtures;
 /// Record `name` on `ranks` ranks into `dir/<name>.db` with `strobe record` and return the
 /// file. Panics if strobe could not write it (a failing job is fine: it is recorded too).
-pub fn record_fixture(dir: &std::path::Path, name: &str, ranks: u32) -> PathBuf {
+pub fn record_fixture_into(dir: &std::path::Path, name: &str, ranks: u32) -> PathBuf {
     let db = dir.join(format!("{name}.db"));
     let out = Command::new(strobe())
         .arg("record")
@@ -145,4 +145,42 @@ pub fn record_fixture(dir: &std::path::Path, name: &str, ranks: u32) -> PathBuf 
         String::from_utf8_lossy(&out.stderr)
     );
     db
+}
+
+/// `strobe <args>` with the recorder's layer switches cleared from the environment, plus
+/// `env`.
+pub fn strobe_cmd(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(strobe());
+    cmd.args(args)
+        .env_remove("STROBE_SCHEDULE_LOG")
+        .env_remove("STROBE_METRICS")
+        .env_remove("STROBE_HISTOGRAM_RESOLUTION");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let t = Instant::now();
+    let o = cmd.output().expect("spawn strobe");
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        elapsed: t.elapsed(),
+    }
+}
+
+/// `strobe record -o db <args> --timeout 120s -- <fixture> <fixture_args>`.
+pub fn record_fixture(
+    db: &std::path::Path,
+    args: &[&str],
+    name: &str,
+    fixture_args: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
+    let fx = fixture(name).display().to_string();
+    let db = db.display().to_string();
+    let mut all = vec!["record", "-o", db.as_str()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--timeout", "120s", "--", fx.as_str()]);
+    all.extend_from_slice(fixture_args);
+    strobe_cmd(&all, env)
 }

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use strobe_tests::{dev_shm_strobe_entries, fixture, processes_matching, run_fixture, strobe};
 
+/// Tests that run the same fixture and then check that none of its processes is left must
+/// not overlap (the test harness runs two at a time): each would see the other's ranks.
+static DEADLOCK_FIXTURE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn assert_no_leftovers(name: &str) {
     let path = fixture(name).display().to_string();
     // The launcher reaps every rank before it exits; give the kernel a moment to drop
@@ -19,6 +23,7 @@ fn assert_no_leftovers(name: &str) {
 
 #[test]
 fn deadlock_is_reported_within_a_second_with_the_cycle() {
+    let _one_at_a_time = DEADLOCK_FIXTURE.lock().unwrap_or_else(|e| e.into_inner());
     for (n, nodes) in [("3", "1"), ("4", "2")] {
         let r = run_fixture(&["-n", n, "--nodes", nodes], "deadlock", &[]);
         assert_eq!(r.code, 3, "deadlock exit status; stderr:\n{}", r.stderr);

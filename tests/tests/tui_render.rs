@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use strobe_tests::record_fixture;
+use strobe_tests::record_fixture_into;
 use strobe_tui::app::{Event, Tab};
 use strobe_tui::ratatui::backend::TestBackend;
 use strobe_tui::ratatui::crossterm::event::{
@@ -31,9 +31,9 @@ fn recordings() -> &'static Recordings {
     static R: OnceLock<Recordings> = OnceLock::new();
     R.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let deadlock = record_fixture(dir.path(), "deadlock", 3);
-        let collectives = record_fixture(dir.path(), "collectives", 4);
-        let ring_stats = record_fixture(dir.path(), "token_ring", 4);
+        let deadlock = record_fixture_into(dir.path(), "deadlock", 3);
+        let collectives = record_fixture_into(dir.path(), "collectives", 4);
+        let ring_stats = record_fixture_into(dir.path(), "token_ring", 4);
         strobe_tui::synthetic::add_process_stats(&ring_stats, 4).unwrap();
         Recordings {
             _dir: dir,

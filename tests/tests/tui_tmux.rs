@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use strobe_tests::{record_fixture, strobe};
+use strobe_tests::{record_fixture_into, strobe};
 
 /// A tmux server of our own (its own socket), killed when the test ends.
 static NEXT_SERVER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -101,7 +101,7 @@ fn tui_command(db: &Path) -> String {
 #[test]
 fn a_person_browses_a_deadlock_in_tmux() {
     let dir = tempfile::tempdir().unwrap();
-    let db = record_fixture(dir.path(), "deadlock", 3);
+    let db = record_fixture_into(dir.path(), "deadlock", 3);
     strobe_tui::synthetic::add_process_stats(&db, 3).unwrap();
     let t = Tmux::start(&tui_command(&db), 120, 40);
 
@@ -181,7 +181,7 @@ fn a_person_browses_a_deadlock_in_tmux() {
 #[test]
 fn a_panic_leaves_a_usable_terminal() {
     let dir = tempfile::tempdir().unwrap();
-    let db = record_fixture(dir.path(), "hello", 2);
+    let db = record_fixture_into(dir.path(), "hello", 2);
     // The test seam exists in debug builds, which is what the tests run.
     let cmd = format!(
         "STROBE_TUI_TEST_PANIC=1 {} tui {}; echo strobe-exited-$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; sleep 60",
@@ -246,7 +246,7 @@ fn a_file_that_is_not_a_recording_never_touches_the_terminal() {
 #[test]
 fn without_a_terminal_it_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let db = record_fixture(dir.path(), "hello", 2);
+    let db = record_fixture_into(dir.path(), "hello", 2);
     let out = Command::new(strobe()).arg("tui").arg(&db).output().unwrap();
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);

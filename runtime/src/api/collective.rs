@@ -3,15 +3,18 @@
 use super::check::{build_table, check_fits, check_op, check_root, prefix_displs};
 use super::{addr, addr_mut, nbytes, Comm, Equivalence, Error, ReduceOp, Result};
 use crate::descriptor::{DescKind, Descriptor, FLAG_IN_PLACE};
+use crate::mmds::{self, Primitive};
 
 impl Comm {
     /// `MPI_Barrier`.
     pub fn barrier(&self) -> Result<()> {
+        let _mmds = mmds::enter(Primitive::Barrier);
         self.call(self.desc(DescKind::Barrier)).map(|_| ())
     }
 
     /// `MPI_Bcast` of `buf` from `root`.
     pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Bcast, nbytes(buf));
         check_root(root, self.size)?;
         let mut d = self.desc(DescKind::Bcast);
         d.elem = T::ELEM as u8;
@@ -37,6 +40,7 @@ impl Comm {
         op: ReduceOp,
         root: i32,
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Reduce, nbytes(send));
         check_root(root, self.size)?;
         let mut d = self.reduction::<T>(DescKind::Reduce, op)?;
         d.peer = root;
@@ -54,6 +58,7 @@ impl Comm {
     /// `MPI_Reduce` with `MPI_IN_PLACE` at the root: the caller is the root, `buf` is its
     /// input and receives the result. The other members call [`Comm::reduce`].
     pub fn reduce_root_in_place<T: Equivalence>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Reduce, nbytes(buf));
         let mut d = self.reduction::<T>(DescKind::Reduce, op)?;
         d.peer = self.rank();
         d.flags = FLAG_IN_PLACE;
@@ -85,11 +90,13 @@ impl Comm {
         recv: &mut [T],
         op: ReduceOp,
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Allreduce, nbytes(send));
         self.reduce_to_all(DescKind::Allreduce, send, recv, op)
     }
 
     /// `MPI_Allreduce` with `MPI_IN_PLACE`.
     pub fn allreduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Allreduce, nbytes(buf));
         let mut d = self.reduction::<T>(DescKind::Allreduce, op)?;
         d.flags = FLAG_IN_PLACE;
         d.rbuf = addr_mut(buf);
@@ -99,11 +106,13 @@ impl Comm {
 
     /// `MPI_Scan` (inclusive prefix reduction in rank order).
     pub fn scan<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Scan, nbytes(send));
         self.reduce_to_all(DescKind::Scan, send, recv, op)
     }
 
     /// `MPI_Exscan` (exclusive; rank 0's `recv` is left untouched).
     pub fn exscan<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Exscan, nbytes(send));
         self.reduce_to_all(DescKind::Exscan, send, recv, op)
     }
 
@@ -115,6 +124,7 @@ impl Comm {
         counts: &[usize],
         op: ReduceOp,
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::ReduceScatter, nbytes(send));
         let n = self.size as usize;
         let displs = prefix_displs(counts);
         let table = build_table(counts, &displs, n, std::mem::size_of::<T>(), send.len())?;
@@ -141,6 +151,7 @@ impl Comm {
         recv: &mut [T],
         op: ReduceOp,
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::ReduceScatterBlock, nbytes(send));
         let n = self.size as usize;
         if send.len() % n != 0 {
             return Err(Error::Count);
@@ -162,6 +173,7 @@ impl Comm {
         recv: &mut [T],
         root: i32,
     ) -> Result<()> {
+        let _mmds = mmds::enter(Primitive::Scatter);
         check_root(root, self.size)?;
         let n = self.size as usize;
         let mut d = self.desc(DescKind::Scatter);
@@ -187,6 +199,7 @@ impl Comm {
         recv: &mut [T],
         root: i32,
     ) -> Result<()> {
+        let _mmds = mmds::enter(Primitive::Scatterv);
         check_root(root, self.size)?;
         let n = self.size as usize;
         let mut d = self.desc(DescKind::Scatterv);
@@ -215,6 +228,7 @@ impl Comm {
         recv: Option<&mut [T]>,
         root: i32,
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Gather, nbytes(send));
         check_root(root, self.size)?;
         let n = self.size as usize;
         let mut d = self.desc(DescKind::Gather);
@@ -239,6 +253,7 @@ impl Comm {
         recv: Option<(&mut [T], &[usize], &[usize])>,
         root: i32,
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Gatherv, nbytes(send));
         check_root(root, self.size)?;
         let n = self.size as usize;
         let mut d = self.desc(DescKind::Gatherv);
@@ -262,6 +277,7 @@ impl Comm {
 
     /// `MPI_Allgather`: `recv` receives `size` blocks of `send.len()` elements.
     pub fn allgather<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Allgather, nbytes(send));
         let n = self.size as usize;
         let total = send.len().checked_mul(n).ok_or(Error::Count)?;
         check_fits(total, recv.len())?;
@@ -277,6 +293,7 @@ impl Comm {
     /// `MPI_Allgather` with `MPI_IN_PLACE`: `buf` holds `size` blocks, mine already at
     /// index `rank`.
     pub fn allgather_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
+        let _mmds = mmds::enter(Primitive::Allgather);
         let n = self.size as usize;
         if buf.len() % n != 0 {
             return Err(Error::Count);
@@ -299,6 +316,7 @@ impl Comm {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Allgatherv, nbytes(send));
         let n = self.size as usize;
         let table = build_table(counts, displs, n, std::mem::size_of::<T>(), recv.len())?;
         if send.len() != counts[self.rank as usize] {
@@ -319,6 +337,7 @@ impl Comm {
     /// `MPI_Alltoall`: `send` holds `size` blocks; block j goes to rank j; `recv` receives
     /// `size` blocks of the same size.
     pub fn alltoall<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Alltoall, nbytes(send));
         let n = self.size as usize;
         if send.len() % n != 0 {
             return Err(Error::Count);
@@ -343,6 +362,7 @@ impl Comm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Alltoallv, nbytes(send));
         let n = self.size as usize;
         let es = std::mem::size_of::<T>();
         let stable = build_table(scounts, sdispls, n, es, send.len())?;

@@ -1,5 +1,6 @@
 //! Communicators: the [`Comm`] struct, its basics, dup, split and free.
 
+use crate::mmds::{self, Primitive};
 use std::sync::Arc;
 
 use super::types::finish;
@@ -76,6 +77,7 @@ impl Comm {
 
     /// `MPI_Comm_dup`.
     pub fn dup(&self) -> Result<Comm> {
+        let _mmds = mmds::enter(Primitive::CommDup);
         self.new_comm(self.desc(DescKind::CommDup))?
             .ok_or(Error::Comm)
     }
@@ -83,6 +85,7 @@ impl Comm {
     /// `MPI_Comm_split`: `None` colour is `MPI_UNDEFINED` (the result is `None`). Members
     /// of one colour are ordered by `key`, then by rank here.
     pub fn split(&self, colour: Option<i32>, key: i32) -> Result<Option<Comm>> {
+        let _mmds = mmds::enter(Primitive::CommSplit);
         let mut d = self.desc(DescKind::CommSplit);
         d.aux = match colour {
             None => SPLIT_UNDEFINED as u64,
@@ -95,6 +98,7 @@ impl Comm {
 
     /// `MPI_Comm_free`. `MPI_COMM_WORLD` and `MPI_COMM_SELF` cannot be freed.
     pub fn free(self) -> Result<()> {
+        let _mmds = mmds::enter(Primitive::CommFree);
         if self.id == COMM_WORLD || self.id >= descriptor::COMM_SELF_BASE {
             return Err(Error::Comm);
         }

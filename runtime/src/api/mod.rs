@@ -21,6 +21,7 @@
 //!
 //! [`Descriptor`]: crate::descriptor::Descriptor
 
+use crate::mmds::{self, Primitive};
 use std::sync::Arc;
 
 pub use crate::datatype::{ElemType, ReduceOp};
@@ -72,6 +73,7 @@ pub fn init() -> Result<Comm> {
 
 /// `MPI_Finalize`. Does nothing if `init` was never called.
 pub fn finalize() {
+    let _mmds = mmds::enter(Primitive::Finalize);
     if let Some(c) = RankCtx::get() {
         c.finalize();
     }
@@ -79,6 +81,7 @@ pub fn finalize() {
 
 /// `MPI_Abort`: the whole job goes down; this process exits with `code` (1 if `code` is 0).
 pub fn abort(code: i32) -> ! {
+    let _mmds = mmds::enter(Primitive::Abort);
     match RankCtx::get() {
         Some(c) => c.abort(code),
         None => std::process::exit(if code == 0 { 1 } else { code }),
@@ -87,6 +90,7 @@ pub fn abort(code: i32) -> ! {
 
 /// `MPI_Wtime`: seconds on `CLOCK_MONOTONIC` (recorded, and forced in replay).
 pub fn wtime() -> f64 {
+    let _mmds = mmds::enter(Primitive::Wtime);
     match RankCtx::get() {
         Some(c) => c.wtime(),
         None => crate::rank::monotonic_seconds(),

@@ -5,6 +5,7 @@ use super::request::{wait_all, Request};
 use super::types::finish;
 use super::{addr, addr_mut, ctx, nbytes, Comm, Equivalence, Result, Status};
 use crate::descriptor::{DescKind, Descriptor, COMPLETION_FOUND};
+use crate::mmds::{self, Primitive};
 
 impl Comm {
     fn send_desc<T: Equivalence>(
@@ -56,19 +57,23 @@ impl Comm {
 
     /// `MPI_Send` (returns once the data has moved to the receiver).
     pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Send, nbytes(buf));
         self.blocking_send(DescKind::Send, buf, dest, tag)
     }
     /// `MPI_Ssend`.
     pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Ssend, nbytes(buf));
         self.blocking_send(DescKind::Ssend, buf, dest, tag)
     }
     /// `MPI_Rsend`.
     pub fn rsend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        let _mmds = mmds::enter_bytes(Primitive::Rsend, nbytes(buf));
         self.blocking_send(DescKind::Rsend, buf, dest, tag)
     }
 
     /// `MPI_Recv`. A message longer than `buf` gives `Error::Truncate`.
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], source: i32, tag: i32) -> Result<Status> {
+        let _mmds = mmds::enter_bytes(Primitive::Recv, nbytes(buf));
         let d = self.recv_desc(DescKind::Recv, buf, source, tag)?;
         finish(&ctx().call(d))
     }
@@ -91,6 +96,7 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
+        let _mmds = mmds::enter_bytes(Primitive::Isend, nbytes(buf));
         self.post_send(DescKind::Send, buf, dest, tag)
     }
     /// `MPI_Issend`.
@@ -100,6 +106,7 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
+        let _mmds = mmds::enter_bytes(Primitive::Issend, nbytes(buf));
         self.post_send(DescKind::Ssend, buf, dest, tag)
     }
     /// `MPI_Irsend`.
@@ -109,6 +116,7 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
+        let _mmds = mmds::enter_bytes(Primitive::Irsend, nbytes(buf));
         self.post_send(DescKind::Rsend, buf, dest, tag)
     }
     /// `MPI_Irecv`: the request borrows `buf` mutably until it completes.
@@ -118,6 +126,7 @@ impl Comm {
         source: i32,
         tag: i32,
     ) -> Result<Request<'a>> {
+        let _mmds = mmds::enter_bytes(Primitive::Irecv, nbytes(buf));
         let d = self.recv_desc(DescKind::Recv, buf, source, tag)?;
         Ok(Request::new(ctx().post(d), DescKind::Recv))
     }
@@ -133,6 +142,7 @@ impl Comm {
         source: i32,
         rtag: i32,
     ) -> Result<Status> {
+        let _mmds = mmds::enter_bytes(Primitive::Sendrecv, nbytes(send));
         let sd = self.send_desc(DescKind::Send, send, dest, stag)?;
         let rd = self.recv_desc(DescKind::Recv, recv, source, rtag)?;
         let c = ctx();
@@ -154,12 +164,14 @@ impl Comm {
         source: i32,
         rtag: i32,
     ) -> Result<Status> {
+        let _mmds = mmds::enter_bytes(Primitive::SendrecvReplace, nbytes(buf));
         let tmp: Vec<T> = buf.to_vec();
         self.sendrecv(&tmp, dest, stag, buf, source, rtag)
     }
 
     /// `MPI_Probe`: blocks until a matching message is known; it stays to be received.
     pub fn probe(&self, source: i32, tag: i32) -> Result<Status> {
+        let _mmds = mmds::enter(Primitive::Probe);
         check_source(source, self.size)?;
         check_recv_tag(tag)?;
         let mut d = self.desc(DescKind::Probe);
@@ -171,6 +183,7 @@ impl Comm {
     /// `MPI_Iprobe`. The answer is given at the next slice boundary (the caller sleeps
     /// until then), from the scheduler's view after that slice's matching.
     pub fn iprobe(&self, source: i32, tag: i32) -> Result<Option<Status>> {
+        let _mmds = mmds::enter(Primitive::Iprobe);
         check_source(source, self.size)?;
         check_recv_tag(tag)?;
         let mut d = self.desc(DescKind::Iprobe);

@@ -1,5 +1,6 @@
 //! Non-blocking requests: [`Request`] and the `wait_*`/`test_*` functions.
 
+use crate::mmds::{self, Primitive};
 use std::marker::PhantomData;
 
 use super::types::finish;
@@ -48,6 +49,7 @@ impl Request<'_> {
 
     /// `MPI_Wait`.
     pub fn wait(mut self) -> Result<Status> {
+        let _mmds = mmds::enter(Primitive::Wait);
         if self.completed {
             return Ok(Status::EMPTY);
         }
@@ -58,6 +60,7 @@ impl Request<'_> {
 
     /// `MPI_Test`: `Some` once complete (later calls give the empty status).
     pub fn test(&mut self) -> Result<Option<Status>> {
+        let _mmds = mmds::enter(Primitive::Test);
         if self.completed {
             return Ok(Some(Status::EMPTY));
         }
@@ -77,6 +80,7 @@ impl Request<'_> {
     /// the next slice boundary (when the runtime processes the cancel). The request must
     /// still be waited on or tested.
     pub fn cancel(&mut self) -> Result<()> {
+        let _mmds = mmds::enter(Primitive::Cancel);
         if self.completed || self.kind != DescKind::Recv {
             return Ok(());
         }
@@ -92,6 +96,8 @@ impl Request<'_> {
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         if !self.completed {
+            // Dropping an active request waits for it: measured as the wait it is.
+            let _mmds = mmds::enter(Primitive::Wait);
             if let Some(c) = RankCtx::get() {
                 let _ = c.wait(CALL_WAIT, self.id);
             }
@@ -146,6 +152,7 @@ fn take_some(reqs: &mut [Request<'_>], idx: &[usize]) -> Result<Vec<(usize, Stat
 /// `MPI_Waitall`. Statuses are in request order; on any error every request has still
 /// completed and the first error is returned.
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let _mmds = mmds::enter(Primitive::Waitall);
     let idx = reported(&reqs, CALL_WAITALL, Want::All, true);
     let got = take_some(&mut reqs, &idx)?;
     let mut st = vec![Status::EMPTY; reqs.len()];
@@ -158,6 +165,7 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
 /// `MPI_Waitany`: waits for one active request, removes it from `reqs` and returns its
 /// index (the lowest among those completed) and status. `Error::Arg` if none is active.
 pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
+    let _mmds = mmds::enter(Primitive::Waitany);
     if active(reqs).0.is_empty() {
         return Err(Error::Arg);
     }
@@ -171,6 +179,7 @@ pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
 /// from `reqs` and returns their original indices (ascending) and statuses. On an error
 /// the completed requests are still removed and the first error is returned.
 pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
+    let _mmds = mmds::enter(Primitive::Waitsome);
     if active(reqs).0.is_empty() {
         return Ok(Vec::new());
     }
@@ -185,6 +194,7 @@ pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
 /// `MPI_Testall`: all or nothing. `Some` (statuses in order; inactive requests give the
 /// empty status) when every request has completed, and then they are all inactive.
 pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
+    let _mmds = mmds::enter(Primitive::Testall);
     let (act, _) = active(reqs);
     let idx = reported(reqs, CALL_TESTALL, Want::All, false);
     if idx.len() != act.len() {
@@ -201,6 +211,7 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
 /// `MPI_Testany`: the lowest-indexed active request that completed, now inactive.
 /// `None` if none has (or none is active).
 pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
+    let _mmds = mmds::enter(Primitive::Testany);
     match reported(reqs, CALL_TESTANY, Want::Any, false).first() {
         None => Ok(None),
         Some(&i) => take_some(reqs, &[i]).map(|v| Some(v[0])),
@@ -209,6 +220,7 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 
 /// `MPI_Testsome`: every active request that completed (now inactive), ascending.
 pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
+    let _mmds = mmds::enter(Primitive::Testsome);
     let idx = reported(reqs, CALL_TESTSOME, Want::Some, false);
     take_some(reqs, &idx)
 }

@@ -15,6 +15,7 @@ pub use deadlock::{BlockedRank, DeadlockReport};
 pub use sink::{
     GlobalMetrics, LocalMetrics, NullSink, SliceRecord, SliceSink, SliceSource, StartReason,
 };
+pub use strobe::Phase;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

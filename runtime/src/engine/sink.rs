@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::descriptor::Descriptor;
+use crate::mmds::RankMmds;
 use crate::sched::SliceDecisions;
 
 /// Why a slice started.
@@ -99,6 +100,12 @@ pub trait SliceSink: Send + Sync {
     /// One node's local metrics for a slice.
     fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
         let _ = (slice, m);
+    }
+    /// Every rank's per-process statistics (MMDS), once, when the job has ended and every
+    /// rank was reaped; ranks that never got through `MPI_Init` are missing. Called by the
+    /// launcher (not on the slice path) only when MMDS was on.
+    fn mmds(&self, ranks: &[RankMmds]) {
+        let _ = ranks;
     }
 }
 

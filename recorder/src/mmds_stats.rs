@@ -1,0 +1,249 @@
+//! The papers' per-process statistics table (000_..., Table 5.3) from a recording's
+//! `mmds_*` tables: per primitive min, max, total, count and average latency, plus the
+//! computation granularity and communication overhead rows, for one rank or the whole job,
+//! and the accuracy check (computation + communication = run time within 0.01%).
+
+use std::fmt::Write as _;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::RecordError;
+
+/// Largest relative gap between computation + communication and the run time that the
+/// accuracy check accepts (the papers' 0.01%).
+pub const ACCURACY: f64 = 1e-4;
+
+/// One line of the table. Times in nanoseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrimitiveRow {
+    pub primitive: String,
+    pub min_ns: i64,
+    pub max_ns: i64,
+    pub total_ns: i64,
+    pub count: i64,
+    /// Bytes the calls moved (0 for the granularity and overhead rows).
+    pub bytes: i64,
+}
+
+impl PrimitiveRow {
+    pub fn average_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total_ns as f64 / self.count as f64
+        }
+    }
+}
+
+/// The MMDS of one rank, or of the whole job (every rank's figures combined: counts and
+/// totals added, minima and maxima over all ranks).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MmdsStats {
+    /// `None` for the whole job.
+    pub rank: Option<u32>,
+    pub ranks: u32,
+    /// Run time: from entering `MPI_Init` to leaving `MPI_Finalize` (summed over ranks for
+    /// the whole job).
+    pub wall_ns: i64,
+    pub compute_ns: i64,
+    pub comm_ns: i64,
+    pub calls: i64,
+    pub primitives: Vec<PrimitiveRow>,
+    pub granularity: PrimitiveRow,
+    pub overhead: PrimitiveRow,
+}
+
+impl MmdsStats {
+    /// |computation + communication - run time| / run time.
+    pub fn error(&self) -> f64 {
+        if self.wall_ns <= 0 {
+            return if self.compute_ns + self.comm_ns == 0 {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+        }
+        (self.compute_ns + self.comm_ns - self.wall_ns).abs() as f64 / self.wall_ns as f64
+    }
+
+    /// The papers' accuracy check.
+    pub fn accurate(&self) -> bool {
+        self.error() <= ACCURACY
+    }
+}
+
+/// Whether the recording holds MMDS rows at all (metrics layer on, schema new enough).
+pub fn has_mmds(conn: &Connection) -> Result<bool, RecordError> {
+    let tables: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mmds_rank'",
+        [],
+        |r| r.get(0),
+    )?;
+    if tables == 0 {
+        return Ok(false);
+    }
+    Ok(conn.query_row("SELECT count(*) FROM mmds_rank", [], |r| r.get::<_, i64>(0))? > 0)
+}
+
+/// The statistics of `rank` (or of the whole job with `None`). `None` when the recording
+/// has no MMDS for it.
+pub fn mmds_stats(conn: &Connection, rank: Option<u32>) -> Result<Option<MmdsStats>, RecordError> {
+    if !has_mmds(conn)? {
+        return Ok(None);
+    }
+    // `?1 IS NULL` selects every rank.
+    let r = rank.map(i64::from);
+    /// ranks, wall, compute, comm, calls, granularity min and max.
+    type Head = (i64, i64, i64, i64, i64, Option<i64>, Option<i64>);
+    let head: Option<Head> = conn
+        .query_row(
+            "SELECT count(*), sum(wall_ns), sum(compute_ns), sum(comm_ns), sum(calls),
+                    min(granularity_min_ns), max(granularity_max_ns)
+             FROM mmds_rank WHERE ?1 IS NULL OR rank = ?1 HAVING count(*) > 0",
+            params![r],
+            |x| {
+                Ok((
+                    x.get(0)?,
+                    x.get(1)?,
+                    x.get(2)?,
+                    x.get(3)?,
+                    x.get(4)?,
+                    x.get(5)?,
+                    x.get(6)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((ranks, wall, compute, comm, calls, gmin, gmax)) = head else {
+        return Ok(None);
+    };
+    let mut st = conn.prepare(
+        "SELECT primitive, min(min_ns), max(max_ns), sum(total_ns), sum(count), sum(bytes)
+         FROM mmds_primitive WHERE ?1 IS NULL OR rank = ?1
+         GROUP BY primitive ORDER BY sum(total_ns) DESC, primitive",
+    )?;
+    let primitives: Vec<PrimitiveRow> = st
+        .query_map(params![r], |x| {
+            Ok(PrimitiveRow {
+                primitive: x.get(0)?,
+                min_ns: x.get(1)?,
+                max_ns: x.get(2)?,
+                total_ns: x.get(3)?,
+                count: x.get(4)?,
+                bytes: x.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let samples: i64 = conn.query_row(
+        "SELECT coalesce(sum(count), 0) FROM mmds_histogram
+         WHERE (?1 IS NULL OR rank = ?1) AND primitive = '*' AND metric = 'granularity'",
+        params![r],
+        |x| x.get(0),
+    )?;
+    let granularity = PrimitiveRow {
+        primitive: "Comp Granularity".into(),
+        min_ns: gmin.unwrap_or(0),
+        max_ns: gmax.unwrap_or(0),
+        total_ns: compute,
+        count: samples,
+        bytes: 0,
+    };
+    let overhead = PrimitiveRow {
+        primitive: "Comm Overhead".into(),
+        min_ns: primitives.iter().map(|p| p.min_ns).min().unwrap_or(0),
+        max_ns: primitives.iter().map(|p| p.max_ns).max().unwrap_or(0),
+        total_ns: comm,
+        count: calls,
+        bytes: primitives.iter().map(|p| p.bytes).sum(),
+    };
+    Ok(Some(MmdsStats {
+        rank,
+        ranks: ranks as u32,
+        wall_ns: wall,
+        compute_ns: compute,
+        comm_ns: comm,
+        calls,
+        primitives,
+        granularity,
+        overhead,
+    }))
+}
+
+/// Every rank's statistics, by rank.
+pub fn mmds_per_rank(conn: &Connection) -> Result<Vec<MmdsStats>, RecordError> {
+    if !has_mmds(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut st = conn.prepare("SELECT rank FROM mmds_rank ORDER BY rank")?;
+    let ranks: Vec<u32> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let mut out = Vec::with_capacity(ranks.len());
+    for r in ranks {
+        if let Some(s) = mmds_stats(conn, Some(r))? {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The table as text, the papers' layout (times in ms), then the accuracy check.
+pub fn render(s: &MmdsStats) -> String {
+    let mut o = String::new();
+    let w = &mut o;
+    match s.rank {
+        Some(r) => writeln!(w, "MMDS of rank {r} (times in ms)").ok(),
+        None => writeln!(
+            w,
+            "MMDS of the whole job, {} rank{} combined (times in ms)",
+            s.ranks,
+            if s.ranks == 1 { "" } else { "s" }
+        )
+        .ok(),
+    };
+    writeln!(
+        w,
+        "  {:<26} {:>10} {:>10} {:>12} {:>9} {:>10}",
+        "Primitive", "Min", "Max", "Total", "Count", "Average"
+    )
+    .ok();
+    let line = |w: &mut String, p: &PrimitiveRow| {
+        writeln!(
+            w,
+            "  {:<26} {:>10.3} {:>10.3} {:>12.3} {:>9} {:>10.3}",
+            p.primitive,
+            ms(p.min_ns),
+            ms(p.max_ns),
+            ms(p.total_ns),
+            p.count,
+            p.average_ns() / 1e6
+        )
+        .ok();
+    };
+    for p in &s.primitives {
+        line(w, p);
+    }
+    line(w, &s.granularity);
+    line(w, &s.overhead);
+    writeln!(w, "{}", accuracy_line(s)).ok();
+    o
+}
+
+/// "run time X ms, computation + communication Y ms: error Z% (ok|EXCEEDS 0.01%)".
+pub fn accuracy_line(s: &MmdsStats) -> String {
+    format!(
+        "  run time {:.3} ms; computation {:.3} + communication {:.3} = {:.3} ms; error {:.4}% ({})",
+        ms(s.wall_ns),
+        ms(s.compute_ns),
+        ms(s.comm_ns),
+        ms(s.compute_ns + s.comm_ns),
+        s.error() * 100.0,
+        if s.accurate() {
+            "within 0.01%"
+        } else {
+            "EXCEEDS 0.01%"
+        }
+    )
+}

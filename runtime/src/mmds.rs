@@ -1,0 +1,524 @@
+//! The papers' per-process monitoring (MMDS): for every rank, how its time splits between
+//! computation (outside MPI calls) and communication (inside them), the distributions of
+//! both (computation granularity, communication overhead), and per MPI primitive the
+//! count, min, max, total latency and bytes, with latency and size histograms.
+//!
+//! Measured on the rank side by a guard around every MPI entry point ([`enter`]). Only the
+//! **outermost** call is measured: a thread-local nesting depth makes inner guards free, so
+//! the C ABI can wrap each C entry point in the same guard although it calls the Rust API
+//! underneath (the C name is then the one recorded). The counters live in the job segment
+//! ([`MmdsBlock`], one per rank), so a rank that crashes keeps the statistics it gathered
+//! up to its last call; the launcher reads them when the job ends ([`snapshot`]). A call
+//! costs two reads of `CLOCK_MONOTONIC` (vDSO, no system call) and a few plain stores:
+//! each block has exactly one writer, its rank's application thread (the runtime is
+//! `MPI_THREAD_FUNNELED`), so no atomic read-modify-write is needed.
+//!
+//! Timeline of a rank: the clock starts when `MPI_Init` is entered and stops when
+//! `MPI_Finalize` returns (or at the rank's last call if it never finalizes). Every
+//! interval in between is either computation (from one call's exit to the next call's
+//! entry) or communication (a call's entry to its exit), so `compute + comm == wall`
+//! unless an interval was lost or counted twice: the papers' accuracy check, which
+//! `strobe stats` performs.
+//!
+//! Histograms have `2^k` buckets per power of two (`k` = 0..=3, the *resolution* the user
+//! chooses): bucket 0 holds the value 0, then for each power `p` the range `[2^p, 2^(p+1))`
+//! is cut into `2^k` equal parts.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use crate::segment::JobSegment;
+
+/// Largest resolution: buckets per power of two.
+pub const MAX_RESOLUTION: u32 = 8;
+/// Resolution `strobe record` uses unless told otherwise.
+pub const DEFAULT_RESOLUTION: u32 = 4;
+/// The environment variable that sets the resolution when no flag does.
+pub const ENV_HISTOGRAM_RESOLUTION: &str = "STROBE_HISTOGRAM_RESOLUTION";
+/// Buckets of one histogram at the largest resolution.
+pub const BUCKETS: usize = 1 + 64 * MAX_RESOLUTION as usize;
+/// Primitive slots per rank (room for the C ABI to add primitives without a new layout).
+pub const PRIMITIVE_SLOTS: usize = 64;
+
+/// Check a user-given resolution: a power of two from 1 to [`MAX_RESOLUTION`].
+pub fn parse_resolution(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(r) if r.is_power_of_two() && r <= MAX_RESOLUTION => Ok(r),
+        _ => Err(format!(
+            "histogram resolution must be 1, 2, 4 or 8 buckets per power of two (got {s:?})"
+        )),
+    }
+}
+
+macro_rules! primitives {
+    ($($v:ident = $n:literal $name:literal,)*) => {
+        /// An MPI call, as the MMDS counts it. Values are slots in [`MmdsBlock`]; append new
+        /// primitives (below [`PRIMITIVE_SLOTS`]), never renumber.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        pub enum Primitive { $($v = $n,)* }
+
+        impl Primitive {
+            pub const ALL: &'static [Primitive] = &[$(Primitive::$v,)*];
+
+            /// The MPI function name (`MPI_Send`, ...).
+            pub fn mpi_name(self) -> &'static str {
+                match self { $(Primitive::$v => $name,)* }
+            }
+
+            pub fn from_slot(slot: usize) -> Option<Primitive> {
+                match slot { $($n => Some(Primitive::$v),)* _ => None }
+            }
+        }
+    };
+}
+
+primitives! {
+    Init = 0 "MPI_Init",
+    Finalize = 1 "MPI_Finalize",
+    Abort = 2 "MPI_Abort",
+    Wtime = 3 "MPI_Wtime",
+    Send = 4 "MPI_Send",
+    Ssend = 5 "MPI_Ssend",
+    Rsend = 6 "MPI_Rsend",
+    Recv = 7 "MPI_Recv",
+    Isend = 8 "MPI_Isend",
+    Issend = 9 "MPI_Issend",
+    Irsend = 10 "MPI_Irsend",
+    Irecv = 11 "MPI_Irecv",
+    Sendrecv = 12 "MPI_Sendrecv",
+    SendrecvReplace = 13 "MPI_Sendrecv_replace",
+    Probe = 14 "MPI_Probe",
+    Iprobe = 15 "MPI_Iprobe",
+    Cancel = 16 "MPI_Cancel",
+    Wait = 17 "MPI_Wait",
+    Waitall = 18 "MPI_Waitall",
+    Waitany = 19 "MPI_Waitany",
+    Waitsome = 20 "MPI_Waitsome",
+    Test = 21 "MPI_Test",
+    Testall = 22 "MPI_Testall",
+    Testany = 23 "MPI_Testany",
+    Testsome = 24 "MPI_Testsome",
+    Barrier = 25 "MPI_Barrier",
+    Bcast = 26 "MPI_Bcast",
+    Reduce = 27 "MPI_Reduce",
+    Allreduce = 28 "MPI_Allreduce",
+    Scan = 29 "MPI_Scan",
+    Exscan = 30 "MPI_Exscan",
+    ReduceScatter = 31 "MPI_Reduce_scatter",
+    ReduceScatterBlock = 32 "MPI_Reduce_scatter_block",
+    Scatter = 33 "MPI_Scatter",
+    Scatterv = 34 "MPI_Scatterv",
+    Gather = 35 "MPI_Gather",
+    Gatherv = 36 "MPI_Gatherv",
+    Allgather = 37 "MPI_Allgather",
+    Allgatherv = 38 "MPI_Allgatherv",
+    Alltoall = 39 "MPI_Alltoall",
+    Alltoallv = 40 "MPI_Alltoallv",
+    CommDup = 41 "MPI_Comm_dup",
+    CommSplit = 42 "MPI_Comm_split",
+    CommFree = 43 "MPI_Comm_free",
+    RequestFree = 44 "MPI_Request_free",
+}
+
+/// One histogram in shared memory; bucket `i` counts values in [`bucket_bounds`]`(i)`.
+#[repr(C)]
+pub struct Histogram {
+    pub buckets: [AtomicU64; BUCKETS],
+}
+
+/// One primitive's counters.
+#[repr(C)]
+pub struct PrimitiveCounters {
+    pub count: AtomicU64,
+    pub min_ns: AtomicU64,
+    pub max_ns: AtomicU64,
+    pub total_ns: AtomicU64,
+    pub bytes: AtomicU64,
+    pub latency: Histogram,
+    pub size: Histogram,
+}
+
+/// A rank's MMDS counters, in the job segment. Times are `CLOCK_MONOTONIC` nanoseconds.
+#[repr(C)]
+pub struct MmdsBlock {
+    /// When `MPI_Init` was entered (0: never).
+    pub init_ns: AtomicU64,
+    /// When the last outermost call was entered or left.
+    pub last_event_ns: AtomicU64,
+    /// When the last outermost call returned (start of the current computation interval).
+    pub last_exit_ns: AtomicU64,
+    /// When `MPI_Finalize` returned (0: not yet); nothing is counted after it.
+    pub end_ns: AtomicU64,
+    pub compute_ns: AtomicU64,
+    pub comm_ns: AtomicU64,
+    pub calls: AtomicU64,
+    /// Shortest computation interval plus one (0: none yet) and the longest.
+    pub granularity_min_plus1: AtomicU64,
+    pub granularity_max_ns: AtomicU64,
+    /// Computation intervals (granularity) and communication intervals (overhead).
+    pub granularity: Histogram,
+    pub overhead: Histogram,
+    pub primitives: [PrimitiveCounters; PRIMITIVE_SLOTS],
+}
+
+/// Bytes a rank's [`MmdsBlock`] takes in the segment.
+pub const BLOCK_BYTES: usize = std::mem::size_of::<MmdsBlock>();
+
+fn log2(r: u32) -> u32 {
+    r.trailing_zeros()
+}
+
+/// The bucket of `v` at resolution `2^k`.
+pub fn bucket_index(v: u64, k: u32) -> usize {
+    if v == 0 {
+        return 0;
+    }
+    let p = 63 - v.leading_zeros();
+    let off = v - (1u64 << p);
+    // off < 2^p, so off << k fits in 128 bits and the sub-bucket is < 2^k.
+    let sub = ((off as u128) << k) >> p;
+    1 + (p as usize) * (1usize << k) + sub as usize
+}
+
+/// The half-open value range `[lo, hi)` of bucket `i` at resolution `2^k` (saturating at
+/// `u64::MAX` for the very last bucket).
+pub fn bucket_bounds(i: usize, k: u32) -> (u64, u64) {
+    if i == 0 {
+        return (0, 1);
+    }
+    let per = 1usize << k;
+    let p = ((i - 1) / per) as u32;
+    let sub = ((i - 1) % per) as u128;
+    let base = 1u128 << p;
+    let lo = base + ((sub * base) >> k);
+    let hi = base + (((sub + 1) * base) >> k);
+    // Below 2^k a sub-bucket can be narrower than one integer: its range is [v, v+1).
+    let hi = hi.max(lo + 1);
+    (
+        lo.min(u64::MAX as u128) as u64,
+        hi.min(u64::MAX as u128) as u64,
+    )
+}
+
+fn bump(a: &AtomicU64, by: u64) {
+    a.store(
+        a.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
+}
+
+impl Histogram {
+    fn add(&self, v: u64, k: u32) {
+        bump(&self.buckets[bucket_index(v, k)], 1);
+    }
+
+    fn snapshot(&self, k: u32) -> Vec<Bucket> {
+        let used = 1 + 64 * (1usize << k);
+        (0..used)
+            .filter_map(|i| {
+                let count = self.buckets[i].load(Ordering::Relaxed);
+                (count > 0).then(|| {
+                    let (lo, hi) = bucket_bounds(i, k);
+                    Bucket { lo, hi, count }
+                })
+            })
+            .collect()
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (vDSO: no system call).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// This process's block and resolution, once the rank attached with MMDS on.
+struct Attached {
+    block: &'static MmdsBlock,
+    k: u32,
+}
+
+static ATTACHED: OnceLock<Attached> = OnceLock::new();
+
+thread_local! {
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Called by [`crate::rank::RankCtx::init`] once the segment is mapped: turns measuring on
+/// if the launcher asked for it, and records `MPI_Init` itself, entered at `entered_ns`.
+pub(crate) fn attach(seg: &'static JobSegment, rank: u32, entered_ns: u64) {
+    let res = seg.header().mmds_resolution.load(Ordering::Acquire);
+    if res == 0 || !res.is_power_of_two() || res > MAX_RESOLUTION {
+        return;
+    }
+    let block = seg.mmds(rank);
+    if ATTACHED
+        .set(Attached {
+            block,
+            k: log2(res),
+        })
+        .is_err()
+    {
+        return;
+    }
+    block.init_ns.store(entered_ns, Ordering::Relaxed);
+    block.last_exit_ns.store(entered_ns, Ordering::Relaxed);
+    block.last_event_ns.store(entered_ns, Ordering::Relaxed);
+    let a = ATTACHED.get().expect("just set");
+    on_exit(a, Primitive::Init, entered_ns, now_ns(), 0);
+}
+
+/// Measures one MPI call from [`enter`] until it is dropped.
+#[must_use = "the call is measured until the guard is dropped"]
+pub struct CallGuard {
+    /// `Some` only for an outermost call while measuring is on.
+    outer: Option<(Primitive, u64)>,
+    bytes: u64,
+}
+
+impl CallGuard {
+    /// Bytes this call moves (its size-histogram value), if known after entry.
+    pub fn set_bytes(&mut self, bytes: u64) {
+        self.bytes = bytes;
+    }
+}
+
+/// Enter an MPI call. Keep the guard alive until the call returns:
+/// `let _m = mmds::enter(Primitive::Send);`.
+#[inline]
+pub fn enter(p: Primitive) -> CallGuard {
+    enter_bytes(p, 0)
+}
+
+/// [`enter`] for a call that moves `bytes` bytes (sends: the message; receives: the buffer
+/// capacity; collectives: the rank's send buffer).
+#[inline]
+pub fn enter_bytes(p: Primitive, bytes: u64) -> CallGuard {
+    let depth = DEPTH.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v
+    });
+    let outer = match ATTACHED.get() {
+        Some(a) if depth == 0 && a.block.end_ns.load(Ordering::Relaxed) == 0 => {
+            let now = now_ns();
+            let b = a.block;
+            let computed = now.saturating_sub(b.last_exit_ns.load(Ordering::Relaxed));
+            bump(&b.compute_ns, computed);
+            b.granularity.add(computed, a.k);
+            let min1 = b.granularity_min_plus1.load(Ordering::Relaxed);
+            if min1 == 0 || computed < min1 - 1 {
+                b.granularity_min_plus1
+                    .store(computed + 1, Ordering::Relaxed);
+            }
+            if computed > b.granularity_max_ns.load(Ordering::Relaxed) {
+                b.granularity_max_ns.store(computed, Ordering::Relaxed);
+            }
+            b.last_event_ns.store(now, Ordering::Relaxed);
+            Some((p, now))
+        }
+        _ => None,
+    };
+    CallGuard { outer, bytes }
+}
+
+fn on_exit(a: &Attached, p: Primitive, entered: u64, now: u64, bytes: u64) {
+    let b = a.block;
+    let lat = now.saturating_sub(entered);
+    bump(&b.comm_ns, lat);
+    bump(&b.calls, 1);
+    b.overhead.add(lat, a.k);
+    let c = &b.primitives[p as usize];
+    let n = c.count.load(Ordering::Relaxed);
+    if n == 0 || lat < c.min_ns.load(Ordering::Relaxed) {
+        c.min_ns.store(lat, Ordering::Relaxed);
+    }
+    if lat > c.max_ns.load(Ordering::Relaxed) {
+        c.max_ns.store(lat, Ordering::Relaxed);
+    }
+    bump(&c.total_ns, lat);
+    bump(&c.bytes, bytes);
+    c.latency.add(lat, a.k);
+    c.size.add(bytes, a.k);
+    // The count last: a reader that sees it sees the rest of this call.
+    c.count.store(n + 1, Ordering::Release);
+    b.last_exit_ns.store(now, Ordering::Relaxed);
+    b.last_event_ns.store(now, Ordering::Relaxed);
+    if p == Primitive::Finalize {
+        b.end_ns.store(now, Ordering::Release);
+    }
+}
+
+impl Drop for CallGuard {
+    #[inline]
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        if let (Some((p, entered)), Some(a)) = (self.outer, ATTACHED.get()) {
+            on_exit(a, p, entered, now_ns(), self.bytes);
+        }
+    }
+}
+
+/// One histogram bucket: `count` values in `[lo, hi)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    pub lo: u64,
+    pub hi: u64,
+    pub count: u64,
+}
+
+/// One primitive's statistics for a rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrimitiveStats {
+    pub primitive: Primitive,
+    pub count: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub total_ns: u64,
+    pub bytes: u64,
+    pub latency: Vec<Bucket>,
+    pub size: Vec<Bucket>,
+}
+
+/// A rank's MMDS as the launcher read it at the end of the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankMmds {
+    pub rank: u32,
+    /// From entering `MPI_Init` to `MPI_Finalize`'s return (or the rank's last call).
+    pub wall_ns: u64,
+    pub compute_ns: u64,
+    pub comm_ns: u64,
+    pub calls: u64,
+    /// Whether `MPI_Finalize` returned.
+    pub finalized: bool,
+    /// Shortest and longest computation interval (`None`: the rank never computed).
+    pub granularity_min_max: Option<(u64, u64)>,
+    pub granularity: Vec<Bucket>,
+    pub overhead: Vec<Bucket>,
+    /// Primitives called at least once, in slot order.
+    pub primitives: Vec<PrimitiveStats>,
+}
+
+/// Read `rank`'s counters (launcher side, after the rank exited). `None` if the rank never
+/// got through `MPI_Init` with measuring on.
+pub fn snapshot(seg: &JobSegment, rank: u32) -> Option<RankMmds> {
+    let res = seg.header().mmds_resolution.load(Ordering::Acquire);
+    if res == 0 || !res.is_power_of_two() || res > MAX_RESOLUTION {
+        return None;
+    }
+    let k = log2(res);
+    let b = seg.mmds(rank);
+    let init = b.init_ns.load(Ordering::Acquire);
+    if init == 0 {
+        return None;
+    }
+    let end = b.end_ns.load(Ordering::Acquire);
+    let last = if end != 0 {
+        end
+    } else {
+        b.last_event_ns.load(Ordering::Acquire)
+    };
+    let primitives = (0..PRIMITIVE_SLOTS)
+        .filter_map(|slot| {
+            let c = &b.primitives[slot];
+            let count = c.count.load(Ordering::Acquire);
+            let primitive = Primitive::from_slot(slot)?;
+            (count > 0).then(|| PrimitiveStats {
+                primitive,
+                count,
+                min_ns: c.min_ns.load(Ordering::Relaxed),
+                max_ns: c.max_ns.load(Ordering::Relaxed),
+                total_ns: c.total_ns.load(Ordering::Relaxed),
+                bytes: c.bytes.load(Ordering::Relaxed),
+                latency: c.latency.snapshot(k),
+                size: c.size.snapshot(k),
+            })
+        })
+        .collect();
+    Some(RankMmds {
+        rank,
+        wall_ns: last.saturating_sub(init),
+        compute_ns: b.compute_ns.load(Ordering::Relaxed),
+        comm_ns: b.comm_ns.load(Ordering::Relaxed),
+        calls: b.calls.load(Ordering::Relaxed),
+        finalized: end != 0,
+        granularity_min_max: match b.granularity_min_plus1.load(Ordering::Relaxed) {
+            0 => None,
+            m => Some((m - 1, b.granularity_max_ns.load(Ordering::Relaxed))),
+        },
+        granularity: b.granularity.snapshot(k),
+        overhead: b.overhead.snapshot(k),
+        primitives,
+    })
+}
+
+/// Resolution word of the job header: buckets per power of two, 0 = MMDS off.
+pub(crate) fn set_resolution(seg: &JobSegment, resolution: u32) {
+    seg.header()
+        .mmds_resolution
+        .store(resolution, Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_falls_in_its_bucket_and_buckets_are_ordered() {
+        let mut values: Vec<u64> = (0..5000).collect();
+        for p in 0..64 {
+            let x = 1u64 << p;
+            values.extend([x - 1, x, x + 1, x + x / 3]);
+        }
+        values.push(u64::MAX);
+        values.sort_unstable();
+        for k in 0..=3 {
+            let mut prev = (0usize, 0u64);
+            for &v in &values {
+                let i = bucket_index(v, k);
+                assert!(i < 1 + 64 * (1usize << k), "k {k} v {v}: index {i}");
+                let (l, h) = bucket_bounds(i, k);
+                assert!(l <= v && (v < h || h == u64::MAX), "k {k} v {v}: [{l},{h})");
+                assert!(i >= prev.0, "indices grow with values");
+                if i > prev.0 {
+                    assert!(l >= prev.1, "buckets do not overlap");
+                }
+                prev = (i, h);
+            }
+        }
+        // Resolution 1: one bucket per power of two.
+        assert_eq!(bucket_bounds(bucket_index(1000, 0), 0), (512, 1024));
+        // Resolution 4: [512, 1024) in quarters.
+        assert_eq!(bucket_bounds(bucket_index(1000, 2), 2), (896, 1024));
+        assert_eq!(bucket_bounds(bucket_index(600, 2), 2), (512, 640));
+    }
+
+    #[test]
+    fn resolutions_are_powers_of_two_up_to_eight() {
+        assert_eq!(parse_resolution("4"), Ok(4));
+        assert_eq!(parse_resolution("1"), Ok(1));
+        assert!(parse_resolution("3").is_err());
+        assert!(parse_resolution("16").is_err());
+        assert!(parse_resolution("0").is_err());
+        assert!(parse_resolution("x").is_err());
+    }
+
+    #[test]
+    fn primitive_names_are_unique_and_slots_fit() {
+        let mut names: Vec<_> = Primitive::ALL.iter().map(|p| p.mpi_name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Primitive::ALL.len());
+        for p in Primitive::ALL {
+            assert!((*p as usize) < PRIMITIVE_SLOTS);
+            assert_eq!(Primitive::from_slot(*p as usize), Some(*p));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+# strobe's wire and recording format: descriptors, scheduling decisions, the per-slice
+# decision set, and the messages node managers exchange. The Rust code generated from this
+# file is checked in (schema/src/generated/strobe_capnp.rs); regenerate it with
+# scripts/regen-schema.sh after any change here. Only schema/src/convert.rs names the
+# generated types.
+#
+# Compatibility rules (Cap'n Proto's): never renumber or retype a field, only append new
+# fields and enumerants; bump formatVersion when the meaning of existing data changes.
+# Vocabulary is the BCS papers': DEM, MSM, P2P, BBM, RM, Buffer Sender, strobe.
+
+@0xba1a4fac0b6cd366;
+
+# Version of this format. Recordings store it in job.wire_format_version; a reader refuses
+# a blob whose version is newer than the one it was built with.
+const formatVersion :UInt32 = 1;
+
+# Names a descriptor across the job: (posting world rank, that rank's sequence number).
+struct DescRef {
+  rank @0 :UInt32;
+  seq @1 :UInt64;
+}
+
+# Every kind of call a rank can post. `invalid` stands for a kind code the runtime does not
+# know (the scheduler answers such a descriptor with an `arg` error).
+enum DescKind {
+  invalid @0;
+  send @1;
+  ssend @2;
+  rsend @3;
+  recv @4;
+  probe @5;
+  iprobe @6;
+  cancel @7;
+  barrier @8;
+  bcast @9;
+  reduce @10;
+  allreduce @11;
+  scatter @12;
+  scatterv @13;
+  gather @14;
+  gatherv @15;
+  allgather @16;
+  allgatherv @17;
+  alltoall @18;
+  alltoallv @19;
+  reduceScatter @20;
+  reduceScatterBlock @21;
+  scan @22;
+  exscan @23;
+  commDup @24;
+  commSplit @25;
+  commFree @26;
+  finalize @27;
+}
+
+# One posted call (the runtime's 128-byte Descriptor). Addresses are the posting rank's:
+# they travel between node managers (the DMA Helper needs them) but never enter a decision.
+struct Descriptor {
+  rank @0 :UInt32;
+  seq @1 :UInt64;
+  kind @2 :DescKind;
+  # Bit 0: blocking call; bit 1: MPI_IN_PLACE.
+  flags @3 :UInt8;
+  # Element type of a reduction, the runtime's numbering: 0 byte, 1 i8, 2 i16, 3 i32, 4 i64,
+  # 5 u8, 6 u16, 7 u32, 8 u64, 9 f32, 10 f64, 11 bool, 12 float_int, 13 double_int,
+  # 14 long_int, 15 2int, 16 short_int. Kept raw: meaningless outside reductions.
+  elem @4 :UInt8;
+  # Reduction op: 0 sum, 1 prod, 2 min, 3 max, 4 land, 5 lor, 6 lxor, 7 band, 8 bor, 9 bxor,
+  # 10 minloc, 11 maxloc, 12 replace, 13 no_op. Kept raw, like elem.
+  op @5 :UInt8;
+  # Rank-local request id the completion refers to (0: none).
+  request @6 :UInt64;
+  # Communicator context id: 0 world, 2.. derived, 0x80000000 + r MPI_COMM_SELF of rank r.
+  comm @7 :UInt32;
+  # Destination, source or root relative to comm; -1 MPI_ANY_SOURCE, -2 MPI_PROC_NULL.
+  peer @8 :Int32;
+  # Tag; -1 MPI_ANY_TAG.
+  tag @9 :Int32;
+  buf @10 :UInt64;
+  bytes @11 :UInt64;
+  rbuf @12 :UInt64;
+  rbytes @13 :UInt64;
+  # Kind-specific: a counts table address, a split colour, a request id to cancel.
+  aux @14 :UInt64;
+  # Kind-specific: a second table, a split key.
+  aux2 @15 :UInt64;
+}
+
+# Error classes of a completion.
+enum RtError {
+  ok @0;
+  truncate @1;
+  rank @2;
+  comm @3;
+  collectiveMismatch @4;
+  op @5;
+  arg @6;
+  aborted @7;
+  count @8;
+  buffer @9;
+}
+
+# MSM: a send matched a receive; `bytes` will move.
+struct MatchDecision {
+  send @0 :DescRef;
+  recv @1 :DescRef;
+  bytes @2 :UInt64;
+  truncated @3 :Bool;
+}
+
+# P2P: the DMA Helper of the receiver's node moves `len` bytes at `offset` of a match.
+struct ChunkDecision {
+  send @0 :DescRef;
+  recv @1 :DescRef;
+  offset @2 :UInt64;
+  len @3 :UInt64;
+}
+
+# BBM/RM: every member of `comm` posted its `collSeq`-th collective; it runs this slice.
+struct CollectiveDecision {
+  comm @0 :UInt32;
+  collSeq @1 :UInt64;
+  kind @2 :DescKind;
+  root @3 :Int32;
+  # The members' descriptors in communicator rank order.
+  parts @4 :List(DescRef);
+}
+
+# A communicator created by dup or split.
+struct NewCommDecision {
+  parent @0 :UInt32;
+  comm @1 :UInt32;
+  # World ranks in communicator rank order.
+  members @2 :List(UInt32);
+}
+
+# A descriptor completed; the rank's request `request` is done.
+struct CompleteDecision {
+  desc @0 :DescRef;
+  request @1 :UInt64;
+  source @2 :Int32;
+  tag @3 :Int32;
+  bytes @4 :UInt64;
+  error @5 :RtError;
+  # Bit 0: cancelled; bit 1: an MPI_Iprobe found a message.
+  flags @6 :UInt32;
+  # Dup/split: the new context id (all ones: none) and new rank << 32 | new size.
+  value @7 :UInt64;
+  value2 @8 :UInt64;
+}
+
+# One scheduling decision. The wake-up of a rank is not a decision of its own: a rank is
+# woken when it has a completion, and the decision set lists those ranks in `wake`.
+struct Decision {
+  union {
+    matched @0 :MatchDecision;
+    chunk @1 :ChunkDecision;
+    collective @2 :CollectiveDecision;
+    newComm @3 :NewCommDecision;
+    complete @4 :CompleteDecision;
+  }
+}
+
+# Everything the scheduler decided for one slice, in order (the order the digest covers).
+# The executors' catalog of descriptors (with addresses) is not part of it.
+struct SliceDecisions {
+  formatVersion @0 :UInt32;
+  slice @1 :UInt64;
+  decisions @2 :List(Decision);
+  # Ranks with at least one completion: the processes to wake, ascending.
+  wake @3 :List(UInt32);
+  # FNV-1a 64 digest of the decisions (runtime sched/decision.rs), for verification.
+  digest @4 :UInt64;
+}
+
+# Microphases a node reports done (the papers' microstrobes).
+enum Phase {
+  dem @0;
+  msm @1;
+  p2p @2;
+  bbm @3;
+  rmRead @4;
+  rm @5;
+}
+
+# Why a slice started.
+enum StartReason {
+  first @0;
+  timer @1;
+  early @2;
+}
+
+# The global strobe: the Strobe Sender opens slice `slice` on every node.
+struct Strobe {
+  slice @0 :UInt64;
+  reason @1 :StartReason;
+}
+
+# DEM: a node's Buffer Sender delivers what its ranks posted during the previous slice to
+# every node's Buffer Receiver, in canonical order (rank, then sequence number).
+struct DescriptorBatch {
+  slice @0 :UInt64;
+  node @1 :UInt32;
+  descriptors @2 :List(Descriptor);
+}
+
+# A node finished a microphase of a slice (VAR_DONE); the Strobe Sender opens the next one
+# once every node has.
+struct PhaseDone {
+  slice @0 :UInt64;
+  node @1 :UInt32;
+  phase @2 :Phase;
+}
+
+# Everything that crosses between node managers, one message per frame.
+struct NodeMessage {
+  formatVersion @0 :UInt32;
+  union {
+    strobe @1 :Strobe;
+    batch @2 :DescriptorBatch;
+    done @3 :PhaseDone;
+    # A node's decision set, for cross-checking the scheduler replicas (and for a
+    # partitioned scheduler that would send decisions instead of replicating them).
+    decisions @4 :SliceDecisions;
+    # The job is going down (a rank died, a deadlock, an interrupt).
+    shutdown @5 :Void;
+  }
+}

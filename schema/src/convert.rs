@@ -1,0 +1,555 @@
+//! The one place that names generated Cap'n Proto types: conversions between them and the
+//! runtime's own types, and the byte encodings the rest of strobe uses.
+//!
+//! Encodings are *packed* Cap'n Proto messages (`capnp::serialize_packed`): decision sets
+//! are mostly small integers and zeros, which packing squeezes well, and the recorder stores
+//! one per slice. Decoders verify what they can (format version, enum values, the decision
+//! digest) and return [`SchemaError`] instead of panicking on bad input.
+
+use capnp::message::{Builder, ReaderOptions};
+use strobe_runtime::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use strobe_runtime::engine::{Phase, StartReason};
+use strobe_runtime::sched::{Decision, SliceDecisions};
+
+use crate::generated::strobe_capnp as g;
+use crate::FORMAT_VERSION;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error("malformed Cap'n Proto message: {0}")]
+    Capnp(#[from] capnp::Error),
+    #[error("unknown {what} value {value} (written by a newer strobe?)")]
+    Unknown { what: &'static str, value: u16 },
+    #[error("format version {found} is newer than this strobe's {supported}: use a newer strobe")]
+    TooNew { found: u32, supported: u32 },
+    #[error("decision set of slice {slice}: stored digest {stored:016x} but the decisions digest to {computed:016x}")]
+    Digest {
+        slice: u64,
+        stored: u64,
+        computed: u64,
+    },
+}
+
+/// What crosses between node managers (schema `NodeMessage`), in the runtime's types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeMessage {
+    /// The global strobe opens `slice`.
+    Strobe { slice: u64, reason: StartReason },
+    /// DEM: a node's Buffer Sender delivers its ranks' descriptors, canonical order.
+    Batch {
+        slice: u64,
+        node: u32,
+        descriptors: Vec<Descriptor>,
+    },
+    /// A node finished a microphase.
+    Done { slice: u64, node: u32, phase: Phase },
+    /// A node's decision set (replica cross-check). The catalog does not travel.
+    Decisions(SliceDecisions),
+    /// The job is going down.
+    Shutdown,
+}
+
+fn unknown(what: &'static str) -> impl Fn(capnp::NotInSchema) -> SchemaError {
+    move |e| SchemaError::Unknown { what, value: e.0 }
+}
+
+fn check_version(found: u32) -> Result<(), SchemaError> {
+    if found > FORMAT_VERSION {
+        return Err(SchemaError::TooNew {
+            found,
+            supported: FORMAT_VERSION,
+        });
+    }
+    Ok(())
+}
+
+fn to_bytes<A: capnp::message::Allocator>(msg: &Builder<A>) -> Vec<u8> {
+    let mut out = Vec::new();
+    capnp::serialize_packed::write_message(&mut out, msg)
+        .expect("writing to a Vec<u8> cannot fail");
+    out
+}
+
+fn reader(
+    bytes: &[u8],
+) -> Result<capnp::message::Reader<capnp::serialize::OwnedSegments>, SchemaError> {
+    // Packing turns at most 256 words of zeros into 2 bytes, so a genuine message is never
+    // larger than this; a corrupt header claiming more is refused before anything is
+    // allocated for it.
+    let limit = (bytes.len() as u64 * 128).max(1024) as usize;
+    let mut opts = ReaderOptions::new();
+    opts.traversal_limit_in_words(Some(limit));
+    let mut input = bytes;
+    Ok(capnp::serialize_packed::read_message(&mut input, opts)?)
+}
+
+// ---- enums ------------------------------------------------------------------------------
+
+fn kind_to(k: Option<DescKind>) -> g::DescKind {
+    use DescKind as K;
+    let Some(k) = k else {
+        return g::DescKind::Invalid;
+    };
+    match k {
+        K::Send => g::DescKind::Send,
+        K::Ssend => g::DescKind::Ssend,
+        K::Rsend => g::DescKind::Rsend,
+        K::Recv => g::DescKind::Recv,
+        K::Probe => g::DescKind::Probe,
+        K::Iprobe => g::DescKind::Iprobe,
+        K::Cancel => g::DescKind::Cancel,
+        K::Barrier => g::DescKind::Barrier,
+        K::Bcast => g::DescKind::Bcast,
+        K::Reduce => g::DescKind::Reduce,
+        K::Allreduce => g::DescKind::Allreduce,
+        K::Scatter => g::DescKind::Scatter,
+        K::Scatterv => g::DescKind::Scatterv,
+        K::Gather => g::DescKind::Gather,
+        K::Gatherv => g::DescKind::Gatherv,
+        K::Allgather => g::DescKind::Allgather,
+        K::Allgatherv => g::DescKind::Allgatherv,
+        K::Alltoall => g::DescKind::Alltoall,
+        K::Alltoallv => g::DescKind::Alltoallv,
+        K::ReduceScatter => g::DescKind::ReduceScatter,
+        K::ReduceScatterBlock => g::DescKind::ReduceScatterBlock,
+        K::Scan => g::DescKind::Scan,
+        K::Exscan => g::DescKind::Exscan,
+        K::CommDup => g::DescKind::CommDup,
+        K::CommSplit => g::DescKind::CommSplit,
+        K::CommFree => g::DescKind::CommFree,
+        K::Finalize => g::DescKind::Finalize,
+    }
+}
+
+fn kind_from(k: g::DescKind) -> Option<DescKind> {
+    use DescKind as K;
+    Some(match k {
+        g::DescKind::Invalid => return None,
+        g::DescKind::Send => K::Send,
+        g::DescKind::Ssend => K::Ssend,
+        g::DescKind::Rsend => K::Rsend,
+        g::DescKind::Recv => K::Recv,
+        g::DescKind::Probe => K::Probe,
+        g::DescKind::Iprobe => K::Iprobe,
+        g::DescKind::Cancel => K::Cancel,
+        g::DescKind::Barrier => K::Barrier,
+        g::DescKind::Bcast => K::Bcast,
+        g::DescKind::Reduce => K::Reduce,
+        g::DescKind::Allreduce => K::Allreduce,
+        g::DescKind::Scatter => K::Scatter,
+        g::DescKind::Scatterv => K::Scatterv,
+        g::DescKind::Gather => K::Gather,
+        g::DescKind::Gatherv => K::Gatherv,
+        g::DescKind::Allgather => K::Allgather,
+        g::DescKind::Allgatherv => K::Allgatherv,
+        g::DescKind::Alltoall => K::Alltoall,
+        g::DescKind::Alltoallv => K::Alltoallv,
+        g::DescKind::ReduceScatter => K::ReduceScatter,
+        g::DescKind::ReduceScatterBlock => K::ReduceScatterBlock,
+        g::DescKind::Scan => K::Scan,
+        g::DescKind::Exscan => K::Exscan,
+        g::DescKind::CommDup => K::CommDup,
+        g::DescKind::CommSplit => K::CommSplit,
+        g::DescKind::CommFree => K::CommFree,
+        g::DescKind::Finalize => K::Finalize,
+    })
+}
+
+fn error_to(e: RtError) -> g::RtError {
+    match e {
+        RtError::Ok => g::RtError::Ok,
+        RtError::Truncate => g::RtError::Truncate,
+        RtError::Rank => g::RtError::Rank,
+        RtError::Comm => g::RtError::Comm,
+        RtError::CollectiveMismatch => g::RtError::CollectiveMismatch,
+        RtError::Op => g::RtError::Op,
+        RtError::Arg => g::RtError::Arg,
+        RtError::Aborted => g::RtError::Aborted,
+        RtError::Count => g::RtError::Count,
+        RtError::Buffer => g::RtError::Buffer,
+    }
+}
+
+fn error_from(e: g::RtError) -> RtError {
+    match e {
+        g::RtError::Ok => RtError::Ok,
+        g::RtError::Truncate => RtError::Truncate,
+        g::RtError::Rank => RtError::Rank,
+        g::RtError::Comm => RtError::Comm,
+        g::RtError::CollectiveMismatch => RtError::CollectiveMismatch,
+        g::RtError::Op => RtError::Op,
+        g::RtError::Arg => RtError::Arg,
+        g::RtError::Aborted => RtError::Aborted,
+        g::RtError::Count => RtError::Count,
+        g::RtError::Buffer => RtError::Buffer,
+    }
+}
+
+fn phase_to(p: Phase) -> g::Phase {
+    match p {
+        Phase::Dem => g::Phase::Dem,
+        Phase::Msm => g::Phase::Msm,
+        Phase::P2p => g::Phase::P2p,
+        Phase::Bbm => g::Phase::Bbm,
+        Phase::RmRead => g::Phase::RmRead,
+        Phase::Rm => g::Phase::Rm,
+    }
+}
+
+fn phase_from(p: g::Phase) -> Phase {
+    match p {
+        g::Phase::Dem => Phase::Dem,
+        g::Phase::Msm => Phase::Msm,
+        g::Phase::P2p => Phase::P2p,
+        g::Phase::Bbm => Phase::Bbm,
+        g::Phase::RmRead => Phase::RmRead,
+        g::Phase::Rm => Phase::Rm,
+    }
+}
+
+fn reason_to(r: StartReason) -> g::StartReason {
+    match r {
+        StartReason::First => g::StartReason::First,
+        StartReason::Timer => g::StartReason::Timer,
+        StartReason::Early => g::StartReason::Early,
+    }
+}
+
+fn reason_from(r: g::StartReason) -> StartReason {
+    match r {
+        g::StartReason::First => StartReason::First,
+        g::StartReason::Timer => StartReason::Timer,
+        g::StartReason::Early => StartReason::Early,
+    }
+}
+
+// ---- structs ----------------------------------------------------------------------------
+
+fn set_ref(mut b: g::desc_ref::Builder<'_>, r: DescRef) {
+    b.set_rank(r.rank);
+    b.set_seq(r.seq);
+}
+
+fn get_ref(r: g::desc_ref::Reader<'_>) -> DescRef {
+    DescRef {
+        rank: r.get_rank(),
+        seq: r.get_seq(),
+    }
+}
+
+/// A descriptor's fields. A kind code the runtime does not know is written as `invalid`
+/// and read back as kind 0 (equally invalid); everything else round-trips exactly.
+fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
+    b.set_rank(d.rank);
+    b.set_seq(d.seq);
+    b.set_kind(kind_to(d.kind()));
+    b.set_flags(d.flags);
+    b.set_elem(d.elem);
+    b.set_op(d.op);
+    b.set_request(d.request);
+    b.set_comm(d.comm);
+    b.set_peer(d.peer);
+    b.set_tag(d.tag);
+    b.set_buf(d.buf);
+    b.set_bytes(d.bytes);
+    b.set_rbuf(d.rbuf);
+    b.set_rbytes(d.rbytes);
+    b.set_aux(d.aux);
+    b.set_aux2(d.aux2);
+}
+
+fn get_descriptor(r: g::descriptor::Reader<'_>) -> Result<Descriptor, SchemaError> {
+    let kind = kind_from(r.get_kind().map_err(unknown("descriptor kind"))?);
+    Ok(Descriptor {
+        rank: r.get_rank(),
+        kind: kind.map_or(0, |k| k as u8),
+        flags: r.get_flags(),
+        elem: r.get_elem(),
+        op: r.get_op(),
+        seq: r.get_seq(),
+        request: r.get_request(),
+        comm: r.get_comm(),
+        peer: r.get_peer(),
+        tag: r.get_tag(),
+        buf: r.get_buf(),
+        bytes: r.get_bytes(),
+        rbuf: r.get_rbuf(),
+        rbytes: r.get_rbytes(),
+        aux: r.get_aux(),
+        aux2: r.get_aux2(),
+        ..Descriptor::default()
+    })
+}
+
+fn set_decision(b: g::decision::Builder<'_>, d: &Decision) {
+    match d {
+        Decision::Match {
+            send,
+            recv,
+            bytes,
+            truncated,
+        } => {
+            let mut m = b.init_matched();
+            set_ref(m.reborrow().init_send(), *send);
+            set_ref(m.reborrow().init_recv(), *recv);
+            m.set_bytes(*bytes);
+            m.set_truncated(*truncated);
+        }
+        Decision::Chunk {
+            send,
+            recv,
+            offset,
+            len,
+        } => {
+            let mut c = b.init_chunk();
+            set_ref(c.reborrow().init_send(), *send);
+            set_ref(c.reborrow().init_recv(), *recv);
+            c.set_offset(*offset);
+            c.set_len(*len);
+        }
+        Decision::Collective {
+            comm,
+            coll_seq,
+            kind,
+            root,
+            parts,
+        } => {
+            let mut c = b.init_collective();
+            c.set_comm(*comm);
+            c.set_coll_seq(*coll_seq);
+            c.set_kind(kind_to(Some(*kind)));
+            c.set_root(*root);
+            let mut l = c.init_parts(parts.len() as u32);
+            for (i, p) in parts.iter().enumerate() {
+                set_ref(l.reborrow().get(i as u32), *p);
+            }
+        }
+        Decision::NewComm {
+            parent,
+            comm,
+            members,
+        } => {
+            let mut n = b.init_new_comm();
+            n.set_parent(*parent);
+            n.set_comm(*comm);
+            let mut l = n.init_members(members.len() as u32);
+            for (i, m) in members.iter().enumerate() {
+                l.set(i as u32, *m);
+            }
+        }
+        Decision::Complete {
+            desc,
+            request,
+            source,
+            tag,
+            bytes,
+            error,
+            flags,
+            value,
+            value2,
+        } => {
+            let mut c = b.init_complete();
+            set_ref(c.reborrow().init_desc(), *desc);
+            c.set_request(*request);
+            c.set_source(*source);
+            c.set_tag(*tag);
+            c.set_bytes(*bytes);
+            c.set_error(error_to(*error));
+            c.set_flags(*flags);
+            c.set_value(*value);
+            c.set_value2(*value2);
+        }
+    }
+}
+
+fn get_decision(r: g::decision::Reader<'_>) -> Result<Decision, SchemaError> {
+    use g::decision::Which;
+    Ok(match r.which().map_err(unknown("decision"))? {
+        Which::Matched(m) => {
+            let m = m?;
+            Decision::Match {
+                send: get_ref(m.get_send()?),
+                recv: get_ref(m.get_recv()?),
+                bytes: m.get_bytes(),
+                truncated: m.get_truncated(),
+            }
+        }
+        Which::Chunk(c) => {
+            let c = c?;
+            Decision::Chunk {
+                send: get_ref(c.get_send()?),
+                recv: get_ref(c.get_recv()?),
+                offset: c.get_offset(),
+                len: c.get_len(),
+            }
+        }
+        Which::Collective(c) => {
+            let c = c?;
+            let kind = kind_from(c.get_kind().map_err(unknown("collective kind"))?).ok_or(
+                SchemaError::Unknown {
+                    what: "collective kind",
+                    value: 0,
+                },
+            )?;
+            Decision::Collective {
+                comm: c.get_comm(),
+                coll_seq: c.get_coll_seq(),
+                kind,
+                root: c.get_root(),
+                parts: c.get_parts()?.iter().map(get_ref).collect(),
+            }
+        }
+        Which::NewComm(n) => {
+            let n = n?;
+            Decision::NewComm {
+                parent: n.get_parent(),
+                comm: n.get_comm(),
+                members: n.get_members()?.iter().collect(),
+            }
+        }
+        Which::Complete(c) => {
+            let c = c?;
+            Decision::Complete {
+                desc: get_ref(c.get_desc()?),
+                request: c.get_request(),
+                source: c.get_source(),
+                tag: c.get_tag(),
+                bytes: c.get_bytes(),
+                error: error_from(c.get_error().map_err(unknown("completion error"))?),
+                flags: c.get_flags(),
+                value: c.get_value(),
+                value2: c.get_value2(),
+            }
+        }
+    })
+}
+
+fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &SliceDecisions) {
+    b.set_format_version(FORMAT_VERSION);
+    b.set_slice(sd.slice);
+    b.set_digest(sd.digest());
+    let mut l = b.reborrow().init_decisions(sd.decisions.len() as u32);
+    for (i, d) in sd.decisions.iter().enumerate() {
+        set_decision(l.reborrow().get(i as u32), d);
+    }
+    let mut w = b.init_wake(sd.wake.len() as u32);
+    for (i, r) in sd.wake.iter().enumerate() {
+        w.set(i as u32, *r);
+    }
+}
+
+fn get_slice_decisions(r: g::slice_decisions::Reader<'_>) -> Result<SliceDecisions, SchemaError> {
+    check_version(r.get_format_version())?;
+    let decisions = r
+        .get_decisions()?
+        .iter()
+        .map(get_decision)
+        .collect::<Result<Vec<_>, _>>()?;
+    let sd = SliceDecisions {
+        slice: r.get_slice(),
+        decisions,
+        wake: r.get_wake()?.iter().collect(),
+        catalog: Vec::new(),
+    };
+    let computed = sd.digest();
+    if computed != r.get_digest() {
+        return Err(SchemaError::Digest {
+            slice: sd.slice,
+            stored: r.get_digest(),
+            computed,
+        });
+    }
+    Ok(sd)
+}
+
+// ---- public encodings -------------------------------------------------------------------
+
+/// A slice's decision set as a packed Cap'n Proto message (schema `SliceDecisions`), with
+/// its digest. The catalog (descriptors with addresses) is left out.
+pub fn encode_slice_decisions(sd: &SliceDecisions) -> Vec<u8> {
+    let mut msg = Builder::new_default();
+    set_slice_decisions(msg.init_root(), sd);
+    to_bytes(&msg)
+}
+
+/// Read back [`encode_slice_decisions`]' output; checks the version and the digest. The
+/// returned set has an empty catalog.
+pub fn decode_slice_decisions(bytes: &[u8]) -> Result<SliceDecisions, SchemaError> {
+    let msg = reader(bytes)?;
+    get_slice_decisions(msg.get_root()?)
+}
+
+/// A message between node managers as a packed Cap'n Proto message (schema `NodeMessage`).
+pub fn encode_node_message(m: &NodeMessage) -> Vec<u8> {
+    let mut msg = Builder::new_default();
+    let mut root = msg.init_root::<g::node_message::Builder>();
+    root.set_format_version(FORMAT_VERSION);
+    match m {
+        NodeMessage::Strobe { slice, reason } => {
+            let mut s = root.init_strobe();
+            s.set_slice(*slice);
+            s.set_reason(reason_to(*reason));
+        }
+        NodeMessage::Batch {
+            slice,
+            node,
+            descriptors,
+        } => {
+            let mut b = root.init_batch();
+            b.set_slice(*slice);
+            b.set_node(*node);
+            let mut l = b.init_descriptors(descriptors.len() as u32);
+            for (i, d) in descriptors.iter().enumerate() {
+                set_descriptor(l.reborrow().get(i as u32), d);
+            }
+        }
+        NodeMessage::Done { slice, node, phase } => {
+            let mut d = root.init_done();
+            d.set_slice(*slice);
+            d.set_node(*node);
+            d.set_phase(phase_to(*phase));
+        }
+        NodeMessage::Decisions(sd) => set_slice_decisions(root.init_decisions(), sd),
+        NodeMessage::Shutdown => root.set_shutdown(()),
+    }
+    to_bytes(&msg)
+}
+
+/// Read back [`encode_node_message`]'s output.
+pub fn decode_node_message(bytes: &[u8]) -> Result<NodeMessage, SchemaError> {
+    use g::node_message::Which;
+    let msg = reader(bytes)?;
+    let root: g::node_message::Reader = msg.get_root()?;
+    check_version(root.get_format_version())?;
+    Ok(match root.which().map_err(unknown("node message"))? {
+        Which::Strobe(s) => {
+            let s = s?;
+            NodeMessage::Strobe {
+                slice: s.get_slice(),
+                reason: reason_from(s.get_reason().map_err(unknown("start reason"))?),
+            }
+        }
+        Which::Batch(b) => {
+            let b = b?;
+            NodeMessage::Batch {
+                slice: b.get_slice(),
+                node: b.get_node(),
+                descriptors: b
+                    .get_descriptors()?
+                    .iter()
+                    .map(get_descriptor)
+                    .collect::<Result<_, _>>()?,
+            }
+        }
+        Which::Done(d) => {
+            let d = d?;
+            NodeMessage::Done {
+                slice: d.get_slice(),
+                node: d.get_node(),
+                phase: phase_from(d.get_phase().map_err(unknown("phase"))?),
+            }
+        }
+        Which::Decisions(sd) => NodeMessage::Decisions(get_slice_decisions(sd?)?),
+        Which::Shutdown(()) => NodeMessage::Shutdown,
+    })
+}
