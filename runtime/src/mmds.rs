@@ -70,6 +70,12 @@ macro_rules! primitives {
             pub fn from_slot(slot: usize) -> Option<Primitive> {
                 match slot { $($n => Some(Primitive::$v),)* _ => None }
             }
+
+            /// The primitive an MPI function name counts as (`None` for local calls such
+            /// as `MPI_Comm_rank`, whose time stays computation).
+            pub fn from_mpi_name(name: &str) -> Option<Primitive> {
+                match name { $($name => Some(Primitive::$v),)* _ => None }
+            }
         }
     };
 }
@@ -120,6 +126,13 @@ primitives! {
     CommSplit = 42 "MPI_Comm_split",
     CommFree = 43 "MPI_Comm_free",
     RequestFree = 44 "MPI_Request_free",
+    Bsend = 45 "MPI_Bsend",
+    Ibsend = 46 "MPI_Ibsend",
+    CommCreate = 47 "MPI_Comm_create",
+    CommCreateGroup = 48 "MPI_Comm_create_group",
+    CommSplitType = 49 "MPI_Comm_split_type",
+    BufferDetach = 50 "MPI_Buffer_detach",
+    InitThread = 51 "MPI_Init_thread",
 }
 
 /// One histogram in shared memory; bucket `i` counts values in [`bucket_bounds`]`(i)`.
@@ -249,6 +262,9 @@ static ATTACHED: OnceLock<Attached> = OnceLock::new();
 
 thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Bytes announced by inner calls (the Rust API under a C entry point, which only knows
+    /// the function name): the outermost call takes them when it has none of its own.
+    static INNER_BYTES: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Called by [`crate::rank::RankCtx::init`] once the segment is mapped: turns measuring on
@@ -306,6 +322,11 @@ pub fn enter_bytes(p: Primitive, bytes: u64) -> CallGuard {
         d.set(v + 1);
         v
     });
+    if depth > 0 && bytes > 0 {
+        INNER_BYTES.with(|b| b.set(b.get().max(bytes)));
+    } else if depth == 0 {
+        INNER_BYTES.with(|b| b.set(0));
+    }
     let outer = match ATTACHED.get() {
         Some(a) if depth == 0 && a.block.end_ns.load(Ordering::Relaxed) == 0 => {
             let now = now_ns();
@@ -361,7 +382,12 @@ impl Drop for CallGuard {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
         if let (Some((p, entered)), Some(a)) = (self.outer, ATTACHED.get()) {
-            on_exit(a, p, entered, now_ns(), self.bytes);
+            let bytes = if self.bytes > 0 {
+                self.bytes
+            } else {
+                INNER_BYTES.with(|b| b.replace(0))
+            };
+            on_exit(a, p, entered, now_ns(), bytes);
         }
     }
 }

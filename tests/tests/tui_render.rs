@@ -278,8 +278,24 @@ fn statistics_table_sorts_and_shows_histograms_at_every_size() {
         ui.keys("ll");
         ui.assert_shows(&["Statistics of rank 1"], &ctx);
     }
-    // A recording without the tables says so.
-    let mut ui = Ui::open(&r.deadlock, (80, 24), true);
+    // The statistics the recorder really measured show too (collectives: real MMDS).
+    let mut ui = Ui::open(&r.collectives, (120, 40), true);
+    ui.keys("4");
+    ui.assert_shows(
+        &["MPI_Allreduce", "MPI_Barrier", "all primitives"],
+        "real stats",
+    );
+    // A recording made with the metrics layer off (empty tables) says so.
+    let dir = tempfile::tempdir().unwrap();
+    let off = dir.path().join("no-metrics.db");
+    std::fs::copy(&r.deadlock, &off).unwrap();
+    rusqlite::Connection::open(&off)
+        .unwrap()
+        .execute_batch(
+            "DELETE FROM mmds_rank; DELETE FROM mmds_primitive; DELETE FROM mmds_histogram;",
+        )
+        .unwrap();
+    let mut ui = Ui::open(&off, (80, 24), true);
     ui.keys("4");
     ui.assert_shows(&["no per-process statistics"], "no stats");
 }

@@ -116,12 +116,16 @@ pub fn add_process_stats(path: &Path, ranks: u32) -> Result<(), DataError> {
     let conn = Connection::open(path)?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS mmds_rank (rank INTEGER PRIMARY KEY, wall_ns INTEGER,
-             compute_ns INTEGER, comm_ns INTEGER, calls INTEGER);
+             compute_ns INTEGER, comm_ns INTEGER, calls INTEGER, finalized INTEGER);
          CREATE TABLE IF NOT EXISTS mmds_primitive (rank INTEGER, primitive TEXT, count INTEGER,
              min_ns INTEGER, max_ns INTEGER, total_ns INTEGER, bytes INTEGER,
              PRIMARY KEY (rank, primitive));
          CREATE TABLE IF NOT EXISTS mmds_histogram (rank INTEGER, primitive TEXT, metric TEXT,
              lo INTEGER, hi INTEGER, count INTEGER);",
+    )?;
+    // Sample rows replace whatever the recording measured, so tests see known figures.
+    conn.execute_batch(
+        "DELETE FROM mmds_rank; DELETE FROM mmds_primitive; DELETE FROM mmds_histogram;",
     )?;
     let prims = [
         ("MPI_Send", 120i64, 800i64, 30_000i64, 1024i64),
@@ -132,7 +136,8 @@ pub fn add_process_stats(path: &Path, ranks: u32) -> Result<(), DataError> {
     for rank in 0..ranks as i64 {
         let comm: i64 = prims.iter().map(|p| p.1 * (p.2 + p.3) / 2).sum::<i64>() + rank * 1000;
         conn.execute(
-            "INSERT INTO mmds_rank VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO mmds_rank (rank, wall_ns, compute_ns, comm_ns, calls, finalized)
+             VALUES (?1, ?2, ?3, ?4, ?5, 1)",
             params![rank, 50_000_000 + comm, 50_000_000, comm, 300],
         )?;
         for (i, (name, count, min, max, bytes)) in prims.iter().enumerate() {
@@ -154,7 +159,7 @@ pub fn add_process_stats(path: &Path, ranks: u32) -> Result<(), DataError> {
         ] {
             for (lo, hi, n) in bins {
                 conn.execute(
-                    "INSERT INTO mmds_histogram VALUES (?1, NULL, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO mmds_histogram VALUES (?1, '*', ?2, ?3, ?4, ?5)",
                     params![rank, metric, lo, hi, n + rank],
                 )?;
             }

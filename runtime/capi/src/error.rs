@@ -93,6 +93,10 @@ fn rank_text() -> String {
 /// Run one C entry point. `name` is the MPI function name, `comm` the communicator whose
 /// error handler applies (`MPI_COMM_WORLD` for calls without one).
 pub fn entry(name: &'static str, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
+    // Per-call monitoring (MMDS) under the C name: the Rust API calls inside are nested and
+    // only pass up the bytes they move. Local calls (`MPI_Comm_rank`, ...) are not measured.
+    let _mmds =
+        strobe_runtime::mmds::Primitive::from_mpi_name(name).map(strobe_runtime::mmds::enter);
     let err = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return class::SUCCESS,
         Ok(Err(e)) => e,

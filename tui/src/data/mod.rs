@@ -186,12 +186,23 @@ impl Recording {
             .conn
             .query_row("SELECT max(slice) FROM slice", [], |r| r.get(0))?;
         let slices = slices.unwrap_or(0).max(0) as u64;
-        let has_mmds: i64 = self.conn.query_row(
+        let tables: i64 = self.conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table'
              AND name IN ('mmds_rank', 'mmds_primitive', 'mmds_histogram')",
             [],
             |r| r.get(0),
         )?;
+        // The tables exist in every recording of format 2 and later; they hold rows only
+        // when the metrics layer was on (and the job got far enough to be read).
+        let has_mmds: i64 = if tables == 3 {
+            self.conn.query_row(
+                "SELECT CASE WHEN EXISTS (SELECT 1 FROM mmds_rank) THEN 3 ELSE 0 END",
+                [],
+                |r| r.get(0),
+            )?
+        } else {
+            0
+        };
         let summaries: i64 = self.conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table'
              AND name IN ('summary_getts', 'summary_node')",
