@@ -24,7 +24,12 @@ pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), 
     let deadlock_from = slices.saturating_sub(25).max(1) as i64;
     let s = slices as i64;
     tx.execute(
-        "INSERT INTO job VALUES (1, 'synthetic', '[\"synthetic\",\"--bsp\"]', '/', '/synthetic',
+        // Columns named: later formats add columns to `job` (ALTER TABLE ... ADD COLUMN).
+        "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
+            env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
+            schedule_log, metrics, started_at, ended_at, elapsed_ns, outcome, message,
+            exit_status, total_slices)
+         VALUES (1, 'synthetic', '[\"synthetic\",\"--bsp\"]', '/', '/synthetic',
             NULL, '{}', ?1, ?2, ?3, 'adaptive', 20, 4194304, 2097152, 'on', 'on', 0, 0, ?4,
             'deadlock', 'deadlock: wait-for cycle rank 0 -> rank 1 -> rank 0 (MPI_Recv)', 3, ?5)",
         params![ranks, nodes, slice_ns, s * slice_ns, s],
