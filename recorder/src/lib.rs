@@ -7,6 +7,7 @@
 
 pub mod migrations;
 pub mod read;
+pub mod replay_log;
 pub mod window;
 mod writer;
 
@@ -300,6 +301,7 @@ impl Recorder {
             JobOutcome::Interrupted => "interrupted",
             JobOutcome::Timeout => "timeout",
             JobOutcome::EngineFailed(_) => "engine_failed",
+            JobOutcome::SourceStopped(_) => "stopped",
         };
         self.finish_with(
             outcome,
@@ -386,7 +388,17 @@ impl SliceSink for Recorder {
             n_blocked: rec.blocked.len() as u32,
             digest: rec.digest,
             schedule,
+            posted: posted_per_rank(&rec.descriptors),
+            blocked_ranks: {
+                let mut b: Vec<u32> = rec.blocked.iter().map(|&(r, _)| r).collect();
+                b.sort_unstable();
+                b
+            },
         })));
+    }
+
+    fn outcomes(&self, rank: u32, recs: &[strobe_runtime::outcome::OutcomeRec]) {
+        self.send(Msg::Outcomes(rank, recs.to_vec()));
     }
 
     fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
@@ -394,6 +406,18 @@ impl SliceSink for Recorder {
             self.send(Msg::Node(slice, *m));
         }
     }
+}
+
+/// Descriptors per rank in a slice's canonical batch (sorted by rank, then sequence).
+fn posted_per_rank(descs: &[strobe_runtime::descriptor::Descriptor]) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = Vec::new();
+    for d in descs {
+        match v.last_mut() {
+            Some((r, n)) if *r == d.rank => *n += 1,
+            _ => v.push((d.rank, 1)),
+        }
+    }
+    v
 }
 
 #[cfg(test)]

@@ -139,8 +139,23 @@ CREATE TABLE blocked (
 ) WITHOUT ROWID;
 "#;
 
+/// The replay log (model.md 4.3): per rank, the slices its descriptors were handled in,
+/// its timing-dependent outcomes and its blocked-state flips, as varint streams cut into
+/// blob chunks (`replay_log.rs`; `docs/recording.md`, "The replay log"). Self-contained:
+/// it only adds a table.
+const V_REPLAY_LOG: &str = r#"
+CREATE TABLE replay_log (
+    stream      INTEGER NOT NULL,
+    rank        INTEGER NOT NULL,
+    chunk       INTEGER NOT NULL,
+    last_slice  INTEGER NOT NULL,
+    data        BLOB NOT NULL,
+    PRIMARY KEY (stream, rank, chunk)
+) WITHOUT ROWID;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V_REPLAY_LOG];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

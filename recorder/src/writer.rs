@@ -12,11 +12,14 @@ use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
 use strobe_runtime::sched::{Decision, DecisionCounts};
 use strobe_runtime::segment::call_name;
 
+use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
 
 pub(crate) enum Msg {
     Slice(Box<SliceMsg>),
     Node(u64, LocalMetrics),
+    /// Timing-dependent outcomes of one rank (replay log).
+    Outcomes(u32, Vec<strobe_runtime::outcome::OutcomeRec>),
 }
 
 /// One slice, reduced to what the enabled layers record.
@@ -32,6 +35,10 @@ pub(crate) struct SliceMsg {
     pub digest: u64,
     /// `None` outside the schedule log's window.
     pub schedule: Option<Schedule>,
+    /// Replay log (always): descriptors handled per rank (ranks ascending), and the ranks
+    /// blocked when the slice started (ascending).
+    pub posted: Vec<(u32, u32)>,
+    pub blocked_ranks: Vec<u32>,
 }
 
 pub(crate) struct Schedule {
@@ -57,13 +64,14 @@ pub(crate) fn run(
     let mut slices = 0u64;
     let mut pending = 0usize;
     let mut open_since: Option<Instant> = None;
+    let mut enc = ReplayLogEncoder::default();
     loop {
         let msg = match open_since {
             None => rx.recv().ok(),
             Some(t) => match rx.recv_timeout(interval.saturating_sub(t.elapsed())) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => {
-                    commit(&conn, &mut open_since, &mut pending, &mut error);
+                    commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => None,
@@ -84,19 +92,24 @@ pub(crate) fn run(
             Msg::Slice(s) => {
                 pending += 1;
                 slices += 1;
+                enc.slice(s.slice, &s.posted, &s.blocked_ranks);
                 write_slice(&conn, s)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
+            Msg::Outcomes(rank, recs) => {
+                enc.outcomes(*rank, recs);
+                Ok(())
+            }
         };
         if let Err(e) = res {
             error = Some(e.into());
         }
         if pending >= batch_slices || open_since.is_some_and(|t| t.elapsed() >= interval) {
-            commit(&conn, &mut open_since, &mut pending, &mut error);
+            commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
         }
     }
     if open_since.is_some() {
-        commit(&conn, &mut open_since, &mut pending, &mut error);
+        commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
     }
     WriterDone {
         conn,
@@ -107,11 +120,19 @@ pub(crate) fn run(
 
 fn commit(
     conn: &Connection,
+    enc: &mut ReplayLogEncoder,
     open_since: &mut Option<Instant>,
     pending: &mut usize,
     error: &mut Option<RecordError>,
 ) {
     if open_since.take().is_some() {
+        // The replay log goes into the same transaction as its slices: a crash never
+        // leaves slices whose replay log is missing.
+        if error.is_none() {
+            if let Err(e) = enc.flush(conn) {
+                error.get_or_insert(e.into());
+            }
+        }
         // Commit even after an insert failed: what was written before it is still good.
         if let Err(e) = conn.execute_batch("COMMIT") {
             error.get_or_insert(e.into());

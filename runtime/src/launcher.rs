@@ -35,6 +35,8 @@ pub const EXIT_TIMEOUT: i32 = 124;
 pub const EXIT_CANNOT_START: i32 = 127;
 /// Exit status after Ctrl-C.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status when the slice source (the replayer) stopped the job.
+pub const EXIT_SOURCE_STOPPED: i32 = 4;
 
 #[derive(Clone, Debug)]
 pub struct LaunchConfig {
@@ -72,6 +74,8 @@ pub enum JobOutcome {
     Interrupted,
     Timeout,
     EngineFailed(String),
+    /// The slice source (the replayer) ended the job: a divergence, or the user.
+    SourceStopped(String),
 }
 
 #[derive(Debug)]
@@ -97,6 +101,7 @@ impl JobReport {
             JobOutcome::Interrupted => EXIT_INTERRUPTED,
             JobOutcome::Timeout => EXIT_TIMEOUT,
             JobOutcome::EngineFailed(_) => EXIT_INTERNAL,
+            JobOutcome::SourceStopped(_) => EXIT_SOURCE_STOPPED,
         }
     }
 
@@ -126,6 +131,7 @@ impl JobReport {
                 "the job ran past its timeout; every rank was stopped".to_string()
             }
             JobOutcome::EngineFailed(e) => format!("runtime failure: {e}"),
+            JobOutcome::SourceStopped(why) => why.clone(),
         })
     }
 }
@@ -199,7 +205,7 @@ pub fn launch(
     let fd = seg.inheritable_fd().map_err(LaunchError::Segment)?;
     let seg_len = seg.len();
     let shared = Arc::new(JobShared::new(seg));
-    let engine = Engine::start(e.clone(), shared.clone(), sink, source)?;
+    let engine = Engine::start(e.clone(), shared.clone(), sink.clone(), source)?;
 
     let mut children: Vec<Child> = Vec::new();
     let mut forwarders = Vec::new();
@@ -279,6 +285,7 @@ pub fn launch(
                 outcome = Some(match shared.outcome.lock().expect("outcome lock").take() {
                     Some(EngineOutcome::Deadlock(r)) => JobOutcome::Deadlock(r),
                     Some(EngineOutcome::Failed(f)) => JobOutcome::EngineFailed(f),
+                    Some(EngineOutcome::SourceStopped(why)) => JobOutcome::SourceStopped(why),
                     _ => JobOutcome::EngineFailed("the engine stopped unexpectedly".into()),
                 });
             }
@@ -330,6 +337,7 @@ pub fn launch(
     let _ = reaper.join();
     shared.request_stop();
     let engine_outcome = engine.join();
+    drain_outcomes_after(&shared, sink.as_ref());
     for f in forwarders {
         let _ = f.join();
     }
@@ -343,6 +351,22 @@ pub fn launch(
         elapsed: started.elapsed(),
         rank_status: status,
     })
+}
+
+/// After the job: hand the sink what the ranks' outcome rings still hold and each rank's
+/// open run of failed tests (the node threads are gone, so we are the rings' consumer).
+fn drain_outcomes_after(shared: &JobShared, sink: &dyn SliceSink) {
+    for r in 0..shared.seg.ranks() {
+        let mut recs = Vec::new();
+        shared.seg.queues(r).outcomes.drain_into(&mut recs);
+        let fails = shared.seg.slot(r).pending_fails.load(Ordering::Acquire);
+        if fails > 0 {
+            recs.push(crate::outcome::OutcomeRec::fails(fails));
+        }
+        if !recs.is_empty() {
+            sink.outcomes(r, &recs);
+        }
+    }
 }
 
 /// Stop every rank: tell them (blocked ranks exit on their own), then kill what is left.

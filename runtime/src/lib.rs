@@ -17,6 +17,7 @@ pub mod engine;
 pub mod futex;
 pub mod launcher;
 pub mod ops;
+pub mod outcome;
 pub mod procmem;
 pub mod rank;
 pub mod ring;
