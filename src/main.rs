@@ -5,6 +5,7 @@ mod bench;
 mod cli_util;
 mod decision_log;
 mod record;
+mod replay;
 mod summary;
 
 use std::ffi::OsString;
@@ -37,6 +38,8 @@ enum Cmd {
     Run(RunArgs),
     /// Run a job exactly like `run` and record it into an SQLite file.
     Record(record::RecordArgs),
+    /// Replay a recording deterministically, verifying every slice; stop, step, regenerate.
+    Replay(replay::ReplayArgs),
     /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks.
     Stats {
         /// The recording (an SQLite file written by `strobe record`).
@@ -139,6 +142,7 @@ fn main() {
     let code = match cli.cmd {
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
+        Cmd::Replay(a) => replay::replay(&a),
         Cmd::Stats { file } => Ok(record::stats(&file)),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { what, out } => bench_cmd(what, out),

@@ -152,6 +152,11 @@ CREATE TABLE replay_log (
     data        BLOB NOT NULL,
     PRIMARY KEY (stream, rank, chunk)
 ) WITHOUT ROWID;
+
+CREATE TABLE regenerated (
+    source      TEXT NOT NULL,
+    note        TEXT NOT NULL
+);
 "#;
 
 /// The ordered migration scripts; the schema version is their count.

@@ -53,7 +53,7 @@ impl<'a> VarintReader<'a> {
     pub fn at_end(&self) -> bool {
         self.pos >= self.bytes.len()
     }
-    pub fn next(&mut self) -> Result<u64, String> {
+    pub fn read(&mut self) -> Result<u64, String> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self
@@ -275,12 +275,12 @@ impl ReplayLog {
                 STREAM_POSTING => {
                     let mut slice = 0u64;
                     while !rd.at_end() {
-                        let v = rd.next().map_err(bad)?;
+                        let v = rd.read().map_err(bad)?;
                         let delta = v >> 1;
                         let count = if v & 1 == 1 {
                             1
                         } else {
-                            rd.next().map_err(bad)?
+                            rd.read().map_err(bad)?
                         };
                         if delta == 0 || count == 0 || count > u32::MAX as u64 {
                             return Err(bad(format!("bad entry after slice {slice}")));
@@ -295,7 +295,7 @@ impl ReplayLog {
                 _ => {
                     let mut slice = 0u64;
                     while !rd.at_end() {
-                        let d = rd.next().map_err(bad)?;
+                        let d = rd.read().map_err(bad)?;
                         if d == 0 {
                             return Err(bad(format!("zero delta after slice {slice}")));
                         }
@@ -332,7 +332,7 @@ fn decode_outcomes(rd: &mut VarintReader<'_>) -> Result<Vec<OutcomeRec>, String>
     let mut out = Vec::new();
     let mut last_wtime = 0u64;
     while !rd.at_end() {
-        let v = rd.next()?;
+        let v = rd.read()?;
         let x = v >> 2;
         match v & 3 {
             0 if x > 0 && x <= u32::MAX as u64 => out.push(OutcomeRec::fails(x as u32)),
@@ -349,7 +349,7 @@ fn decode_outcomes(rd: &mut VarintReader<'_>) -> Result<Vec<OutcomeRec>, String>
                 });
                 let mut prev: Option<u64> = None;
                 for _ in 0..x {
-                    let d = rd.next()?;
+                    let d = rd.read()?;
                     let i = match prev {
                         None => d,
                         Some(p) => p.checked_add(d + 1).ok_or("index overflow")?,

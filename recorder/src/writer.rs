@@ -232,7 +232,7 @@ struct Row {
     value2: Option<i64>,
 }
 
-pub(crate) fn error_name(e: RtError) -> &'static str {
+pub fn error_name(e: RtError) -> &'static str {
     match e {
         RtError::Ok => "ok",
         RtError::Truncate => "truncate",
