@@ -187,7 +187,8 @@ impl RankCtx {
             // was recorded in comes (logical slices, model.md 4.4).
             let seq = g.next_seq;
             drop(g);
-            self.hold_until_allowed(seq);
+            let blocking = d.flags & crate::descriptor::FLAG_BLOCKING != 0;
+            self.hold_until_allowed(seq, blocking.then_some(d.kind as u32));
             g = self.inner.lock().expect("rank context lock");
         }
         d.rank = self.rank;
@@ -221,12 +222,18 @@ impl RankCtx {
         d.request
     }
 
-    /// Replay: wait while descriptor `seq` belongs to a slice after the next one.
-    fn hold_until_allowed(&self, seq: u64) {
+    /// Replay: wait while descriptor `seq` belongs to a slice after the next one. `call`:
+    /// the blocking call about to be made, published as the call the rank is in (with
+    /// several nodes a recording may see a rank already blocked in a call whose descriptor
+    /// another node drains only in the next slice; the replay holds it at the post).
+    fn hold_until_allowed(&self, seq: u64, call: Option<u32>) {
         let slot = self.seg.slot(self.rank);
         let allowed = |limit: u64| limit == 0 || seq + 1 < limit;
         if allowed(slot.post_limit.load(Ordering::Acquire)) {
             return;
+        }
+        if let Some(c) = call {
+            slot.blocked_call.store(c, Ordering::Release);
         }
         if leave_computing(&self.seg, self.rank, STATE_HELD) {
             ring_doorbell(&self.seg);

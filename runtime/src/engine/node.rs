@@ -327,6 +327,14 @@ impl NodeManager {
         self.raise_post_limits(slice);
         let blocked = self.blocked_at_start(slice, &self.local_ranks);
         local.bpts = blocked.len() as u32;
+        // The job-wide list for the slice record, also taken when the slice starts (taking
+        // it after the slice, as before, recorded calls ranks entered during the slice).
+        let all_blocked = if self.node == 0 && self.cfg.nodes > 1 {
+            let all: Vec<u32> = (0..self.cfg.ranks).collect();
+            self.blocked_at_start(slice, &all)
+        } else {
+            blocked
+        };
         self.drain_outcomes();
 
         // DEM: the Buffer Sender drains the local ranks' queues and delivers the batch to
@@ -433,11 +441,6 @@ impl NodeManager {
         self.sink.node_metrics(slice, &local);
         if self.node == 0 {
             let digest = dec.digest();
-            let mut all_blocked = blocked;
-            if self.cfg.nodes > 1 {
-                let all: Vec<u32> = (0..self.cfg.ranks).collect();
-                all_blocked = self.blocked_at_start(slice, &all);
-            }
             let recorded_blocked = self.source.as_ref().and_then(|s| s.blocked(slice));
             self.check_deadlock(slice, &posted, &dec, recorded_blocked.as_deref());
             self.sink.slice(&SliceRecord {
