@@ -302,6 +302,15 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
     };
     let code = record::record_to(&job, &[prog.into_os_string()], &path, true, None, None)?;
     let shown = record::stats(&path);
+    if keep {
+        println!(
+            "\nReplay it (deterministically, every slice verified): strobe replay {0}\n\
+             Stop before slice 20 and step: strobe replay {0} --until-slice 20 --step",
+            path.display()
+        );
+    } else {
+        println!("\nTo replay the demo recording, keep it: strobe demo --out demo.db; strobe replay demo.db");
+    }
     if !keep {
         let _ = std::fs::remove_file(&path);
     }

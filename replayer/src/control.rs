@@ -144,6 +144,18 @@ impl Controller {
         self.lock().breaks.push(b);
     }
 
+    /// The call breakpoints set so far.
+    pub(crate) fn call_breaks(&self) -> Vec<(u32, String)> {
+        self.lock()
+            .breaks
+            .iter()
+            .filter_map(|b| match b {
+                Break::Call { rank, call } => Some((*rank, call.clone())),
+                Break::Slice(_) => None,
+            })
+            .collect()
+    }
+
     /// Hold the replay before slice `s` (`--until-slice`, "run to slice N").
     pub fn run_to(&self, s: u64) {
         let mut st = self.lock();

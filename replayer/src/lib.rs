@@ -244,7 +244,6 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     let verifier = Arc::new(Verifier::new(
         &rec.log,
         shared.clone(),
-        opts.breaks.clone(),
         regen.clone().map(|r| r as Arc<dyn SliceSink>),
         engine.node_of_rank(),
     ));

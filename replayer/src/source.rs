@@ -20,7 +20,7 @@ use strobe_runtime::segment::{
     call_name, JobSegment, STATE_BLOCKED, STATE_EXITED, STATE_FINALIZED, STATE_HELD,
 };
 
-use crate::control::{Break, Controller};
+use crate::control::Controller;
 
 /// How long a rank may sit blocked while the recording says it still had descriptors to
 /// post before the next slice (it cannot: nothing reaches a blocked rank between slices).
@@ -414,7 +414,6 @@ impl SliceSource for ReplaySource {
 pub struct Verifier {
     digests: Vec<u64>,
     shared: Arc<Shared>,
-    breaks: Vec<Break>,
     inner: Option<Arc<dyn SliceSink>>,
     /// Node of each rank (for reports).
     pub node_of_rank: Vec<u32>,
@@ -427,14 +426,12 @@ impl Verifier {
     pub fn new(
         log: &ReplayLog,
         shared: Arc<Shared>,
-        breaks: Vec<Break>,
         inner: Option<Arc<dyn SliceSink>>,
         node_of_rank: Vec<u32>,
     ) -> Self {
         Verifier {
             digests: log.digests.clone(),
             shared,
-            breaks,
             inner,
             node_of_rank,
         }
@@ -454,10 +451,11 @@ impl SliceSink for Verifier {
                 }
             }
         }
-        for d in &rec.descriptors {
+        let breaks = self.shared.ctl.call_breaks();
+        for d in rec.descriptors.iter().filter(|_| !breaks.is_empty()) {
             let name = d.kind().map_or("?", |k| k.mpi_name());
-            for b in &self.breaks {
-                if let Break::Call { rank, call } = b {
+            for (rank, call) in &breaks {
+                {
                     if *rank == d.rank && call.eq_ignore_ascii_case(name) {
                         self.shared.ctl.pause_before(
                             rec.slice + 1,

@@ -205,6 +205,7 @@ pub fn launch(
     let fd = seg.inheritable_fd().map_err(LaunchError::Segment)?;
     let seg_len = seg.len();
     let shared = Arc::new(JobShared::new(seg));
+    let logical = source.is_some();
     let engine = Engine::start(e.clone(), shared.clone(), sink.clone(), source)?;
 
     let mut children: Vec<Child> = Vec::new();
@@ -325,6 +326,9 @@ pub fn launch(
             None
         };
         if let Some(how) = how {
+            if logical {
+                await_parked(&shared);
+            }
             outcome = Some(JobOutcome::RankFailed {
                 rank,
                 pid: pid as u32,
@@ -351,6 +355,28 @@ pub fn launch(
         elapsed: started.elapsed(),
         rank_status: status,
     })
+}
+
+/// Logical slices (replay): before naming the slice a rank died in, let the Strobe Sender
+/// run the slices it can still run (it runs empty ones back to back, without a timer) until
+/// it waits at a closed gate. A live run names the slice the timer had reached; without
+/// this, a replay would name whichever slice the engine happened to be in.
+fn await_parked(shared: &JobShared) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut stable: Option<(u64, Instant)> = None;
+    while Instant::now() < deadline && !shared.stop.load(Ordering::Acquire) {
+        let p = shared.parked.load(Ordering::Acquire);
+        match stable {
+            // Longer than the replayer's wait for ranks to enter their blocking calls.
+            Some((q, since)) if q == p && p != 0 => {
+                if since.elapsed() > Duration::from_millis(50) {
+                    return;
+                }
+            }
+            _ => stable = Some((p, Instant::now())),
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// After the job: hand the sink what the ranks' outcome rings still hold and each rank's

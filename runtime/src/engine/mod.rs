@@ -123,6 +123,9 @@ pub struct JobShared {
     pub started: Instant,
     /// The deadlock report, if there was one.
     pub outcome: Mutex<Option<EngineOutcome>>,
+    /// Logical slices (replay): the slice the Strobe Sender is waiting to start at a closed
+    /// gate, 0 while it is not waiting.
+    pub parked: AtomicU64,
 }
 
 impl JobShared {
@@ -133,6 +136,7 @@ impl JobShared {
             slice: AtomicU64::new(0),
             started: Instant::now(),
             outcome: Mutex::new(None),
+            parked: AtomicU64::new(0),
         }
     }
 

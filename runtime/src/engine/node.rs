@@ -226,14 +226,17 @@ impl NodeManager {
             }
             let bell = h.doorbell.load(Ordering::Acquire);
             match src.gate(next, &self.shared.seg) {
-                Gate::Open => break,
+                Gate::Open => {
+                    self.shared.parked.store(0, Ordering::Release);
+                    break;
+                }
                 Gate::Stop(why) => {
                     *self.shared.outcome.lock().expect("outcome lock") =
                         Some(EngineOutcome::SourceStopped(why));
                     self.shared.stop.store(true, Ordering::Release);
                     return None;
                 }
-                Gate::Wait => {}
+                Gate::Wait => self.shared.parked.store(next, Ordering::Release),
             }
             // Replaying ranks ring the doorbell when they post, block or are held; the
             // timeout covers what rings nothing (a rank that exits, a user command).
