@@ -104,8 +104,11 @@ struct State {
 pub struct Controller {
     st: Mutex<State>,
     cv: Condvar,
-    subscribers: Mutex<Vec<Sender<Event>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
 }
+
+/// Called with every event in the thread that publishes it; `false` unsubscribes.
+type Subscriber = Box<dyn Fn(&Event) -> bool + Send>;
 
 /// A snapshot for `print state`.
 #[derive(Clone, Debug)]
@@ -129,15 +132,21 @@ impl Controller {
         self.subscribers
             .lock()
             .expect("subscribers lock")
-            .retain(|s| s.send(e.clone()).is_ok());
+            .retain(|s| s(&e));
         self.cv.notify_all();
     }
 
     /// Receive every later event.
     pub fn subscribe(&self) -> Receiver<Event> {
-        let (tx, rx) = channel();
-        self.subscribers.lock().expect("subscribers lock").push(tx);
+        let (tx, rx): (Sender<Event>, Receiver<Event>) = channel();
+        self.subscribe_fn(Box::new(move |e| tx.send(e.clone()).is_ok()));
         rx
+    }
+
+    /// Have `f` called with every later event, synchronously (a delivered `Finished` has
+    /// been handed to `f` when the replay returns).
+    pub fn subscribe_fn(&self, f: Subscriber) {
+        self.subscribers.lock().expect("subscribers lock").push(f);
     }
 
     pub fn add_break(&self, b: Break) {

@@ -72,16 +72,11 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
     let Ok(write_half) = conn.try_clone() else {
         return;
     };
+    // A client that stops reading must not stall the replay for long.
+    let _ = write_half.set_write_timeout(Some(std::time::Duration::from_secs(1)));
     let w = Arc::new(Mutex::new(write_half));
-    let events = ctl.subscribe();
     let we = w.clone();
-    std::thread::spawn(move || {
-        for e in events {
-            if !send(&we, &event_json(&e)) {
-                return;
-            }
-        }
-    });
+    ctl.subscribe_fn(Box::new(move |e| send(&we, &event_json(e))));
     for line in BufReader::new(conn).lines() {
         let Ok(line) = line else { return };
         if line.trim().is_empty() {
