@@ -325,3 +325,44 @@ fn replay_log_costs_at_most_two_bytes_per_descriptor() {
     );
     let _ = strobe_cmd(&["stats", &db.display().to_string()], &[]);
 }
+
+#[test]
+fn a_recording_cut_short_by_sigkill_replays_up_to_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cut.db");
+    let fx = strobe_tests::fixture("token_ring");
+    // Slow rounds (about 10 ms each), so the job is still running when strobe is killed.
+    let mut child = std::process::Command::new(strobe_tests::strobe())
+        .args(["record", "-o"])
+        .arg(&db)
+        .args(["-n", "3", "--timeout", "120s", "--"])
+        .arg(&fx)
+        .env("STROBE_FIXTURE_NOISE_US", "20000")
+        .env_remove("STROBE_SCHEDULE_LOG")
+        .env_remove("STROBE_METRICS")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until some batches are committed, then kill strobe itself (the ranks die with it).
+    let t = std::time::Instant::now();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let slices: i64 = Connection::open(&db)
+            .and_then(|c| c.query_row("SELECT count(*) FROM slice", [], |r| r.get(0)))
+            .unwrap_or(0);
+        if slices > 50 || t.elapsed() > std::time::Duration::from_secs(60) {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let rep = replay(&db, &[], &[("STROBE_FIXTURE_NOISE_US", "0")]);
+    assert_matched(&rep, "cut-short recording");
+    assert!(
+        rep.stderr
+            .contains("to the end of the recording (the recorded job was cut short)"),
+        "{}",
+        rep.stderr
+    );
+}

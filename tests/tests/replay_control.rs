@@ -40,7 +40,10 @@ impl Client {
 
     fn line(&mut self) -> String {
         let mut l = String::new();
-        assert!(self.r.read_line(&mut l).unwrap() > 0, "control socket closed");
+        assert!(
+            self.r.read_line(&mut l).unwrap() > 0,
+            "control socket closed"
+        );
         l
     }
 
@@ -105,7 +108,12 @@ fn until_slice_holds_every_rank_and_the_socket_steps_breaks_and_continues() {
     let sock = dir.path().join("ctl.sock");
     let child = spawn_replay(
         &db,
-        &["--until-slice", "20", "--control", &sock.display().to_string()],
+        &[
+            "--until-slice",
+            "20",
+            "--control",
+            &sock.display().to_string(),
+        ],
         Stdio::null(),
     );
     let mut c = Client::connect(&sock);
@@ -115,16 +123,25 @@ fn until_slice_holds_every_rank_and_the_socket_steps_breaks_and_continues() {
     let ps = pids(&p);
     assert_eq!(ps.len(), 4, "{p}");
     for pid in &ps {
-        assert!(Path::new(&format!("/proc/{pid}")).exists(), "rank pid {pid} is live");
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "rank pid {pid} is live"
+        );
     }
     // Held: the replay does not move on by itself.
     std::thread::sleep(Duration::from_millis(300));
     let st = c.request(r#"{"cmd":"status"}"#);
-    assert!(st.contains("\"slice\":19") && st.contains("\"paused\":{\"slice\":20"), "{st}");
+    assert!(
+        st.contains("\"slice\":19") && st.contains("\"paused\":{\"slice\":20"),
+        "{st}"
+    );
 
     assert!(c.request(r#"{"cmd":"step"}"#).contains("true"));
     let p = c.paused();
-    assert!(p.contains("\"slice\":21") && p.contains("\"reason\":\"step\""), "{p}");
+    assert!(
+        p.contains("\"slice\":21") && p.contains("\"reason\":\"step\""),
+        "{p}"
+    );
 
     let r = c.request(r#"{"cmd":"break","spec":"rank=2,call=MPI_Barrier"}"#);
     assert!(r.contains("true"), "{r}");
@@ -134,7 +151,9 @@ fn until_slice_holds_every_rank_and_the_socket_steps_breaks_and_continues() {
     assert!(p.contains("breakpoint rank=2,call=MPI_Barrier"), "{p}");
     assert!(p.contains("rank 2's MPI_Barrier"), "{p}");
 
-    assert!(c.request(r#"{"cmd":"run_to","slice":150}"#).contains("true"));
+    assert!(c
+        .request(r#"{"cmd":"run_to","slice":150}"#)
+        .contains("true"));
     let p = c.paused();
     // A barrier breakpoint may fire again first (every 10 rounds); go on until slice 150.
     let mut p = p;
@@ -166,12 +185,20 @@ fn break_on_a_slice_from_the_command_line_and_quit_from_the_socket() {
     let sock = dir.path().join("ctl.sock");
     let child = spawn_replay(
         &db,
-        &["--break", "slice=7", "--control", &sock.display().to_string()],
+        &[
+            "--break",
+            "slice=7",
+            "--control",
+            &sock.display().to_string(),
+        ],
         Stdio::null(),
     );
     let mut c = Client::connect(&sock);
     let p = c.paused();
-    assert!(p.contains("\"slice\":7") && p.contains("breakpoint slice=7"), "{p}");
+    assert!(
+        p.contains("\"slice\":7") && p.contains("breakpoint slice=7"),
+        "{p}"
+    );
     assert!(c.request(r#"{"cmd":"quit"}"#).contains("true"));
     let (code, stderr) = finish(child);
     assert_eq!(code, 130, "{stderr}");

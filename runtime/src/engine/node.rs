@@ -217,15 +217,18 @@ impl NodeManager {
             if self.shared.stop.load(Ordering::Acquire) {
                 return None;
             }
-            if self.all_done() {
+            let bell = h.doorbell.load(Ordering::Acquire);
+            // The gate first: the recording may hold slices after the last rank finished
+            // (they ran while the ranks were exiting); a replay runs them too.
+            let gate = src.gate(next, &self.shared.seg);
+            if gate == Gate::Wait && self.all_done() {
                 *self.shared.outcome.lock().expect("outcome lock") =
                     Some(EngineOutcome::Finished {
                         slices: self.shared.slice.load(Ordering::Acquire),
                     });
                 return None;
             }
-            let bell = h.doorbell.load(Ordering::Acquire);
-            match src.gate(next, &self.shared.seg) {
+            match gate {
                 Gate::Open => {
                     self.shared.parked.store(0, Ordering::Release);
                     break;
