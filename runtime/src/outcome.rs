@@ -17,8 +17,10 @@
 /// (set by the replayer; its presence puts the rank in replay mode).
 pub const ENV_REPLAY_OUTCOMES: &str = "STROBE_REPLAY_OUTCOMES";
 
-/// Capacity of each rank's outcome ring (records).
-pub const OUTCOME_CAPACITY: usize = 1024;
+/// Capacity of each rank's outcome ring (records, 64 KiB). A rank that makes more
+/// timing-dependent calls than this within one slice (an `MPI_Wtime` spin loop) waits for
+/// its node manager to drain the ring at the next slice.
+pub const OUTCOME_CAPACITY: usize = 4096;
 
 /// `n` consecutive tests that reported nothing complete.
 pub const OUT_FAILS: u32 = 1;
