@@ -405,7 +405,9 @@ impl SliceSink for Recorder {
             n_blocked: rec.blocked.len() as u32,
             digest: rec.digest,
             schedule,
-            posted: posted_per_rank(&rec.descriptors),
+            posted: replay_log::posted_per_rank(&rec.descriptors),
+            blocking: replay_log::blocking_of(&rec.descriptors),
+            completed: replay_log::completions_of(&rec.decisions.decisions),
             blocked_ranks: {
                 let mut b: Vec<u32> = rec.blocked.iter().map(|&(r, _)| r).collect();
                 b.sort_unstable();
@@ -423,18 +425,6 @@ impl SliceSink for Recorder {
             self.send(Msg::Node(slice, *m));
         }
     }
-}
-
-/// Descriptors per rank in a slice's canonical batch (sorted by rank, then sequence).
-fn posted_per_rank(descs: &[strobe_runtime::descriptor::Descriptor]) -> Vec<(u32, u32)> {
-    let mut v: Vec<(u32, u32)> = Vec::new();
-    for d in descs {
-        match v.last_mut() {
-            Some((r, n)) if *r == d.rank => *n += 1,
-            _ => v.push((d.rank, 1)),
-        }
-    }
-    v
 }
 
 #[cfg(test)]

@@ -13,18 +13,25 @@
 //!   all of its `x` requests; `t = 2` a list of `x` indices follows (first absolute, then
 //!   each minus the previous minus one); `t = 3` an `MPI_Wtime` value, `x` the zigzag delta
 //!   in nanoseconds from the rank's previous one.
-//! * **blocked** (stream 2): the slices at which the rank's "blocked when the slice started"
-//!   state flipped, as deltas (the first flip is to blocked). Which rank was already inside
-//!   its blocking call when a strobe fired is timing, and deadlock detection and the
-//!   schedule log's `blocked` table depend on it, so replay takes it from here.
+//! * **blocked** (stream 2): whether the rank was blocked in an MPI call when each slice
+//!   started is timing, and deadlock detection and the schedule log's `blocked` table
+//!   depend on it, so replay takes it from here. Most of it is predictable from the
+//!   schedule ([`BlockedPredictor`]: a rank is blocked from the slice that handles its
+//!   blocking descriptor until the slice that completes it), so the stream holds only the
+//!   slices at which "actual differs from predicted" flips, as deltas (the first flip is
+//!   to "differs"): blocking in `MPI_Wait*` after non-blocking calls, and races.
 //!
 //! Slice digests are the `slice` table's, which is written for every slice whatever the
 //! layers say.
 
 use std::collections::BTreeMap;
 
+use std::collections::BTreeSet;
+
 use rusqlite::{params, Connection};
+use strobe_runtime::descriptor::{Descriptor, FLAG_BLOCKING};
 use strobe_runtime::outcome::{OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIST, OUT_WTIME};
+use strobe_runtime::sched::Decision;
 
 use crate::RecordError;
 
@@ -77,6 +84,67 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
+/// Predicts which ranks are blocked when a slice starts, from the schedule alone: a rank is
+/// blocked from the slice that handles one of its blocking descriptors until that
+/// descriptor completes (it is not blocked at the start of the next slice). The recorder
+/// and the replayer run the same predictor, so only the differences are stored.
+#[derive(Clone, Debug, Default)]
+pub struct BlockedPredictor {
+    pending: BTreeMap<u32, BTreeSet<u64>>,
+}
+
+impl BlockedPredictor {
+    /// Blocking descriptors `(rank, seq)` handled in the slice (before asking for its
+    /// prediction); see [`blocking_of`].
+    pub fn handled(&mut self, blocking: &[(u32, u64)]) {
+        for &(rank, seq) in blocking {
+            self.pending.entry(rank).or_default().insert(seq);
+        }
+    }
+    pub fn predicted(&self, rank: u32) -> bool {
+        self.pending.get(&rank).is_some_and(|p| !p.is_empty())
+    }
+    /// The descriptors `(rank, seq)` the slice completed (after its prediction was used);
+    /// see [`completions_of`].
+    pub fn decided(&mut self, completed: &[(u32, u64)]) {
+        for (rank, seq) in completed {
+            if let Some(p) = self.pending.get_mut(rank) {
+                p.remove(seq);
+            }
+        }
+    }
+}
+
+/// The blocking descriptors of a slice's batch.
+pub fn blocking_of(descs: &[Descriptor]) -> Vec<(u32, u64)> {
+    descs
+        .iter()
+        .filter(|d| d.flags & FLAG_BLOCKING != 0)
+        .map(|d| (d.rank, d.seq))
+        .collect()
+}
+
+/// The descriptors a slice's decisions complete.
+pub fn completions_of(decisions: &[Decision]) -> Vec<(u32, u64)> {
+    decisions
+        .iter()
+        .filter_map(Decision::completion)
+        .map(|(d, _)| (d.rank, d.seq))
+        .collect()
+}
+
+/// Descriptors per rank in a slice's canonical batch (sorted by rank, then sequence).
+pub fn posted_per_rank(descs: &[Descriptor]) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = Vec::new();
+    for d in descs {
+        match v.last_mut() {
+            Some((r, n)) if *r == d.rank => *n += 1,
+            _ => v.push((d.rank, 1)),
+        }
+    }
+    v
+}
+
 #[derive(Default)]
 struct RankState {
     last_post_slice: u64,
@@ -84,7 +152,8 @@ struct RankState {
     last_wtime: u64,
     prev_index: Option<u64>,
     outcomes: Vec<u8>,
-    blocked_now: bool,
+    /// Whether the rank's actual blocked state differs from the prediction.
+    differs: bool,
     last_flip: u64,
     blocked: Vec<u8>,
     /// Chunks written so far, per stream.
@@ -95,15 +164,24 @@ struct RankState {
 #[derive(Default)]
 pub struct ReplayLogEncoder {
     ranks: BTreeMap<u32, RankState>,
+    predictor: BlockedPredictor,
     last_slice: u64,
     /// Bytes of varint data produced so far (for size reports).
     pub bytes: u64,
 }
 
 impl ReplayLogEncoder {
-    /// One slice: how many descriptors of each rank it handled (ranks ascending, counts
-    /// non-zero) and the ranks blocked when it started (ascending).
-    pub fn slice(&mut self, slice: u64, posted: &[(u32, u32)], blocked: &[u32]) {
+    /// One slice: descriptors handled per rank (ranks ascending, counts non-zero), the
+    /// blocking ones among them, the ranks blocked when it started (ascending), and the
+    /// descriptors its decisions completed.
+    pub fn slice(
+        &mut self,
+        slice: u64,
+        posted: &[(u32, u32)],
+        blocking: &[(u32, u64)],
+        blocked: &[u32],
+        completed: &[(u32, u64)],
+    ) {
         self.last_slice = slice;
         for &(rank, count) in posted {
             let st = self.ranks.entry(rank).or_default();
@@ -114,24 +192,29 @@ impl ReplayLogEncoder {
                 put_varint(&mut st.posting, count as u64);
             }
         }
-        // Flips: ranks whose state differs from the previous slice's.
-        let was: Vec<u32> = self
-            .ranks
-            .iter()
-            .filter(|(_, s)| s.blocked_now)
-            .map(|(&r, _)| r)
-            .collect();
-        for &r in was.iter().filter(|r| blocked.binary_search(r).is_err()) {
-            self.flip(r, slice);
+        self.predictor.handled(blocking);
+        // Ranks whose "differs from the prediction" state changes in this slice.
+        let mut candidates: BTreeSet<u32> = blocked.iter().copied().collect();
+        candidates.extend(self.predictor.pending.keys().copied());
+        candidates.extend(
+            self.ranks
+                .iter()
+                .filter(|(_, s)| s.differs)
+                .map(|(&r, _)| r),
+        );
+        for r in candidates {
+            let actual = blocked.binary_search(&r).is_ok();
+            let differs = actual != self.predictor.predicted(r);
+            if differs != self.ranks.get(&r).is_some_and(|s| s.differs) {
+                self.flip(r, slice);
+            }
         }
-        for &r in blocked.iter().filter(|r| was.binary_search(r).is_err()) {
-            self.flip(r, slice);
-        }
+        self.predictor.decided(completed);
     }
 
     fn flip(&mut self, rank: u32, slice: u64) {
         let st = self.ranks.entry(rank).or_default();
-        st.blocked_now = !st.blocked_now;
+        st.differs = !st.differs;
         put_varint(&mut st.blocked, slice - st.last_flip);
         st.last_flip = slice;
     }
@@ -207,7 +290,8 @@ pub struct RankLog {
     pub posting: Vec<(u64, u32)>,
     /// Timing-dependent outcomes, in call order.
     pub outcomes: Vec<OutcomeRec>,
-    /// Slices at which the rank's blocked-at-start state flipped (first flip: blocked).
+    /// Slices at which "blocked when the slice started" began or stopped differing from
+    /// the [`BlockedPredictor`] (first flip: differs).
     pub blocked_flips: Vec<u64>,
 }
 
@@ -386,13 +470,15 @@ mod tests {
     fn round_trip_over_several_chunks() {
         let c = table();
         let mut enc = ReplayLogEncoder::default();
-        enc.slice(1, &[(0, 1), (1, 3)], &[]);
+        enc.slice(1, &[(0, 1), (1, 3)], &[(0, 0)], &[], &[]);
         enc.outcomes(0, &[OutcomeRec::fails(5), OutcomeRec::wtime(1_000_000_000)]);
         enc.outcomes(1, &OutcomeRec::for_indices(&[1, 4], 5)[..2]);
         enc.flush(&c).unwrap();
         enc.outcomes(1, &OutcomeRec::for_indices(&[1, 4], 5)[2..]);
-        enc.slice(2, &[], &[0, 1]);
-        enc.slice(7, &[(0, 1)], &[1]);
+        // Rank 0's blocking descriptor predicts it blocked from slice 1; it is not (1),
+        // then is (2: as predicted); rank 1 is blocked without a prediction (2..).
+        enc.slice(2, &[], &[], &[0, 1], &[(0, 0)]);
+        enc.slice(7, &[(0, 1)], &[], &[1], &[]);
         enc.outcomes(0, &[OutcomeRec::wtime(999_999_000), OutcomeRec::fails(1)]);
         enc.outcomes(0, &OutcomeRec::for_indices(&[0, 1, 2], 3));
         enc.flush(&c).unwrap();
@@ -422,7 +508,7 @@ mod tests {
             ]
         );
         assert_eq!(log.ranks[1].outcomes, OutcomeRec::for_indices(&[1, 4], 5));
-        assert_eq!(log.ranks[0].blocked_flips, vec![2, 7]);
+        assert_eq!(log.ranks[0].blocked_flips, vec![1, 2]);
         assert_eq!(log.ranks[1].blocked_flips, vec![2]);
         assert_eq!(log.digests.len(), 7);
     }

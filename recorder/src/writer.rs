@@ -35,10 +35,13 @@ pub(crate) struct SliceMsg {
     pub digest: u64,
     /// `None` outside the schedule log's window.
     pub schedule: Option<Schedule>,
-    /// Replay log (always): descriptors handled per rank (ranks ascending), and the ranks
-    /// blocked when the slice started (ascending).
+    /// Replay log (always): descriptors handled per rank (ranks ascending), the blocking
+    /// ones, the ranks blocked when the slice started (ascending), and the descriptors the
+    /// slice completed.
     pub posted: Vec<(u32, u32)>,
+    pub blocking: Vec<(u32, u64)>,
     pub blocked_ranks: Vec<u32>,
+    pub completed: Vec<(u32, u64)>,
 }
 
 pub(crate) struct Schedule {
@@ -92,7 +95,13 @@ pub(crate) fn run(
             Msg::Slice(s) => {
                 pending += 1;
                 slices += 1;
-                enc.slice(s.slice, &s.posted, &s.blocked_ranks);
+                enc.slice(
+                    s.slice,
+                    &s.posted,
+                    &s.blocking,
+                    &s.blocked_ranks,
+                    &s.completed,
+                );
                 write_slice(&conn, s)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),

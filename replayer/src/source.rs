@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use strobe_recorder::replay_log::ReplayLog;
+use strobe_recorder::replay_log::{blocking_of, completions_of, BlockedPredictor, ReplayLog};
 use strobe_runtime::descriptor::Descriptor;
 use strobe_runtime::engine::{Gate, LocalMetrics, SliceRecord, SliceSink, SliceSource};
 use strobe_runtime::outcome::OutcomeRec;
@@ -54,6 +54,16 @@ pub struct Shared {
     pub last_calls: Mutex<Vec<VecDeque<(u64, String)>>>,
     /// The recording reached its end and the job had not ended: stop as matched.
     pub end_of_recording: Mutex<Option<u64>>,
+    /// The blocked-set prediction, advanced by the source (handled descriptors) and the
+    /// verifier (completions), with the last slice's answer for the other nodes.
+    blocked: Mutex<BlockedState>,
+}
+
+#[derive(Default)]
+struct BlockedState {
+    predictor: BlockedPredictor,
+    slice: u64,
+    answer: Vec<u32>,
 }
 
 impl Shared {
@@ -63,6 +73,7 @@ impl Shared {
             divergence: Mutex::new(None),
             last_calls: Mutex::new(vec![VecDeque::new(); ranks as usize]),
             end_of_recording: Mutex::new(None),
+            blocked: Mutex::new(BlockedState::default()),
         }
     }
 
@@ -239,7 +250,8 @@ impl ReplaySource {
         }
     }
 
-    fn blocked_at(&self, rank: u32, slice: u64) -> bool {
+    /// Whether the rank's blocked state at `slice` differs from the prediction.
+    fn differs_at(&self, rank: u32, slice: u64) -> bool {
         self.flips[rank as usize].partition_point(|&f| f <= slice) % 2 == 1
     }
 
@@ -372,10 +384,23 @@ impl ReplaySource {
             return Gate::Wait;
         }
         // (b) Ranks the recording has blocked at the start of `next` are in their call.
+        // (The prediction needs the batch of `next`, not drained yet: the ranks still
+        // blocked from the previous slice, or that posted a blocking call for `next`, are
+        // the candidates; exceptions are taken as recorded.)
         let since = *w.data_ready_at.get_or_insert(now);
         if now - since < BLOCK_GRACE {
+            let predicted: Vec<bool> = {
+                let b = self.shared.blocked.lock().expect("blocked lock");
+                (0..self.ranks())
+                    .map(|r| b.predictor.predicted(r))
+                    .collect()
+            };
             let late = (0..self.ranks()).any(|r| {
-                self.blocked_at(r, next)
+                // Its last descriptor (the last one `next` handles) is a blocking call.
+                let posts = self.cum(r, next) > self.cum(r, next - 1)
+                    && seg.slot(r).last_post_blocking.load(Ordering::Relaxed) != 0;
+                let expected = (predicted[r as usize] || posts) != self.differs_at(r, next);
+                expected
                     && !matches!(
                         seg.slot(r).state.load(Ordering::Acquire),
                         STATE_BLOCKED | STATE_HELD | STATE_FINALIZED | STATE_EXITED
@@ -400,12 +425,16 @@ impl SliceSource for ReplaySource {
     fn gate(&self, next: u64, seg: &JobSegment) -> Gate {
         self.gate_inner(next, seg)
     }
-    fn blocked(&self, slice: u64) -> Option<Vec<u32>> {
-        Some(
-            (0..self.ranks())
-                .filter(|&r| self.blocked_at(r, slice))
-                .collect(),
-        )
+    fn blocked(&self, slice: u64, handled: &[Descriptor]) -> Option<Vec<u32>> {
+        let mut b = self.shared.blocked.lock().expect("blocked lock");
+        if b.slice != slice {
+            b.predictor.handled(&blocking_of(handled));
+            b.answer = (0..self.ranks())
+                .filter(|&r| b.predictor.predicted(r) != self.differs_at(r, slice))
+                .collect();
+            b.slice = slice;
+        }
+        Some(b.answer.clone())
     }
 }
 
@@ -468,6 +497,12 @@ impl SliceSink for Verifier {
                 }
             }
         }
+        self.shared
+            .blocked
+            .lock()
+            .expect("blocked lock")
+            .predictor
+            .decided(&completions_of(&rec.decisions.decisions));
         let recorded = self.digests.get(rec.slice as usize - 1).copied();
         if recorded != Some(rec.digest) {
             let first = rec.decisions.decisions.first();

@@ -211,10 +211,12 @@ impl RankCtx {
         }
         g.next_seq += 1;
         g.next_request += 1;
-        self.seg
-            .slot(self.rank)
-            .posted
-            .store(g.next_seq, Ordering::Release);
+        let slot = self.seg.slot(self.rank);
+        slot.last_post_blocking.store(
+            (d.flags & crate::descriptor::FLAG_BLOCKING) as u32,
+            Ordering::Relaxed,
+        );
+        slot.posted.store(g.next_seq, Ordering::Release);
         if g.replay.is_some() {
             // The replaying Strobe Sender waits for exactly these posts; it has no timer.
             ring_doorbell(&self.seg);

@@ -111,7 +111,10 @@ pub struct RankSlot {
     /// Replay: the rank may post descriptors with sequence numbers below `post_limit - 1`
     /// (the recorded descriptors up to the next slice); 0 means no limit (live runs).
     pub post_limit: AtomicU64,
-    _p: [u8; 8],
+    /// Non-zero when the last descriptor the rank posted was a blocking call (the
+    /// replayer's gate: that rank is about to block).
+    pub last_post_blocking: AtomicU32,
+    _p: [u8; 4],
 }
 
 const _: () = assert!(std::mem::size_of::<RankSlot>() == 64);

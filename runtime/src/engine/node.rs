@@ -289,22 +289,24 @@ impl NodeManager {
         }
     }
 
-    /// Ranks blocked when `slice` started, with their calls: observed, or in replay the
-    /// recorded set (with the calls the ranks are in now).
-    fn blocked_at_start(&self, slice: u64, ranks: &[u32]) -> Vec<(u32, u32)> {
+    /// Ranks among `ranks` blocked when the slice started, with their calls (live runs).
+    fn observe_blocked(&self, ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
         let seg = &self.shared.seg;
-        match self.source.as_ref().and_then(|s| s.blocked(slice)) {
-            Some(rec) => rec
-                .into_iter()
-                .filter(|r| ranks.contains(r))
-                .map(|r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
-                .collect(),
-            None => ranks
-                .iter()
-                .filter(|&&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
-                .map(|&r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
-                .collect(),
-        }
+        ranks
+            .filter(|&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
+            .map(|r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
+            .collect()
+    }
+
+    /// Replay: the recorded blocked set restricted to `ranks`, with the calls the ranks are
+    /// in (the replayer's gate waited for them to enter their calls).
+    fn with_calls(&self, recorded: &[u32], local_only: bool) -> Vec<(u32, u32)> {
+        let seg = &self.shared.seg;
+        recorded
+            .iter()
+            .filter(|&&r| !local_only || self.is_local(r))
+            .map(|&r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
+            .collect()
     }
 
     fn all_done(&self) -> bool {
@@ -331,16 +333,13 @@ impl NodeManager {
             ..Default::default()
         };
         self.raise_post_limits(slice);
-        let blocked = self.blocked_at_start(slice, &self.local_ranks);
-        local.bpts = blocked.len() as u32;
-        // The job-wide list for the slice record, also taken when the slice starts (taking
-        // it after the slice, as before, recorded calls ranks entered during the slice).
-        let all_blocked = if self.node == 0 && self.cfg.nodes > 1 {
-            let all: Vec<u32> = (0..self.cfg.ranks).collect();
-            self.blocked_at_start(slice, &all)
-        } else {
-            blocked
-        };
+        // Who is blocked when the slice starts (for BPTS, the slice record and deadlock
+        // detection). The job-wide list is also taken now: taken after the slice, it would
+        // name calls ranks entered during the slice. Replay takes both from the recording,
+        // once the batch is known (below).
+        let mut blocked = self.observe_blocked(self.local_ranks.iter().copied());
+        let mut all_blocked =
+            (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
         self.drain_outcomes();
 
         // DEM: the Buffer Sender drains the local ranks' queues and delivers the batch to
@@ -369,6 +368,12 @@ impl NodeManager {
         // MSM: every node's scheduler replica schedules the global batch.
         let ts = Instant::now();
         let posted = self.collect_mail()?;
+        let recorded_blocked = self.source.as_ref().and_then(|s| s.blocked(slice, &posted));
+        if let Some(rec) = &recorded_blocked {
+            blocked = self.with_calls(rec, true);
+            all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
+        }
+        local.bpts = blocked.len() as u32;
         let dec = self.sched.schedule(slice, &posted)?;
         local.t_schedule = ts.elapsed();
         for d in &dec.decisions {
@@ -447,7 +452,7 @@ impl NodeManager {
         self.sink.node_metrics(slice, &local);
         if self.node == 0 {
             let digest = dec.digest();
-            let recorded_blocked = self.source.as_ref().and_then(|s| s.blocked(slice));
+            let all_blocked = all_blocked.unwrap_or(blocked);
             self.check_deadlock(slice, &posted, &dec, recorded_blocked.as_deref());
             self.sink.slice(&SliceRecord {
                 slice,

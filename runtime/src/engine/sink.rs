@@ -153,9 +153,12 @@ pub trait SliceSource: Send + Sync {
     }
     /// The ranks blocked when `slice` started, as recorded: which rank happened to be
     /// inside a blocking call when the strobe fired is timing, so replay takes it from the
-    /// recording (for the schedule log and deadlock detection). `None`: observe it.
-    fn blocked(&self, slice: u64) -> Option<Vec<u32>> {
-        let _ = slice;
+    /// recording (for the schedule log and deadlock detection). Asked once the slice's
+    /// batch `handled` is known (the recording stores it relative to a prediction from the
+    /// schedule); every node asks, for the same slice, before the slice's sink call.
+    /// `None`: observe it.
+    fn blocked(&self, slice: u64, handled: &[Descriptor]) -> Option<Vec<u32>> {
+        let _ = (slice, handled);
         None
     }
 }
