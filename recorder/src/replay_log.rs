@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use std::collections::BTreeSet;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use strobe_runtime::descriptor::{Descriptor, FLAG_BLOCKING};
 use strobe_runtime::outcome::{OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIST, OUT_WTIME};
 use strobe_runtime::sched::Decision;
@@ -283,6 +283,12 @@ impl ReplayLogEncoder {
     }
 }
 
+/// The digest of a slice without decisions (the `slice` table has no row for a slice in
+/// which nothing happened outside the metrics and schedule-log windows).
+pub fn empty_digest() -> u64 {
+    strobe_runtime::sched::SliceDecisions::default().digest()
+}
+
 /// A rank's replay log, decoded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RankLog {
@@ -391,17 +397,43 @@ impl ReplayLog {
                 }
             }
         }
+        // Digests; slices without a row (nothing happened, outside both windows) have the
+        // empty digest. A missing row inside a window is damage.
+        let (schedule, metrics, total): (String, String, Option<i64>) = conn
+            .query_row(
+                "SELECT schedule_log, metrics, total_slices FROM job",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?
+            .unwrap_or(("on".into(), "on".into(), None));
+        let layer = |s: &str| s.parse::<crate::Layer>().unwrap_or(crate::Layer::On);
+        let (schedule, metrics) = (layer(&schedule), layer(&metrics));
+        let empty = empty_digest();
         let mut st = conn.prepare("SELECT slice, digest FROM slice ORDER BY slice")?;
         let mut rows = st.query([])?;
+        let fill = |log: &mut ReplayLog, upto: u64| -> Result<(), RecordError> {
+            while (log.digests.len() as u64) < upto {
+                let missing = log.digests.len() as u64 + 1;
+                if schedule.covers(missing) || metrics.covers(missing) {
+                    return Err(corrupt(format!(
+                        "slice {missing} is missing from the slice table"
+                    )));
+                }
+                log.digests.push(empty);
+            }
+            Ok(())
+        };
         while let Some(row) = rows.next()? {
             let (slice, digest): (i64, i64) = (row.get(0)?, row.get(1)?);
-            if slice != log.digests.len() as i64 + 1 {
-                return Err(corrupt(format!(
-                    "slice {} is missing from the slice table",
-                    log.digests.len() + 1
-                )));
+            if slice <= log.digests.len() as i64 {
+                return Err(corrupt(format!("slice {slice} appears out of order")));
             }
+            fill(&mut log, slice as u64 - 1)?;
             log.digests.push(digest as u64);
+        }
+        if let Some(t) = total {
+            fill(&mut log, t.max(0) as u64)?;
         }
         Ok(log)
     }
@@ -511,6 +543,31 @@ mod tests {
         assert_eq!(log.ranks[0].blocked_flips, vec![1, 2]);
         assert_eq!(log.ranks[1].blocked_flips, vec![2]);
         assert_eq!(log.digests.len(), 7);
+    }
+
+    #[test]
+    fn slices_without_rows_have_the_empty_digest_outside_the_windows() {
+        let c = table();
+        c.execute_batch(
+            "INSERT INTO job (format_version, strobe_version, command, cwd, program, env, ranks,
+                nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
+                schedule_log, metrics, started_at, total_slices)
+             VALUES (2, 'x', '[\"p\"]', '/', 'p', '{}', 1, 1, 1, 'adaptive', 20, 1, 1,
+                'off', '5..6', 0, 8);
+             INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
+                n_collectives, n_completions, n_blocked, digest)
+             VALUES (2, 'early', 0, 1, 0, 0, 0, 1, 0, 77), (5, 'early', 0, 0, 0, 0, 0, 0, 0, 1),
+                    (6, 'early', 0, 0, 0, 0, 0, 0, 0, 1);",
+        )
+        .unwrap();
+        let log = ReplayLog::load(&c, 1).unwrap();
+        let e = empty_digest();
+        assert_eq!(log.digests, vec![e, 77, e, e, 1, 1, e, e]);
+        c.execute("DELETE FROM slice WHERE slice = 6", []).unwrap();
+        assert!(matches!(
+            ReplayLog::load(&c, 1),
+            Err(RecordError::Corrupt(_))
+        ));
     }
 
     #[test]
