@@ -113,6 +113,18 @@ fn stepper(ctl: Arc<Controller>) {
 
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
     if let Some(out) = &a.record {
+        let same = matches!(
+            (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)),
+            (Ok(x), Ok(y)) if x == y
+        );
+        if same {
+            // Checked here too, before --force could remove the recording itself.
+            eprintln!(
+                "strobe: cannot regenerate into the recording being replayed ({}): write a new file",
+                out.display()
+            );
+            return Ok(EXIT_CANNOT_START);
+        }
         if out.exists() {
             if !a.force {
                 eprintln!(

@@ -61,6 +61,8 @@ pub enum ReplayError {
     Launch(#[from] LaunchError),
     #[error("the recording to regenerate into: {0}")]
     Regenerate(RecordError),
+    #[error("cannot regenerate into the recording being replayed ({0}): write a new file")]
+    RegenerateInPlace(PathBuf),
 }
 
 /// What to replay and how.
@@ -152,6 +154,15 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         warnings.clear();
     }
     let regen_path = opts.regenerate.as_deref().map(absolute);
+    if let Some(p) = &regen_path {
+        let same = match (std::fs::canonicalize(p), std::fs::canonicalize(&rec.path)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => *p == rec.path,
+        };
+        if same {
+            return Err(ReplayError::RegenerateInPlace(p.clone()));
+        }
+    }
 
     // Each rank's recorded outcomes, in a file the ranks read at init.
     let per_rank: Vec<_> = rec.log.ranks.iter().map(|r| r.outcomes.clone()).collect();

@@ -544,3 +544,44 @@ impl SliceSink for Verifier {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strobe_recorder::replay_log::RankLog;
+
+    fn log() -> ReplayLog {
+        ReplayLog {
+            ranks: vec![
+                RankLog {
+                    posting: vec![(1, 2), (4, 1)],
+                    outcomes: Vec::new(),
+                    blocked_flips: vec![3, 5],
+                },
+                RankLog::default(),
+            ],
+            digests: vec![0; 6],
+        }
+    }
+
+    #[test]
+    fn quotas_limits_and_recorded_blocked_sets() {
+        let shared = Arc::new(Shared::new(Arc::new(Controller::new()), 2));
+        let src = ReplaySource::new(&log(), Some("success"), shared);
+        assert_eq!(
+            (1..=5).map(|s| src.quota(s, 0)).collect::<Vec<_>>(),
+            [Some(2), Some(0), Some(0), Some(1), Some(0)]
+        );
+        assert_eq!(src.quota(1, 1), Some(0));
+        // While slice s runs, a rank may post what slices up to s + 1 handle.
+        assert_eq!(src.post_limit(0, 0), Some(2));
+        assert_eq!(src.post_limit(2, 0), Some(2));
+        assert_eq!(src.post_limit(3, 0), Some(3));
+        assert_eq!(src.post_limit(9, 0), Some(3));
+        // No blocking descriptors, so the prediction is "not blocked" and the flips are
+        // the recorded blocked set: rank 0 in slices 3 and 4.
+        let none: &[Descriptor] = &[];
+        let got: Vec<Vec<u32>> = (1..=5).map(|s| src.blocked(s, none).unwrap()).collect();
+        assert_eq!(got, [vec![], vec![], vec![0], vec![0], vec![]]);
+    }
+}

@@ -224,6 +224,19 @@ fn replay_refuses_what_it_cannot_replay() {
     assert!(r.stderr.contains("warning:"), "{}", r.stderr);
     assert_eq!(r.code, 1, "a different program diverges\n{}", r.stderr);
 
+    // Regenerating into the file being replayed is refused.
+    let r = replay(
+        &db,
+        &["--record", &db.display().to_string(), "--force"],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot regenerate into the recording"),
+        "{}",
+        r.stderr
+    );
+
     // A damaged replay log is a clear error, not a panic.
     let c = Connection::open(&db).unwrap();
     c.execute("UPDATE replay_log SET data = x'ff' WHERE stream = 0", [])
@@ -397,6 +410,33 @@ fn a_recording_cut_short_by_sigkill_replays_up_to_the_cut() {
     assert!(
         rep.stderr
             .contains("to the end of the recording (the recorded job was cut short)"),
+        "{}",
+        rep.stderr
+    );
+}
+
+#[test]
+fn a_program_asking_for_outcomes_the_log_lacks_diverges_at_that_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let rec = record(&db, &["-n", "4"], "polling", &[], &[NOISE]);
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    // Drop rank 0's outcomes (its MPI_Wtime values and tests).
+    let c = Connection::open(&db).unwrap();
+    c.execute("DELETE FROM replay_log WHERE stream = 1 AND rank = 0", [])
+        .unwrap();
+    drop(c);
+    let rep = replay(&db, &[], &[]);
+    assert_eq!(rep.code, 1, "{}", rep.stderr);
+    assert!(
+        rep.stderr.contains("replay divergence on rank 0") && rep.stderr.contains("MPI_Wtime"),
+        "{}",
+        rep.stderr
+    );
+    assert!(rep.stderr.contains("(node 0, rank 0)"), "{}", rep.stderr);
+    assert!(
+        rep.stderr
+            .contains("made more timing-dependent calls than recorded"),
         "{}",
         rep.stderr
     );
