@@ -222,6 +222,9 @@ pub fn launch(
             } else {
                 Stdio::null()
             });
+        // Replay mode is only ever asked for explicitly (through `cfg.env`), never
+        // inherited from whoever started strobe.
+        cmd.env_remove(crate::outcome::ENV_REPLAY_OUTCOMES);
         for (k, v) in &cfg.env {
             cmd.env(k, v);
         }

@@ -117,6 +117,9 @@ pub struct OutcomeCursor {
     pub consumed: u64,
 }
 
+/// More requests than one test or wait can name (a bound for damaged files).
+const MAX_REQUESTS: u32 = 1 << 24;
+
 /// The stream does not hold a well-formed outcome where one was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed outcome record {kind} at position {pos}")]
@@ -153,8 +156,9 @@ impl OutcomeCursor {
                 self.fails_left = r.n - 1;
                 Outcome::Fail
             }
-            OUT_ALL => Outcome::Indices((0..r.n as usize).collect()),
-            OUT_LIST => {
+            // More requests than any call could pass means a damaged file, not a call.
+            OUT_ALL if r.n <= MAX_REQUESTS => Outcome::Indices((0..r.n as usize).collect()),
+            OUT_LIST if r.n <= MAX_REQUESTS => {
                 let n = r.n as usize;
                 let items = self.recs.get(self.pos..self.pos + n).ok_or(bad.clone())?;
                 if items.iter().any(|x| x.kind != OUT_INDEX) {
