@@ -220,8 +220,11 @@ impl NodeManager {
             let bell = h.doorbell.load(Ordering::Acquire);
             // The gate first: the recording may hold slices after the last rank finished
             // (they ran while the ranks were exiting); a replay runs them too.
+            // Whether everyone is done is read before the gate: states only move towards
+            // done, so a gate that still waits with everyone done waits for nothing.
+            let done = self.all_done();
             let gate = src.gate(next, &self.shared.seg);
-            if gate == Gate::Wait && self.all_done() {
+            if gate == Gate::Wait && done {
                 *self.shared.outcome.lock().expect("outcome lock") =
                     Some(EngineOutcome::Finished {
                         slices: self.shared.slice.load(Ordering::Acquire),
