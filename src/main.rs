@@ -8,6 +8,7 @@ mod cli_util;
 mod decision_log;
 mod mpicc;
 mod record;
+mod replay;
 mod summary;
 
 use std::ffi::OsString;
@@ -40,6 +41,8 @@ enum Cmd {
     Run(RunArgs),
     /// Run a job exactly like `run` and record it into an SQLite file.
     Record(record::RecordArgs),
+    /// Replay a recording deterministically, verifying every slice; stop, step, regenerate.
+    Replay(replay::ReplayArgs),
     /// Summarize a recording: the job, slices, GETTS, decisions, blocked ranks, and the
     /// per-primitive MMDS table with the computation + communication = run time check.
     Stats {
@@ -222,6 +225,7 @@ fn main() {
         Cmd::Install { prefix } => mpicc::install(&prefix),
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
+        Cmd::Replay(a) => replay::replay(&a),
         Cmd::Stats { file, rank, json } => Ok(record::stats(&file, rank, json)),
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
@@ -442,6 +446,15 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         None,
     )?;
     let shown = record::stats(&path, None, false);
+    if keep {
+        println!(
+            "\nReplay it (deterministically, every slice verified): strobe replay {0}\n\
+             Stop before slice 20 and step: strobe replay {0} --until-slice 20 --step",
+            path.display()
+        );
+    } else {
+        println!("\nTo replay the demo recording, keep it: strobe demo --out demo.db; strobe replay demo.db");
+    }
     if !keep {
         let _ = std::fs::remove_file(&path);
     }

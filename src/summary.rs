@@ -8,7 +8,7 @@ use strobe_runtime::engine::{SliceRecord, SliceSink, StartReason};
 #[derive(Default)]
 struct Agg {
     slices: u64,
-    reasons: [u64; 3],
+    reasons: [u64; 4],
     getts_us: Vec<f64>,
     gtts_us: Vec<f64>,
     descriptors: u64,
@@ -114,6 +114,12 @@ impl SliceSink for Tee {
     fn mmds(&self, ranks: &[strobe_runtime::mmds::RankMmds]) {
         for s in &self.0 {
             s.mmds(ranks);
+        }
+    }
+
+    fn outcomes(&self, rank: u32, recs: &[strobe_runtime::outcome::OutcomeRec]) {
+        for s in &self.0 {
+            s.outcomes(rank, recs);
         }
     }
 }

@@ -297,8 +297,28 @@ CREATE VIEW mmds_summary AS
     FROM mmds_primitive WHERE count > 0;
 "#;
 
+/// The replay log (model.md 4.3): per rank, the slices its descriptors were handled in,
+/// its timing-dependent outcomes and its blocked-state flips, as varint streams cut into
+/// blob chunks (`replay_log.rs`; `docs/recording.md`, "The replay log"). Self-contained:
+/// it only adds a table.
+const V_REPLAY_LOG: &str = r#"
+CREATE TABLE replay_log (
+    stream      INTEGER NOT NULL,
+    rank        INTEGER NOT NULL,
+    chunk       INTEGER NOT NULL,
+    last_slice  INTEGER NOT NULL,
+    data        BLOB NOT NULL,
+    PRIMARY KEY (stream, rank, chunk)
+) WITHOUT ROWID;
+
+CREATE TABLE regenerated (
+    source      TEXT NOT NULL,
+    note        TEXT NOT NULL
+);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
-pub const MIGRATIONS: &[&str] = &[V1, RECORDER_V2, V_SUMMARIES];
+pub const MIGRATIONS: &[&str] = &[V1, RECORDER_V2, V_SUMMARIES, V_REPLAY_LOG];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

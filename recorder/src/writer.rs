@@ -13,6 +13,7 @@ use strobe_runtime::mmds::{Bucket, RankMmds};
 use strobe_runtime::sched::{Decision, DecisionCounts, SliceDecisions};
 use strobe_runtime::segment::call_name;
 
+use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
 
 pub(crate) enum Msg {
@@ -20,6 +21,8 @@ pub(crate) enum Msg {
     Node(u64, LocalMetrics),
     /// Every rank's MMDS, once at the end of the job.
     Mmds(Vec<RankMmds>),
+    /// Timing-dependent outcomes of one rank (replay log).
+    Outcomes(u32, Vec<strobe_runtime::outcome::OutcomeRec>),
 }
 
 /// One slice, reduced to what the enabled layers record.
@@ -35,6 +38,13 @@ pub(crate) struct SliceMsg {
     pub digest: u64,
     /// `None` outside the schedule log's window.
     pub schedule: Option<Schedule>,
+    /// Replay log (always): descriptors handled per rank (ranks ascending), the blocking
+    /// ones, the ranks blocked when the slice started (ascending), and the descriptors the
+    /// slice completed.
+    pub posted: Vec<(u32, u32)>,
+    pub blocking: Vec<(u32, u64)>,
+    pub blocked_ranks: Vec<u32>,
+    pub completed: Vec<(u32, u64)>,
 }
 
 pub(crate) struct Schedule {
@@ -61,13 +71,14 @@ pub(crate) fn run(
     let mut slices = 0u64;
     let mut pending = 0usize;
     let mut open_since: Option<Instant> = None;
+    let mut enc = ReplayLogEncoder::default();
     loop {
         let msg = match open_since {
             None => rx.recv().ok(),
             Some(t) => match rx.recv_timeout(interval.saturating_sub(t.elapsed())) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => {
-                    commit(&conn, &mut open_since, &mut pending, &mut error);
+                    commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => None,
@@ -88,20 +99,31 @@ pub(crate) fn run(
             Msg::Slice(s) => {
                 pending += 1;
                 slices += 1;
+                enc.slice(
+                    s.slice,
+                    &s.posted,
+                    &s.blocking,
+                    &s.blocked_ranks,
+                    &s.completed,
+                );
                 write_slice(&conn, s)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
             Msg::Mmds(ranks) => write_mmds(&conn, ranks),
+            Msg::Outcomes(rank, recs) => {
+                enc.outcomes(*rank, recs);
+                Ok(())
+            }
         };
         if let Err(e) = res {
             error = Some(e.into());
         }
         if pending >= batch_slices || open_since.is_some_and(|t| t.elapsed() >= interval) {
-            commit(&conn, &mut open_since, &mut pending, &mut error);
+            commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
         }
     }
     if open_since.is_some() {
-        commit(&conn, &mut open_since, &mut pending, &mut error);
+        commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
     }
     WriterDone {
         conn,
@@ -112,11 +134,19 @@ pub(crate) fn run(
 
 fn commit(
     conn: &Connection,
+    enc: &mut ReplayLogEncoder,
     open_since: &mut Option<Instant>,
     pending: &mut usize,
     error: &mut Option<RecordError>,
 ) {
     if open_since.take().is_some() {
+        // The replay log goes into the same transaction as its slices: a crash never
+        // leaves slices whose replay log is missing.
+        if error.is_none() {
+            if let Err(e) = enc.flush(conn) {
+                error.get_or_insert(e.into());
+            }
+        }
         // Commit even after an insert failed: what was written before it is still good.
         if let Err(e) = conn.execute_batch("COMMIT") {
             error.get_or_insert(e.into());
@@ -130,6 +160,16 @@ fn ns(d: Duration) -> i64 {
 }
 
 fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
+    // A slice in which nothing happened, outside both windows, has no row: its digest is
+    // the empty digest and its blocked set is in the replay log, so the replay-log-only
+    // recording of a long computation costs nothing per slice (docs/recording.md).
+    if s.global.is_none()
+        && s.schedule.is_none()
+        && s.n_descriptors == 0
+        && s.digest == crate::replay_log::empty_digest()
+    {
+        return Ok(());
+    }
     let g = s.global;
     conn.prepare_cached(
         "INSERT INTO slice (slice, reason, start_ns, getts_ns, gtdem_ns, gtmsm_ns, gtts_ns,
@@ -242,7 +282,7 @@ struct Row {
     value2: Option<i64>,
 }
 
-pub(crate) fn error_name(e: RtError) -> &'static str {
+pub fn error_name(e: RtError) -> &'static str {
     match e {
         RtError::Ok => "ok",
         RtError::Truncate => "truncate",

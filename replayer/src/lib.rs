@@ -1,1 +1,299 @@
-//! strobe-replayer: arrives with its own issue.
+//! strobe-replayer: re-executes a recorded job slice by slice so that every rank sees what
+//! it saw in the recording (model.md section 4), verifies every slice against the
+//! recording, stops and steps on request, and reports the first divergence.
+//!
+//! The runtime knows nothing of this crate: a replay is a launch with a [`ReplaySource`]
+//! (logical slices, quotas, post limits, recorded blocked sets) and a [`Verifier`] sink,
+//! and ranks that find `STROBE_REPLAY_OUTCOMES` in their environment take their
+//! timing-dependent outcomes from that file instead of the clock and the completion table.
+//! [`Controller`] is the control API (pause, step, run to, breakpoints, state, quit);
+//! [`socket`] serves it over a local Unix socket (`docs/replay-control.md`).
+
+pub mod control;
+pub mod json;
+pub mod recording;
+mod report;
+pub mod socket;
+pub mod source;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
+use strobe_runtime::engine::SliceSink;
+use strobe_runtime::launcher::{self, JobOutcome, JobReport, LaunchConfig, LaunchError};
+use strobe_runtime::outcome::{encode_file, ENV_REPLAY_OUTCOMES};
+
+pub use control::{Break, Controller, Event, Pause};
+pub use recording::Recording;
+pub use source::{Divergence, ReplaySource, Verifier};
+
+/// `strobe replay` exit status: the replay matched the recording (whatever the recorded job
+/// did: a recorded crash that crashes again the same way matched).
+pub const EXIT_MATCHED: i32 = 0;
+/// The replay diverged from the recording (the report says where).
+pub const EXIT_DIVERGED: i32 = 1;
+/// The replay could not start (not a recording, damaged, a different binary, ...).
+pub const EXIT_CANNOT_START: i32 = 2;
+/// Stopped by the user (Ctrl-C, `quit`) before the end.
+pub const EXIT_STOPPED: i32 = 130;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Recording(#[from] RecordError),
+    #[error("{program} is not the recorded program (SHA-256 {found}, recorded {recorded}); pass --allow-different-binary to replay it anyway")]
+    DifferentBinary {
+        program: String,
+        found: String,
+        recorded: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the recorded working directory {0} does not exist")]
+    NoCwd(PathBuf),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error("the recording to regenerate into: {0}")]
+    Regenerate(RecordError),
+    #[error("cannot regenerate into the recording being replayed ({0}): write a new file")]
+    RegenerateInPlace(PathBuf),
+}
+
+/// What to replay and how.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayOptions {
+    pub recording: PathBuf,
+    /// Run this program instead of the recorded one (a rebuild with debug symbols).
+    pub program: Option<PathBuf>,
+    /// Replay a program whose SHA-256 differs from the recorded one (with a warning).
+    pub allow_different_binary: bool,
+    pub breaks: Vec<Break>,
+    /// Hold before this slice.
+    pub until_slice: Option<u64>,
+    /// Start held before slice 1.
+    pub start_paused: bool,
+    pub tag_output: bool,
+    pub timeout: Option<Duration>,
+    /// Write a full recording (schedule log and all) of the replay here.
+    pub regenerate: Option<PathBuf>,
+}
+
+/// How the replay ended.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// Every slice matched and the job ended as recorded.
+    Matched,
+    Diverged(Divergence),
+    /// The user stopped it (Ctrl-C, quit).
+    Stopped,
+}
+
+pub struct ReplayReport {
+    pub verdict: Verdict,
+    /// The human-readable verdict (the divergence report, or one line).
+    pub text: String,
+    pub job: JobReport,
+    /// Warnings to show first (a different binary).
+    pub warnings: Vec<String>,
+    /// Slices replayed (and verified).
+    pub slices: u64,
+}
+
+impl ReplayReport {
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict {
+            Verdict::Matched => EXIT_MATCHED,
+            Verdict::Diverged(_) => EXIT_DIVERGED,
+            Verdict::Stopped => EXIT_STOPPED,
+        }
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Check the program against the recorded SHA-256. Returns warnings.
+fn check_program(rec: &Recording, program: &Path, allow: bool) -> Result<Vec<String>, ReplayError> {
+    let found = strobe_recorder::sha256_file(program).map_err(|source| ReplayError::Io {
+        path: program.to_path_buf(),
+        source,
+    })?;
+    match &rec.job.program_sha256 {
+        Some(want) if *want == found => Ok(Vec::new()),
+        Some(want) if allow => Ok(vec![format!(
+            "warning: {} is not the recorded program (SHA-256 {found}, recorded {want}); the replay will likely diverge",
+            program.display()
+        )]),
+        Some(want) => Err(ReplayError::DifferentBinary {
+            program: program.display().to_string(),
+            found,
+            recorded: want.clone(),
+        }),
+        None => Ok(vec![
+            "warning: the recording has no SHA-256 of its program; cannot check the binary".into(),
+        ]),
+    }
+}
+
+/// Replay a recording. `ctl` is the control API the caller's clients use. Changes this
+/// process's working directory to the recorded one (ranks inherit it; the `strobe`
+/// process is the job's Machine Manager and owns its cwd).
+pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport, ReplayError> {
+    let rec = Recording::open(&absolute(&opts.recording))?;
+    let job = rec.job.clone();
+    let program = absolute(opts.program.as_deref().unwrap_or(&job.program));
+    let mut warnings = check_program(&rec, &program, opts.allow_different_binary)?;
+    if opts.program.is_none() {
+        warnings.clear();
+    }
+    let regen_path = opts.regenerate.as_deref().map(absolute);
+    if let Some(p) = &regen_path {
+        let same = match (std::fs::canonicalize(p), std::fs::canonicalize(&rec.path)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => *p == rec.path,
+        };
+        if same {
+            return Err(ReplayError::RegenerateInPlace(p.clone()));
+        }
+    }
+
+    // Each rank's recorded outcomes, in a file the ranks read at init.
+    let per_rank: Vec<_> = rec.log.ranks.iter().map(|r| r.outcomes.clone()).collect();
+    let mut outfile = tempfile::Builder::new()
+        .prefix("strobe-replay-outcomes-")
+        .tempfile()
+        .map_err(|source| ReplayError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    outfile
+        .write_all(&encode_file(&per_rank))
+        .and_then(|_| outfile.flush())
+        .map_err(|source| ReplayError::Io {
+            path: outfile.path().to_path_buf(),
+            source,
+        })?;
+
+    if !job.cwd.is_dir() {
+        return Err(ReplayError::NoCwd(job.cwd.clone()));
+    }
+    std::env::set_current_dir(&job.cwd).map_err(|source| ReplayError::Io {
+        path: job.cwd.clone(),
+        source,
+    })?;
+
+    let engine = job.engine();
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        job.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    env.push((
+        ENV_REPLAY_OUTCOMES.into(),
+        outfile.path().as_os_str().to_owned(),
+    ));
+    let cfg = LaunchConfig {
+        engine: engine.clone(),
+        program,
+        args: job.command[1..].iter().map(Into::into).collect(),
+        tag_output: opts.tag_output,
+        timeout: opts.timeout,
+        env,
+        // Per-process statistics of a replay are the replay's timings: measured only when
+        // regenerating, into a file marked as regenerated (never passed off as the
+        // original's).
+        mmds_resolution: if regen_path.is_some() {
+            strobe_runtime::mmds::DEFAULT_RESOLUTION
+        } else {
+            0
+        },
+    };
+
+    let regen = match &regen_path {
+        Some(p) => {
+            let info = JobInfo {
+                command: job.command.clone(),
+                cwd: job.cwd.display().to_string(),
+                program: cfg.program.clone(),
+                env: job.env.clone(),
+                ranks: job.ranks,
+                nodes: job.nodes,
+                slice: job.slice,
+                policy: job.policy.clone(),
+                deadlock_slices: job.deadlock_slices,
+                chunk_budget: job.chunk_budget,
+                direct_copy_min: job.direct_copy_min,
+                histogram_resolution: cfg.mmds_resolution,
+            };
+            let opts = RecordOptions {
+                schedule_log: Layer::On,
+                metrics: Layer::On,
+                ..RecordOptions::default()
+            };
+            let r = Recorder::create(p, &info, opts).map_err(ReplayError::Regenerate)?;
+            r.mark_regenerated(&rec.path)
+                .map_err(ReplayError::Regenerate)?;
+            // Replaying ranks take their outcomes from the log and capture none: the
+            // regenerated replay log gets the recorded ones.
+            for (rank, outs) in per_rank.iter().enumerate() {
+                if !outs.is_empty() {
+                    r.outcomes(rank as u32, outs);
+                }
+            }
+            Some(Arc::new(r))
+        }
+        None => None,
+    };
+
+    if opts.start_paused {
+        ctl.pause();
+    }
+    if let Some(s) = opts.until_slice {
+        ctl.run_to(s);
+    }
+    let shared = Arc::new(source::Shared::new(ctl.clone(), job.ranks));
+    let src = Arc::new(ReplaySource::new(
+        &rec.log,
+        job.outcome.as_deref(),
+        shared.clone(),
+    ));
+    let verifier = Arc::new(Verifier::new(
+        &rec.log,
+        shared.clone(),
+        regen.clone().map(|r| r as Arc<dyn SliceSink>),
+        engine.node_of_rank(),
+    ));
+    for b in &opts.breaks {
+        ctl.add_break(b.clone());
+    }
+    let report = launcher::launch(&cfg, verifier, Some(src))?;
+    if let Some(r) = &regen {
+        r.finish(&report).map_err(ReplayError::Regenerate)?;
+    }
+    let (verdict, text) = report::verdict(&rec, &report, &shared, &engine.node_of_rank());
+    ctl.finished(text.lines().next().unwrap_or("").to_string());
+    Ok(ReplayReport {
+        verdict,
+        text,
+        slices: report.slices,
+        job: report,
+        warnings,
+    })
+}
+
+/// The outcome of a job report as the recorder names it.
+pub fn outcome_name(o: &JobOutcome) -> &'static str {
+    match o {
+        JobOutcome::Success => "success",
+        JobOutcome::RankFailed { .. } => "rank_failed",
+        JobOutcome::Deadlock(_) => "deadlock",
+        JobOutcome::Interrupted => "interrupted",
+        JobOutcome::Timeout => "timeout",
+        JobOutcome::EngineFailed(_) => "engine_failed",
+        JobOutcome::SourceStopped(_) => "stopped",
+    }
+}

@@ -35,6 +35,8 @@ pub const EXIT_TIMEOUT: i32 = 124;
 pub const EXIT_CANNOT_START: i32 = 127;
 /// Exit status after Ctrl-C.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status when the slice source (the replayer) stopped the job.
+pub const EXIT_SOURCE_STOPPED: i32 = 4;
 
 #[derive(Clone, Debug)]
 pub struct LaunchConfig {
@@ -75,6 +77,8 @@ pub enum JobOutcome {
     Interrupted,
     Timeout,
     EngineFailed(String),
+    /// The slice source (the replayer) ended the job: a divergence, or the user.
+    SourceStopped(String),
 }
 
 #[derive(Debug)]
@@ -100,6 +104,7 @@ impl JobReport {
             JobOutcome::Interrupted => EXIT_INTERRUPTED,
             JobOutcome::Timeout => EXIT_TIMEOUT,
             JobOutcome::EngineFailed(_) => EXIT_INTERNAL,
+            JobOutcome::SourceStopped(_) => EXIT_SOURCE_STOPPED,
         }
     }
 
@@ -129,6 +134,7 @@ impl JobReport {
                 "the job ran past its timeout; every rank was stopped".to_string()
             }
             JobOutcome::EngineFailed(e) => format!("runtime failure: {e}"),
+            JobOutcome::SourceStopped(why) => why.clone(),
         })
     }
 }
@@ -203,6 +209,7 @@ pub fn launch(
     let seg_len = seg.len();
     crate::mmds::set_resolution(&seg, cfg.mmds_resolution);
     let shared = Arc::new(JobShared::new(seg));
+    let logical = source.is_some();
     let engine = Engine::start(e.clone(), shared.clone(), sink.clone(), source)?;
 
     let mut children: Vec<Child> = Vec::new();
@@ -219,6 +226,9 @@ pub fn launch(
             } else {
                 Stdio::null()
             });
+        // Replay mode is only ever asked for explicitly (through `cfg.env`), never
+        // inherited from whoever started strobe.
+        cmd.env_remove(crate::outcome::ENV_REPLAY_OUTCOMES);
         for (k, v) in &cfg.env {
             cmd.env(k, v);
         }
@@ -283,6 +293,7 @@ pub fn launch(
                 outcome = Some(match shared.outcome.lock().expect("outcome lock").take() {
                     Some(EngineOutcome::Deadlock(r)) => JobOutcome::Deadlock(r),
                     Some(EngineOutcome::Failed(f)) => JobOutcome::EngineFailed(f),
+                    Some(EngineOutcome::SourceStopped(why)) => JobOutcome::SourceStopped(why),
                     _ => JobOutcome::EngineFailed("the engine stopped unexpectedly".into()),
                 });
             }
@@ -322,6 +333,9 @@ pub fn launch(
             None
         };
         if let Some(how) = how {
+            if logical {
+                await_parked(&shared);
+            }
             outcome = Some(JobOutcome::RankFailed {
                 rank,
                 pid: pid as u32,
@@ -334,6 +348,7 @@ pub fn launch(
     let _ = reaper.join();
     shared.request_stop();
     let engine_outcome = engine.join();
+    drain_outcomes_after(&shared, sink.as_ref());
     for f in forwarders {
         let _ = f.join();
     }
@@ -354,6 +369,44 @@ pub fn launch(
         elapsed: started.elapsed(),
         rank_status: status,
     })
+}
+
+/// Logical slices (replay): before naming the slice a rank died in, let the Strobe Sender
+/// run the slices it can still run (it runs empty ones back to back, without a timer) until
+/// it waits at a closed gate. A live run names the slice the timer had reached; without
+/// this, a replay would name whichever slice the engine happened to be in.
+fn await_parked(shared: &JobShared) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut stable: Option<(u64, Instant)> = None;
+    while Instant::now() < deadline && !shared.stop.load(Ordering::Acquire) {
+        let p = shared.parked.load(Ordering::Acquire);
+        match stable {
+            // Longer than the replayer's wait for ranks to enter their blocking calls.
+            Some((q, since)) if q == p && p != 0 => {
+                if since.elapsed() > Duration::from_millis(50) {
+                    return;
+                }
+            }
+            _ => stable = Some((p, Instant::now())),
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// After the job: hand the sink what the ranks' outcome rings still hold and each rank's
+/// open run of failed tests (the node threads are gone, so we are the rings' consumer).
+fn drain_outcomes_after(shared: &JobShared, sink: &dyn SliceSink) {
+    for r in 0..shared.seg.ranks() {
+        let mut recs = Vec::new();
+        shared.seg.queues(r).outcomes.drain_into(&mut recs);
+        let fails = shared.seg.slot(r).pending_fails.load(Ordering::Acquire);
+        if fails > 0 {
+            recs.push(crate::outcome::OutcomeRec::fails(fails));
+        }
+        if !recs.is_empty() {
+            sink.outcomes(r, &recs);
+        }
+    }
 }
 
 /// Stop every rank: tell them (blocked ranks exit on their own), then kill what is left.

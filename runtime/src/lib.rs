@@ -18,6 +18,7 @@ pub mod futex;
 pub mod launcher;
 pub mod mmds;
 pub mod ops;
+pub mod outcome;
 pub mod procmem;
 pub mod rank;
 pub mod ring;

@@ -14,10 +14,18 @@ use std::time::Duration;
 
 use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
+use crate::outcome::{Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
-    self, leave_computing, resume_computing, ring_doorbell, JobSegment, RankQueues, ENV_FD,
-    ENV_LEN, ENV_RANK, ENV_SIZE, STATE_BLOCKED, STATE_FINALIZED,
+    self, call_name, leave_computing, resume_computing, ring_doorbell, JobSegment, RankQueues,
+    ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE, STATE_BLOCKED, STATE_COMPUTING, STATE_FINALIZED,
+    STATE_HELD,
 };
+
+/// Why a replaying rank stopped (the value of `RankSlot::diverged`).
+pub const DIVERGED_OUTCOME_KIND: u32 = 1;
+pub const DIVERGED_LOG_EXHAUSTED: u32 = 2;
+pub const DIVERGED_BAD_INDEX: u32 = 3;
+pub const DIVERGED_BAD_LOG: u32 = 4;
 
 /// Capacity of each rank's descriptor queue.
 pub const DESC_CAPACITY: usize = 1024;
@@ -41,6 +49,8 @@ struct Inner {
     next_seq: u64,
     next_request: u64,
     done: HashMap<u64, Completion>,
+    /// Replay mode: the rank's recorded timing-dependent outcomes, consumed in order.
+    replay: Option<OutcomeCursor>,
 }
 
 impl Inner {
@@ -88,6 +98,15 @@ impl RankCtx {
             .pid
             .store(std::process::id(), Ordering::Release);
         let queues = seg.queues(rank);
+        let replay = match std::env::var_os(ENV_REPLAY_OUTCOMES) {
+            None => None,
+            Some(path) => {
+                let bytes = std::fs::read(&path)?;
+                let recs = crate::outcome::decode_file(&bytes, rank)
+                    .map_err(|e| InitError::BadEnv(ENV_REPLAY_OUTCOMES, e))?;
+                Some(OutcomeCursor::new(recs))
+            }
+        };
         let ctx = RankCtx {
             rank,
             size,
@@ -96,6 +115,7 @@ impl RankCtx {
                 next_seq: 0,
                 next_request: 1,
                 done: HashMap::new(),
+                replay,
             }),
             seg,
         };
@@ -164,6 +184,15 @@ impl RankCtx {
     /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.
     pub fn post(&self, mut d: Descriptor) -> u64 {
         let mut g = self.inner.lock().expect("rank context lock");
+        if g.replay.is_some() {
+            // A replaying rank that runs ahead is held here until the slice its descriptor
+            // was recorded in comes (logical slices, model.md 4.4).
+            let seq = g.next_seq;
+            drop(g);
+            let blocking = d.flags & crate::descriptor::FLAG_BLOCKING != 0;
+            self.hold_until_allowed(seq, blocking.then_some(d.kind as u32));
+            g = self.inner.lock().expect("rank context lock");
+        }
         d.rank = self.rank;
         d.seq = g.next_seq;
         d.request = g.next_request;
@@ -184,11 +213,174 @@ impl RankCtx {
         }
         g.next_seq += 1;
         g.next_request += 1;
-        self.seg
-            .slot(self.rank)
-            .posted
-            .store(g.next_seq, Ordering::Release);
+        let slot = self.seg.slot(self.rank);
+        slot.last_post_blocking.store(
+            (d.flags & crate::descriptor::FLAG_BLOCKING) as u32,
+            Ordering::Relaxed,
+        );
+        slot.posted.store(g.next_seq, Ordering::Release);
+        if g.replay.is_some() {
+            // The replaying Strobe Sender waits for exactly these posts; it has no timer.
+            ring_doorbell(&self.seg);
+        }
         d.request
+    }
+
+    /// Replay: wait while descriptor `seq` belongs to a slice after the next one. `call`:
+    /// the blocking call about to be made, published as the call the rank is in (with
+    /// several nodes a recording may see a rank already blocked in a call whose descriptor
+    /// another node drains only in the next slice; the replay holds it at the post).
+    fn hold_until_allowed(&self, seq: u64, call: Option<u32>) {
+        let slot = self.seg.slot(self.rank);
+        let allowed = |limit: u64| limit == 0 || seq + 1 < limit;
+        if allowed(slot.post_limit.load(Ordering::Acquire)) {
+            return;
+        }
+        if let Some(c) = call {
+            slot.blocked_call.store(c, Ordering::Release);
+        }
+        if leave_computing(&self.seg, self.rank, STATE_HELD) {
+            ring_doorbell(&self.seg);
+        }
+        ring_doorbell(&self.seg);
+        loop {
+            let seen = slot.wake.load(Ordering::Acquire);
+            if allowed(slot.post_limit.load(Ordering::Acquire)) {
+                break;
+            }
+            if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
+                std::process::exit(1);
+            }
+            futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
+        }
+        if slot
+            .state
+            .compare_exchange(
+                STATE_HELD,
+                STATE_COMPUTING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            self.seg.header().computing.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Capture: append outcome records to the rank's outcome ring, closing the open run of
+    /// failed tests first. Waits (without spinning) for the node manager when it is full.
+    fn capture(&self, recs: &[OutcomeRec]) {
+        let slot = self.seg.slot(self.rank);
+        // Holding the lock while waiting is fine: only the application thread takes it.
+        let g = self.inner.lock().expect("rank context lock");
+        let fails = slot.pending_fails.load(Ordering::Relaxed);
+        let head = (fails > 0).then(|| OutcomeRec::fails(fails));
+        for (i, r) in head.iter().chain(recs).enumerate() {
+            while g.queues.outcomes.push(r).is_err() {
+                let seen = slot.wake.load(Ordering::Acquire);
+                ring_doorbell(&self.seg);
+                futex::wait(&slot.wake, seen, Some(Duration::from_micros(200)));
+                if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
+                    std::process::exit(1);
+                }
+            }
+            if i == 0 && head.is_some() {
+                // Pushed before cleared: a rank killed in between double-counts a run, the
+                // other order would lose it; only the launcher reads the counter, after death.
+                slot.pending_fails.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Capture one failed test: only a counter (the run is closed by the next outcome).
+    fn capture_fail(&self) {
+        let slot = self.seg.slot(self.rank);
+        let n = slot.pending_fails.load(Ordering::Relaxed) + 1;
+        slot.pending_fails.store(n, Ordering::Relaxed);
+        if n >= 1 << 30 {
+            self.capture(&[]);
+        }
+    }
+
+    /// Replay: the next recorded outcome, or stop the rank as diverged.
+    fn next_recorded(&self, call: &str) -> Outcome {
+        let got = {
+            let mut g = self.inner.lock().expect("rank context lock");
+            let cur = g.replay.as_mut().expect("replay mode");
+            (cur.next_outcome(), cur.consumed)
+        };
+        match got {
+            (Ok(Some(o)), _) => o,
+            (Ok(None), n) => self.diverge(
+                DIVERGED_LOG_EXHAUSTED,
+                &format!("{call} is timing-dependent call number {} of this rank, but the recording holds only {n}", n + 1),
+            ),
+            (Err(e), _) => self.diverge(DIVERGED_BAD_LOG, &format!("the recording is damaged: {e}")),
+        }
+    }
+
+    /// Replay: the program left the recorded path. Say so, flag it for the replayer (which
+    /// stops the job with a divergence report), and wait to be stopped.
+    fn diverge(&self, code: u32, what: &str) -> ! {
+        let slot = self.seg.slot(self.rank);
+        eprintln!(
+            "strobe: replay divergence on rank {} (descriptor seq {}): {what}",
+            self.rank,
+            slot.posted.load(Ordering::Acquire)
+        );
+        slot.diverged.store(code, Ordering::Release);
+        if leave_computing(&self.seg, self.rank, STATE_HELD) {
+            ring_doorbell(&self.seg);
+        }
+        ring_doorbell(&self.seg);
+        loop {
+            let seen = slot.wake.load(Ordering::Acquire);
+            if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
+                std::process::exit(1);
+            }
+            futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
+        }
+    }
+
+    fn replaying(&self) -> bool {
+        self.inner
+            .lock()
+            .expect("rank context lock")
+            .replay
+            .is_some()
+    }
+
+    /// Replay: force a recorded test/wait outcome: block until the recorded requests are
+    /// complete (a recorded success waits for completion) and report exactly them.
+    fn forced_indices(&self, call: u32, ids: &[u64], want: Want, blocking: bool) -> Vec<usize> {
+        let name = call_name(call);
+        match self.next_recorded(name) {
+            Outcome::Fail if !blocking => Vec::new(),
+            Outcome::Indices(idx) => {
+                if idx.iter().any(|&i| i >= ids.len())
+                    || (want == Want::All && idx.len() != ids.len())
+                    || (want == Want::Any && idx.len() != 1)
+                {
+                    self.diverge(
+                        DIVERGED_BAD_INDEX,
+                        &format!(
+                            "{name} over {} requests was recorded reporting {idx:?}",
+                            ids.len()
+                        ),
+                    );
+                }
+                let want_ids: Vec<u64> = idx.iter().map(|&i| ids[i]).collect();
+                self.block_until(call, |done| want_ids.iter().all(|i| done.contains_key(i)));
+                idx
+            }
+            other => self.diverge(
+                DIVERGED_OUTCOME_KIND,
+                &format!(
+                    "the program called {name}, the recording has {} here",
+                    other.describe()
+                ),
+            ),
+        }
     }
 
     /// Sleep until `ready` holds over the set of completed requests. `call` names the MPI
@@ -205,7 +397,9 @@ impl RankCtx {
                 }
             }
             slot.blocked_call.store(call, Ordering::Release);
-            if leave_computing(&self.seg, self.rank, STATE_BLOCKED) {
+            // A replaying Strobe Sender may be waiting for this rank to block (the recorded
+            // blocked set of the next slice): tell it even if others still compute.
+            if leave_computing(&self.seg, self.rank, STATE_BLOCKED) || self.replaying() {
                 ring_doorbell(&self.seg);
             }
             // Re-check after announcing the block: a completion may have landed in between,
@@ -235,26 +429,63 @@ impl RankCtx {
     /// API (Rust and C) goes through here, so the recorder captures each outcome and the
     /// replayer forces it in one place.
     pub fn poll_completed(&self, call: u32, ids: &[u64], want: Want) -> Vec<usize> {
-        let _ = call;
-        let mut g = self.inner.lock().expect("rank context lock");
-        g.pump();
-        want.select(ids, &g.done)
+        if self.replaying() {
+            return self.forced_indices(call, ids, want, false);
+        }
+        let got = {
+            let mut g = self.inner.lock().expect("rank context lock");
+            g.pump();
+            want.select(ids, &g.done)
+        };
+        if got.is_empty() {
+            self.capture_fail();
+        } else {
+            self.capture(&OutcomeRec::for_indices(&got, ids.len()));
+        }
+        got
     }
 
     /// The blocking counterpart of [`RankCtx::poll_completed`] (`MPI_Wait*`): sleeps until
     /// `want` is satisfied and returns the indices the call reports. Waitany's index and
     /// Waitsome's set depend on timing; they too are captured and forced here.
     pub fn wait_completed(&self, call: u32, ids: &[u64], want: Want) -> Vec<usize> {
+        // Only Waitany/Waitsome over several requests can report different sets depending on
+        // timing; Wait and Waitall always report everything.
+        let timing_dependent = want != Want::All && ids.len() > 1;
+        if timing_dependent && self.replaying() {
+            return self.forced_indices(call, ids, want, true);
+        }
         self.block_until(call, |done| want.satisfied(ids, done));
-        let mut g = self.inner.lock().expect("rank context lock");
-        g.pump();
-        want.select(ids, &g.done)
+        let got = {
+            let mut g = self.inner.lock().expect("rank context lock");
+            g.pump();
+            want.select(ids, &g.done)
+        };
+        if timing_dependent {
+            self.capture(&OutcomeRec::for_indices(&got, ids.len()));
+        }
+        got
     }
 
     /// `MPI_Wtime`: seconds on `CLOCK_MONOTONIC`. The only clock a rank reads through the
-    /// runtime, so it is recorded and, in replay, returns the recorded values.
+    /// runtime, so it is recorded (as integer nanoseconds, from which the `f64` is computed
+    /// the same way in both runs) and, in replay, returns the recorded values.
     pub fn wtime(&self) -> f64 {
-        monotonic_seconds()
+        if self.replaying() {
+            return match self.next_recorded("MPI_Wtime") {
+                Outcome::Wtime(ns) => ns_to_seconds(ns),
+                other => self.diverge(
+                    DIVERGED_OUTCOME_KIND,
+                    &format!(
+                        "the program called MPI_Wtime, the recording has {} here",
+                        other.describe()
+                    ),
+                ),
+            };
+        }
+        let ns = monotonic_ns();
+        self.capture(&[OutcomeRec::wtime(ns)]);
+        ns_to_seconds(ns)
     }
 
     /// Wait for one request and consume its completion.
@@ -282,6 +513,10 @@ impl RankCtx {
 
     /// `MPI_Finalize`: the last descriptor; the rank stops counting as computing.
     pub fn finalize(&self) {
+        if !self.replaying() {
+            // Close the open run of failed tests.
+            self.capture(&[]);
+        }
         let d = Descriptor {
             kind: crate::descriptor::DescKind::Finalize as u8,
             ..Default::default()
@@ -339,13 +574,23 @@ impl Want {
 
 /// Seconds on `CLOCK_MONOTONIC`.
 pub fn monotonic_seconds() -> f64 {
+    ns_to_seconds(monotonic_ns())
+}
+
+/// Nanoseconds on `CLOCK_MONOTONIC`.
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The `MPI_Wtime` value of a nanosecond count (one formula for record and replay).
+pub fn ns_to_seconds(ns: u64) -> f64 {
+    (ns / 1_000_000_000) as f64 + (ns % 1_000_000_000) as f64 * 1e-9
 }
 
 /// Used by the launcher when it creates the segment.

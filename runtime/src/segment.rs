@@ -10,17 +10,21 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::descriptor::{Completion, Descriptor};
+use crate::outcome::{OutcomeRec, OUTCOME_CAPACITY};
 use crate::ring::{ring_bytes, Ring};
 use crate::shm_region::ShmRegion;
 
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 
 /// Rank states, in `RankSlot::state`.
 pub const STATE_COMPUTING: u32 = 0;
 pub const STATE_BLOCKED: u32 = 1;
 pub const STATE_FINALIZED: u32 = 2;
 pub const STATE_EXITED: u32 = 3;
+/// Replay only: the rank tried to post a descriptor that belongs to a later slice than the
+/// one running and is held at that call until the slice comes (not computing, not blocked).
+pub const STATE_HELD: u32 = 4;
 
 /// Environment variables through which the launcher hands a rank its job.
 pub const ENV_FD: &str = "STROBE_JOB_FD";
@@ -100,8 +104,22 @@ pub struct RankSlot {
     pub dma_done: AtomicU32,
     /// First failed direct copy since the node manager last looked: its tag plus one.
     pub dma_error: AtomicU32,
-    _p: [u8; 24],
+    /// Failed tests since the rank's last outcome record (a run being counted; see
+    /// `outcome.rs`). Written only by the rank; read by the launcher after the rank is gone.
+    pub pending_fails: AtomicU32,
+    /// Replay: non-zero once the rank found its program diverging from the recording (the
+    /// rank then waits to be stopped; the replayer reports it).
+    pub diverged: AtomicU32,
+    /// Replay: the rank may post descriptors with sequence numbers below `post_limit - 1`
+    /// (the recorded descriptors up to the next slice); 0 means no limit (live runs).
+    pub post_limit: AtomicU64,
+    /// Non-zero when the last descriptor the rank posted was a blocking call (the
+    /// replayer's gate: that rank is about to block).
+    pub last_post_blocking: AtomicU32,
+    _p: [u8; 4],
 }
+
+const _: () = assert!(std::mem::size_of::<RankSlot>() == 64);
 
 /// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
 /// `src_addr` in process `src_pid` straight into this rank's memory at `dst_addr`, with
@@ -135,7 +153,8 @@ fn mmds_offset(desc_cap: usize, comp_cap: usize) -> usize {
         SLOT_HEADER
             + ring_bytes::<Descriptor>(desc_cap)
             + ring_bytes::<Completion>(comp_cap)
-            + ring_bytes::<DmaWork>(DMA_CAPACITY),
+            + ring_bytes::<DmaWork>(DMA_CAPACITY)
+            + ring_bytes::<OutcomeRec>(OUTCOME_CAPACITY),
         4096,
     )
 }
@@ -145,6 +164,13 @@ fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
         mmds_offset(desc_cap, comp_cap) + crate::mmds::BLOCK_BYTES,
         4096,
     )
+}
+
+fn outcome_ring_offset(desc_cap: usize, comp_cap: usize) -> usize {
+    SLOT_HEADER
+        + ring_bytes::<Descriptor>(desc_cap)
+        + ring_bytes::<Completion>(comp_cap)
+        + ring_bytes::<DmaWork>(DMA_CAPACITY)
 }
 
 /// A mapped job segment (either side).
@@ -160,6 +186,8 @@ pub struct RankQueues {
     pub completions: Ring<Completion>,
     /// Node manager -> the rank's DMA Helper thread.
     pub dma: Ring<DmaWork>,
+    /// Rank -> node manager: timing-dependent outcomes (`outcome.rs`).
+    pub outcomes: Ring<OutcomeRec>,
 }
 
 impl JobSegment {
@@ -199,6 +227,10 @@ impl JobSegment {
                             + ring_bytes::<Completion>(comp_cap),
                     ),
                     DMA_CAPACITY,
+                );
+                Ring::<OutcomeRec>::init(
+                    base.add(outcome_ring_offset(desc_cap, comp_cap)),
+                    OUTCOME_CAPACITY,
                 );
             }
         }
@@ -300,6 +332,7 @@ impl JobSegment {
                 dma: Ring::attach(base.add(
                     SLOT_HEADER + ring_bytes::<Descriptor>(dcap) + ring_bytes::<Completion>(ccap),
                 )),
+                outcomes: Ring::attach(base.add(outcome_ring_offset(dcap, ccap))),
             }
         }
     }

@@ -188,6 +188,8 @@ enum StartReason {
   first @0;
   timer @1;
   early @2;
+  # Replay: every rank posted what the recording says it posted in the previous slice.
+  logical @3;
 }
 
 # The global strobe: the Strobe Sender opens slice `slice` on every node.

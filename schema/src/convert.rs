@@ -212,6 +212,7 @@ fn reason_to(r: StartReason) -> g::StartReason {
         StartReason::First => g::StartReason::First,
         StartReason::Timer => g::StartReason::Timer,
         StartReason::Early => g::StartReason::Early,
+        StartReason::Logical => g::StartReason::Logical,
     }
 }
 
@@ -220,6 +221,7 @@ fn reason_from(r: g::StartReason) -> StartReason {
         g::StartReason::First => StartReason::First,
         g::StartReason::Timer => StartReason::Timer,
         g::StartReason::Early => StartReason::Early,
+        g::StartReason::Logical => StartReason::Logical,
     }
 }
 

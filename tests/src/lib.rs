@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: locate the `strobe` binary and the fixtures in the
 //! target directory, run jobs as real processes, and check that nothing is left behind.
 
+pub mod replay;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

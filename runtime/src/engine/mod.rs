@@ -13,7 +13,7 @@ mod strobe;
 
 pub use deadlock::{BlockedRank, DeadlockReport};
 pub use sink::{
-    GlobalMetrics, LocalMetrics, NullSink, SliceRecord, SliceSink, SliceSource, StartReason,
+    Gate, GlobalMetrics, LocalMetrics, NullSink, SliceRecord, SliceSink, SliceSource, StartReason,
 };
 pub use strobe::Phase;
 
@@ -97,6 +97,8 @@ pub enum EngineOutcome {
     Stopped { slices: u64 },
     /// The engine itself failed (a transport error, replicas that disagree).
     Failed(String),
+    /// The slice source ended the job (replay: a divergence, or the user stopped it).
+    SourceStopped(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,9 @@ pub struct JobShared {
     pub started: Instant,
     /// The deadlock report, if there was one.
     pub outcome: Mutex<Option<EngineOutcome>>,
+    /// Logical slices (replay): the slice the Strobe Sender is waiting to start at a closed
+    /// gate, 0 while it is not waiting.
+    pub parked: AtomicU64,
 }
 
 impl JobShared {
@@ -132,6 +137,7 @@ impl JobShared {
             slice: AtomicU64::new(0),
             started: Instant::now(),
             outcome: Mutex::new(None),
+            parked: AtomicU64::new(0),
         }
     }
 
@@ -157,6 +163,17 @@ impl Engine {
         source: Option<Arc<dyn SliceSource>>,
     ) -> Result<Engine, EngineError> {
         let fabric = ShmFabric::create(cfg.nodes, node::global_size(&cfg), node::EVENTS)?;
+        if let Some(src) = &source {
+            // What the ranks may post before slice 1 starts.
+            for r in 0..cfg.ranks {
+                let limit = src.post_limit(0, r).map_or(0, |l| l + 1);
+                shared
+                    .seg
+                    .slot(r)
+                    .post_limit
+                    .store(limit, Ordering::Release);
+            }
+        }
         let mut threads = Vec::new();
         for n in 0..cfg.nodes {
             let ep = fabric.endpoint(n);

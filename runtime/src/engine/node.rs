@@ -6,15 +6,18 @@ use std::time::{Duration, Instant};
 
 use super::deadlock::DeadlockReport;
 use super::helpers::{self, DirectChunk, Memory, Overrides};
-use super::sink::{GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason};
+use super::sink::{
+    Gate, GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason,
+};
 use super::strobe::{self, Phase, STOP};
 use super::{EngineConfig, EngineError, EngineOutcome, JobShared, StrobePolicy};
 use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
+use crate::outcome::OutcomeRec;
 use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
 use crate::segment::{
     resume_computing, DmaWork, RankQueues, STATE_BLOCKED, STATE_COMPUTING, STATE_EXITED,
-    STATE_FINALIZED,
+    STATE_FINALIZED, STATE_HELD,
 };
 use crate::transport::{NodeSet, Transport};
 
@@ -121,7 +124,11 @@ impl NodeManager {
         let mut slice = 0u64;
         loop {
             let (next, reason, getts) = if self.node == 0 {
-                match self.await_start()? {
+                let start = match self.source.clone() {
+                    Some(src) => self.await_logical(src.as_ref(), slice + 1),
+                    None => self.await_start()?,
+                };
+                match start {
                     Some((reason, getts)) => {
                         strobe::send_strobe(self.t.as_ref(), slice + 1)?;
                         (slice + 1, reason, getts)
@@ -198,6 +205,113 @@ impl NodeManager {
         Ok(Some((reason, now - last)))
     }
 
+    /// Strobe Sender in replay (logical slices, model.md 4.4): no timer; slice `next`
+    /// starts as soon as the slice source's gate opens. `None`: the job is over.
+    fn await_logical(
+        &mut self,
+        src: &dyn SliceSource,
+        next: u64,
+    ) -> Option<(StartReason, Duration)> {
+        let h = self.shared.seg.header();
+        loop {
+            if self.shared.stop.load(Ordering::Acquire) {
+                return None;
+            }
+            let bell = h.doorbell.load(Ordering::Acquire);
+            // The gate first: the recording may hold slices after the last rank finished
+            // (they ran while the ranks were exiting); a replay runs them too.
+            // Whether everyone is done is read before the gate: states only move towards
+            // done, so a gate that still waits with everyone done waits for nothing.
+            let done = self.all_done();
+            let gate = src.gate(next, &self.shared.seg);
+            if gate == Gate::Wait && done {
+                *self.shared.outcome.lock().expect("outcome lock") =
+                    Some(EngineOutcome::Finished {
+                        slices: self.shared.slice.load(Ordering::Acquire),
+                    });
+                return None;
+            }
+            match gate {
+                Gate::Open => {
+                    self.shared.parked.store(0, Ordering::Release);
+                    break;
+                }
+                Gate::Stop(why) => {
+                    *self.shared.outcome.lock().expect("outcome lock") =
+                        Some(EngineOutcome::SourceStopped(why));
+                    self.shared.stop.store(true, Ordering::Release);
+                    return None;
+                }
+                Gate::Wait => self.shared.parked.store(next, Ordering::Release),
+            }
+            // Replaying ranks ring the doorbell when they post, block or are held; the
+            // timeout covers what rings nothing (a rank that exits, a user command).
+            if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
+                futex::wait_until(
+                    &h.doorbell,
+                    bell,
+                    Some(Instant::now() + Duration::from_millis(2)),
+                );
+            }
+        }
+        let now = Instant::now();
+        let getts = self.last_start.map_or(Duration::ZERO, |l| now - l);
+        let reason = if self.last_start.is_none() {
+            StartReason::First
+        } else {
+            StartReason::Logical
+        };
+        self.last_start = Some(now);
+        Some((reason, getts))
+    }
+
+    /// Replay: let each local rank post what the source allows while `slice` runs, and
+    /// wake the ranks held at a post.
+    fn raise_post_limits(&self, slice: u64) {
+        let Some(src) = &self.source else { return };
+        for &r in &self.local_ranks {
+            let limit = src.post_limit(slice, r).map_or(0, |l| l + 1);
+            let slot = self.shared.seg.slot(r);
+            if slot.post_limit.swap(limit, Ordering::AcqRel) != limit
+                && slot.state.load(Ordering::Acquire) == STATE_HELD
+            {
+                slot.wake.fetch_add(1, Ordering::Release);
+                futex::wake_all(&slot.wake);
+            }
+        }
+    }
+
+    /// Hand the local ranks' timing-dependent outcomes to the sink (no copy when none).
+    fn drain_outcomes(&mut self) {
+        let mut buf: Vec<OutcomeRec> = Vec::new();
+        for (i, q) in self.queues.iter().enumerate() {
+            if q.outcomes.drain_into(&mut buf) > 0 {
+                self.sink.outcomes(self.local_ranks[i], &buf);
+                buf.clear();
+            }
+        }
+    }
+
+    /// Ranks among `ranks` blocked when the slice started, with their calls (live runs).
+    fn observe_blocked(&self, ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
+        let seg = &self.shared.seg;
+        ranks
+            .filter(|&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
+            .map(|r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
+            .collect()
+    }
+
+    /// Replay: the recorded blocked set restricted to `ranks`, with the calls the ranks are
+    /// in (the replayer's gate waited for them to enter their calls).
+    fn with_calls(&self, recorded: &[u32], local_only: bool) -> Vec<(u32, u32)> {
+        let seg = &self.shared.seg;
+        recorded
+            .iter()
+            .filter(|&&r| !local_only || self.is_local(r))
+            .map(|&r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
+            .collect()
+    }
+
     fn all_done(&self) -> bool {
         (0..self.cfg.ranks).all(|r| {
             let s = self.shared.seg.slot(r).state.load(Ordering::Acquire);
@@ -221,18 +335,15 @@ impl NodeManager {
             getts,
             ..Default::default()
         };
-        let blocked: Vec<(u32, u32)> = self
-            .local_ranks
-            .iter()
-            .filter(|&&r| self.shared.seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
-            .map(|&r| {
-                (
-                    r,
-                    self.shared.seg.slot(r).blocked_call.load(Ordering::Acquire),
-                )
-            })
-            .collect();
-        local.bpts = blocked.len() as u32;
+        self.raise_post_limits(slice);
+        // Who is blocked when the slice starts (for BPTS, the slice record and deadlock
+        // detection). The job-wide list is also taken now: taken after the slice, it would
+        // name calls ranks entered during the slice. Replay takes both from the recording,
+        // once the batch is known (below).
+        let mut blocked = self.observe_blocked(self.local_ranks.iter().copied());
+        let mut all_blocked =
+            (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
+        self.drain_outcomes();
 
         // DEM: the Buffer Sender drains the local ranks' queues and delivers the batch to
         // every node's Buffer Receiver.
@@ -260,6 +371,12 @@ impl NodeManager {
         // MSM: every node's scheduler replica schedules the global batch.
         let ts = Instant::now();
         let posted = self.collect_mail()?;
+        let recorded_blocked = self.source.as_ref().and_then(|s| s.blocked(slice, &posted));
+        if let Some(rec) = &recorded_blocked {
+            blocked = self.with_calls(rec, true);
+            all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
+        }
+        local.bpts = blocked.len() as u32;
         let dec = self.sched.schedule(slice, &posted)?;
         local.t_schedule = ts.elapsed();
         for d in &dec.decisions {
@@ -338,21 +455,8 @@ impl NodeManager {
         self.sink.node_metrics(slice, &local);
         if self.node == 0 {
             let digest = dec.digest();
-            self.check_deadlock(slice, &posted, &dec);
-            let mut all_blocked = blocked;
-            if self.cfg.nodes > 1 {
-                all_blocked = (0..self.cfg.ranks)
-                    .filter(|&r| {
-                        self.shared.seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED
-                    })
-                    .map(|r| {
-                        (
-                            r,
-                            self.shared.seg.slot(r).blocked_call.load(Ordering::Acquire),
-                        )
-                    })
-                    .collect();
-            }
+            let all_blocked = all_blocked.unwrap_or(blocked);
+            self.check_deadlock(slice, &posted, &dec, recorded_blocked.as_deref());
             self.sink.slice(&SliceRecord {
                 slice,
                 reason,
@@ -464,18 +568,30 @@ impl NodeManager {
 
     /// Strobe Sender: every live rank blocked, nothing posted, nothing scheduled, nothing in
     /// flight, for `deadlock_slices` slices in a row: the job can never progress.
-    fn check_deadlock(&mut self, slice: u64, posted: &[Descriptor], dec: &SliceDecisions) {
+    ///
+    /// In replay `recorded` is the recorded blocked set of the slice: whether a rank was
+    /// already inside its blocking call when the strobe fired is timing, and the replay must
+    /// declare the deadlock in the same slice as the recording.
+    fn check_deadlock(
+        &mut self,
+        slice: u64,
+        posted: &[Descriptor],
+        dec: &SliceDecisions,
+        recorded: Option<&[u32]>,
+    ) {
         let seg = &self.shared.seg;
         let mut live = 0;
         let mut blocked = 0;
         for r in 0..self.cfg.ranks {
-            match seg.slot(r).state.load(Ordering::Acquire) {
-                STATE_BLOCKED => {
-                    live += 1;
-                    blocked += 1;
-                }
-                STATE_COMPUTING => live += 1,
-                _ => {}
+            let state = seg.slot(r).state.load(Ordering::Acquire);
+            let is_live = matches!(state, STATE_BLOCKED | STATE_COMPUTING | STATE_HELD);
+            let is_blocked = match recorded {
+                Some(rec) => rec.contains(&r),
+                None => state == STATE_BLOCKED,
+            };
+            if is_live || (recorded.is_some() && is_blocked) {
+                live += 1;
+                blocked += is_blocked as u32;
             }
         }
         let stuck = live > 0

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::descriptor::Descriptor;
 use crate::mmds::RankMmds;
+use crate::outcome::OutcomeRec;
 use crate::sched::SliceDecisions;
+use crate::segment::JobSegment;
 
 /// Why a slice started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,6 +22,9 @@ pub enum StartReason {
     Timer = 1,
     /// Adaptive strobe: no rank was computing, so waiting longer could not change anything.
     Early = 2,
+    /// Replay (logical slices): every rank had posted the descriptors recorded for the
+    /// previous slice.
+    Logical = 3,
 }
 
 impl StartReason {
@@ -28,6 +33,7 @@ impl StartReason {
             StartReason::First => "first",
             StartReason::Timer => "timer",
             StartReason::Early => "early",
+            StartReason::Logical => "logical",
         }
     }
 }
@@ -107,6 +113,13 @@ pub trait SliceSink: Send + Sync {
     fn mmds(&self, ranks: &[RankMmds]) {
         let _ = ranks;
     }
+
+    /// Timing-dependent outcomes of `rank` (`outcome.rs`), in the rank's order: from its
+    /// node thread at every slice, and from the launcher once after the job for what was
+    /// left (a dying rank's last records and its open run of failed tests).
+    fn outcomes(&self, rank: u32, recs: &[OutcomeRec]) {
+        let _ = (rank, recs);
+    }
 }
 
 /// Discards everything.
@@ -116,8 +129,44 @@ impl SliceSink for NullSink {
     fn slice(&self, _rec: &SliceRecord) {}
 }
 
-/// Forces the input of each slice (the replayer): how many descriptors of `rank` the
-/// Buffer Sender may take in `slice`. `None` means "all that are queued" (live runs).
+/// Whether the Strobe Sender may start a slice (replay's logical slices).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gate {
+    Open,
+    /// Not yet: ask again when a rank posts, blocks or exits (or after a short while).
+    Wait,
+    /// End the job now; the text says why (a divergence report, "stopped by the user").
+    Stop(String),
+}
+
+/// Forces the input of each slice (the replayer). With a source the engine runs *logical*
+/// slices (model.md 4.4): there is no timer, and the Strobe Sender starts slice `s` only
+/// when [`SliceSource::gate`] opens.
 pub trait SliceSource: Send + Sync {
+    /// How many descriptors of `rank` the Buffer Sender may take in `slice`. `None` means
+    /// "all that are queued" (live runs).
     fn quota(&self, slice: u64, rank: u32) -> Option<u64>;
+    /// How many descriptors `rank` may have posted in total while `slice` runs (0 is the
+    /// time before slice 1); a rank that tries to post more is held at that call. `None`:
+    /// no limit.
+    fn post_limit(&self, slice: u64, rank: u32) -> Option<u64> {
+        let _ = (slice, rank);
+        None
+    }
+    /// May slice `next` start now? Called by the Strobe Sender, repeatedly, with the job
+    /// segment to look at the ranks (posted counts, states).
+    fn gate(&self, next: u64, seg: &JobSegment) -> Gate {
+        let _ = (next, seg);
+        Gate::Open
+    }
+    /// The ranks blocked when `slice` started, as recorded: which rank happened to be
+    /// inside a blocking call when the strobe fired is timing, so replay takes it from the
+    /// recording (for the schedule log and deadlock detection). Asked once the slice's
+    /// batch `handled` is known (the recording stores it relative to a prediction from the
+    /// schedule); every node asks, for the same slice, before the slice's sink call.
+    /// `None`: observe it.
+    fn blocked(&self, slice: u64, handled: &[Descriptor]) -> Option<Vec<u32>> {
+        let _ = (slice, handled);
+        None
+    }
 }

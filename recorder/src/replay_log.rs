@@ -1,0 +1,600 @@
+//! The replay log (model.md 4.3; `docs/recording.md`, "The replay log"): what a replay needs
+//! and nothing more, always recorded, a few bytes per descriptor and nothing per empty slice.
+//!
+//! Three streams per rank, each a sequence of LEB128 varints cut into blob chunks (one row
+//! of `replay_log` per rank, stream and commit, so a crash loses at most the last batch):
+//!
+//! * **posting slices** (stream 0): for each slice that handled descriptors of the rank,
+//!   `varint(delta << 1 | one)` with `delta` the slices since the previous such slice and
+//!   `one` set when the slice handled exactly one descriptor; otherwise `varint(count)`
+//!   follows. A rank posting one descriptor per slice costs one byte per descriptor.
+//! * **outcomes** (stream 1): the rank's timing-dependent outcomes in call order, one token
+//!   `varint(x << 2 | t)`: `t = 0` a run of `x` failed tests; `t = 1` a call that reported
+//!   all of its `x` requests; `t = 2` a list of `x` indices follows (first absolute, then
+//!   each minus the previous minus one); `t = 3` an `MPI_Wtime` value, `x` the zigzag delta
+//!   in nanoseconds from the rank's previous one.
+//! * **blocked** (stream 2): whether the rank was blocked in an MPI call when each slice
+//!   started is timing, and deadlock detection and the schedule log's `blocked` table
+//!   depend on it, so replay takes it from here. Most of it is predictable from the
+//!   schedule ([`BlockedPredictor`]: a rank is blocked from the slice that handles its
+//!   blocking descriptor until the slice that completes it), so the stream holds only the
+//!   slices at which "actual differs from predicted" flips, as deltas (the first flip is
+//!   to "differs"): blocking in `MPI_Wait*` after non-blocking calls, and races.
+//!
+//! Slice digests are the `slice` table's, which is written for every slice whatever the
+//! layers say.
+
+use std::collections::BTreeMap;
+
+use std::collections::BTreeSet;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use strobe_runtime::descriptor::{Descriptor, FLAG_BLOCKING};
+use strobe_runtime::outcome::{OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIST, OUT_WTIME};
+use strobe_runtime::sched::Decision;
+
+use crate::RecordError;
+
+pub const STREAM_POSTING: i64 = 0;
+pub const STREAM_OUTCOMES: i64 = 1;
+pub const STREAM_BLOCKED: i64 = 2;
+
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads varints from a byte stream; errors name the stream for the corruption report.
+pub struct VarintReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> VarintReader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        VarintReader { bytes, pos: 0 }
+    }
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.bytes.len()
+    }
+    pub fn read(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self
+                .bytes
+                .get(self.pos)
+                .ok_or_else(|| format!("varint cut short at byte {}", self.pos))?;
+            self.pos += 1;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("varint too long at byte {}", self.pos))
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Predicts which ranks are blocked when a slice starts, from the schedule alone: a rank is
+/// blocked from the slice that handles one of its blocking descriptors until that
+/// descriptor completes (it is not blocked at the start of the next slice). The recorder
+/// and the replayer run the same predictor, so only the differences are stored.
+#[derive(Clone, Debug, Default)]
+pub struct BlockedPredictor {
+    pending: BTreeMap<u32, BTreeSet<u64>>,
+}
+
+impl BlockedPredictor {
+    /// Blocking descriptors `(rank, seq)` handled in the slice (before asking for its
+    /// prediction); see [`blocking_of`].
+    pub fn handled(&mut self, blocking: &[(u32, u64)]) {
+        for &(rank, seq) in blocking {
+            self.pending.entry(rank).or_default().insert(seq);
+        }
+    }
+    pub fn predicted(&self, rank: u32) -> bool {
+        self.pending.get(&rank).is_some_and(|p| !p.is_empty())
+    }
+    /// The descriptors `(rank, seq)` the slice completed (after its prediction was used);
+    /// see [`completions_of`].
+    pub fn decided(&mut self, completed: &[(u32, u64)]) {
+        for (rank, seq) in completed {
+            if let Some(p) = self.pending.get_mut(rank) {
+                p.remove(seq);
+            }
+        }
+    }
+}
+
+/// The blocking descriptors of a slice's batch.
+pub fn blocking_of(descs: &[Descriptor]) -> Vec<(u32, u64)> {
+    descs
+        .iter()
+        .filter(|d| d.flags & FLAG_BLOCKING != 0)
+        .map(|d| (d.rank, d.seq))
+        .collect()
+}
+
+/// The descriptors a slice's decisions complete.
+pub fn completions_of(decisions: &[Decision]) -> Vec<(u32, u64)> {
+    decisions
+        .iter()
+        .filter_map(Decision::completion)
+        .map(|(d, _)| (d.rank, d.seq))
+        .collect()
+}
+
+/// Descriptors per rank in a slice's canonical batch (sorted by rank, then sequence).
+pub fn posted_per_rank(descs: &[Descriptor]) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = Vec::new();
+    for d in descs {
+        match v.last_mut() {
+            Some((r, n)) if *r == d.rank => *n += 1,
+            _ => v.push((d.rank, 1)),
+        }
+    }
+    v
+}
+
+#[derive(Default)]
+struct RankState {
+    last_post_slice: u64,
+    posting: Vec<u8>,
+    last_wtime: u64,
+    prev_index: Option<u64>,
+    outcomes: Vec<u8>,
+    /// Whether the rank's actual blocked state differs from the prediction.
+    differs: bool,
+    last_flip: u64,
+    blocked: Vec<u8>,
+    /// Chunks written so far, per stream.
+    chunks: [i64; 3],
+}
+
+/// Encodes the replay log as slices and outcomes arrive (writer thread only).
+#[derive(Default)]
+pub struct ReplayLogEncoder {
+    ranks: BTreeMap<u32, RankState>,
+    predictor: BlockedPredictor,
+    last_slice: u64,
+    /// Bytes of varint data produced so far (for size reports).
+    pub bytes: u64,
+}
+
+impl ReplayLogEncoder {
+    /// One slice: descriptors handled per rank (ranks ascending, counts non-zero), the
+    /// blocking ones among them, the ranks blocked when it started (ascending), and the
+    /// descriptors its decisions completed.
+    pub fn slice(
+        &mut self,
+        slice: u64,
+        posted: &[(u32, u32)],
+        blocking: &[(u32, u64)],
+        blocked: &[u32],
+        completed: &[(u32, u64)],
+    ) {
+        self.last_slice = slice;
+        for &(rank, count) in posted {
+            let st = self.ranks.entry(rank).or_default();
+            let delta = slice - st.last_post_slice;
+            st.last_post_slice = slice;
+            put_varint(&mut st.posting, delta << 1 | (count == 1) as u64);
+            if count != 1 {
+                put_varint(&mut st.posting, count as u64);
+            }
+        }
+        self.predictor.handled(blocking);
+        // Ranks whose "differs from the prediction" state changes in this slice.
+        let mut candidates: BTreeSet<u32> = blocked.iter().copied().collect();
+        candidates.extend(self.predictor.pending.keys().copied());
+        candidates.extend(
+            self.ranks
+                .iter()
+                .filter(|(_, s)| s.differs)
+                .map(|(&r, _)| r),
+        );
+        for r in candidates {
+            let actual = blocked.binary_search(&r).is_ok();
+            let differs = actual != self.predictor.predicted(r);
+            if differs != self.ranks.get(&r).is_some_and(|s| s.differs) {
+                self.flip(r, slice);
+            }
+        }
+        self.predictor.decided(completed);
+    }
+
+    fn flip(&mut self, rank: u32, slice: u64) {
+        let st = self.ranks.entry(rank).or_default();
+        st.differs = !st.differs;
+        put_varint(&mut st.blocked, slice - st.last_flip);
+        st.last_flip = slice;
+    }
+
+    /// Outcome records of one rank, in order (a list may be split across calls).
+    pub fn outcomes(&mut self, rank: u32, recs: &[OutcomeRec]) {
+        let st = self.ranks.entry(rank).or_default();
+        for r in recs {
+            let o = &mut st.outcomes;
+            match r.kind {
+                OUT_FAILS => put_varint(o, (r.n as u64) << 2),
+                OUT_ALL => put_varint(o, (r.n as u64) << 2 | 1),
+                OUT_LIST => {
+                    put_varint(o, (r.n as u64) << 2 | 2);
+                    st.prev_index = None;
+                }
+                OUT_INDEX => {
+                    let v = match st.prev_index {
+                        None => r.value,
+                        Some(p) => r.value.saturating_sub(p + 1),
+                    };
+                    st.prev_index = Some(r.value);
+                    put_varint(o, v);
+                }
+                OUT_WTIME => {
+                    let d = r.value.wrapping_sub(st.last_wtime) as i64;
+                    st.last_wtime = r.value;
+                    put_varint(o, zigzag(d) << 2 | 3);
+                }
+                // Unknown kinds cannot come from this runtime; dropping one would shift the
+                // stream, so record it as a zero-length run the replay treats as damage.
+                _ => put_varint(o, 0),
+            }
+        }
+    }
+
+    /// Write what accumulated since the last flush as chunks (inside the writer's open
+    /// transaction, so a chunk commits together with its slices).
+    pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut st = conn.prepare_cached(
+            "INSERT INTO replay_log (stream, rank, chunk, last_slice, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for (&rank, s) in self.ranks.iter_mut() {
+            for (stream, buf) in [
+                (STREAM_POSTING, &mut s.posting),
+                (STREAM_OUTCOMES, &mut s.outcomes),
+                (STREAM_BLOCKED, &mut s.blocked),
+            ] {
+                if buf.is_empty() {
+                    continue;
+                }
+                let chunk = &mut s.chunks[stream as usize];
+                st.execute(params![
+                    stream,
+                    rank,
+                    *chunk,
+                    self.last_slice as i64,
+                    &buf[..]
+                ])?;
+                self.bytes += buf.len() as u64;
+                *chunk += 1;
+                buf.clear();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The digest of a slice without decisions (the `slice` table has no row for a slice in
+/// which nothing happened outside the metrics and schedule-log windows).
+pub fn empty_digest() -> u64 {
+    strobe_runtime::sched::SliceDecisions::default().digest()
+}
+
+/// A rank's replay log, decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankLog {
+    /// (slice, descriptors of this rank handled in it), slices ascending.
+    pub posting: Vec<(u64, u32)>,
+    /// Timing-dependent outcomes, in call order.
+    pub outcomes: Vec<OutcomeRec>,
+    /// Slices at which "blocked when the slice started" began or stopped differing from
+    /// the [`BlockedPredictor`] (first flip: differs).
+    pub blocked_flips: Vec<u64>,
+}
+
+/// The whole replay log of a recording.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayLog {
+    pub ranks: Vec<RankLog>,
+    /// Digest of every slice, index `slice - 1`.
+    pub digests: Vec<u64>,
+}
+
+fn corrupt(what: String) -> RecordError {
+    RecordError::Corrupt(what)
+}
+
+impl ReplayLog {
+    /// Read and decode the replay log of a recording of `ranks` ranks.
+    pub fn load(conn: &Connection, ranks: u32) -> Result<ReplayLog, RecordError> {
+        let has: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'replay_log'",
+            [],
+            |r| r.get(0),
+        )?;
+        if has == 0 {
+            return Err(RecordError::NotARecording(
+                "this recording has no replay log (it was made before strobe recorded one)".into(),
+            ));
+        }
+        let mut streams: BTreeMap<(i64, i64), Vec<u8>> = BTreeMap::new();
+        let mut st = conn.prepare(
+            "SELECT stream, rank, chunk, data FROM replay_log ORDER BY stream, rank, chunk",
+        )?;
+        let mut rows = st.query([])?;
+        let mut expect: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+        while let Some(row) = rows.next()? {
+            let (stream, rank, chunk): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            let data: Vec<u8> = row.get(3)?;
+            if !(0..=2).contains(&stream) || rank < 0 || rank >= ranks as i64 {
+                return Err(corrupt(format!(
+                    "replay_log has a chunk for stream {stream}, rank {rank} (the job has {ranks} ranks)"
+                )));
+            }
+            let next = expect.entry((stream, rank)).or_insert(0);
+            if chunk != *next {
+                return Err(corrupt(format!(
+                    "replay_log stream {stream} of rank {rank} is missing chunk {next}"
+                )));
+            }
+            *next += 1;
+            streams
+                .entry((stream, rank))
+                .or_default()
+                .extend_from_slice(&data);
+        }
+        let mut log = ReplayLog {
+            ranks: vec![RankLog::default(); ranks as usize],
+            digests: Vec::new(),
+        };
+        for ((stream, rank), bytes) in &streams {
+            let rl = &mut log.ranks[*rank as usize];
+            let bad =
+                |e: String| corrupt(format!("replay_log stream {stream} of rank {rank}: {e}"));
+            let mut rd = VarintReader::new(bytes);
+            match *stream {
+                STREAM_POSTING => {
+                    let mut slice = 0u64;
+                    while !rd.at_end() {
+                        let v = rd.read().map_err(bad)?;
+                        let delta = v >> 1;
+                        let count = if v & 1 == 1 {
+                            1
+                        } else {
+                            rd.read().map_err(bad)?
+                        };
+                        if delta == 0 || count == 0 || count > u32::MAX as u64 {
+                            return Err(bad(format!("bad entry after slice {slice}")));
+                        }
+                        slice = slice
+                            .checked_add(delta)
+                            .ok_or_else(|| bad("slice overflow".into()))?;
+                        rl.posting.push((slice, count as u32));
+                    }
+                }
+                STREAM_OUTCOMES => rl.outcomes = decode_outcomes(&mut rd).map_err(bad)?,
+                _ => {
+                    let mut slice = 0u64;
+                    while !rd.at_end() {
+                        let d = rd.read().map_err(bad)?;
+                        if d == 0 {
+                            return Err(bad(format!("zero delta after slice {slice}")));
+                        }
+                        slice = slice
+                            .checked_add(d)
+                            .ok_or_else(|| bad("slice overflow".into()))?;
+                        rl.blocked_flips.push(slice);
+                    }
+                }
+            }
+        }
+        // Digests; slices without a row (nothing happened, outside both windows) have the
+        // empty digest. A missing row inside a window is damage.
+        let (schedule, metrics, total): (String, String, Option<i64>) = conn
+            .query_row(
+                "SELECT schedule_log, metrics, total_slices FROM job",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?
+            .unwrap_or(("on".into(), "on".into(), None));
+        let layer = |s: &str| s.parse::<crate::Layer>().unwrap_or(crate::Layer::On);
+        let (schedule, metrics) = (layer(&schedule), layer(&metrics));
+        let empty = empty_digest();
+        let mut st = conn.prepare("SELECT slice, digest FROM slice ORDER BY slice")?;
+        let mut rows = st.query([])?;
+        let fill = |log: &mut ReplayLog, upto: u64| -> Result<(), RecordError> {
+            while (log.digests.len() as u64) < upto {
+                let missing = log.digests.len() as u64 + 1;
+                if schedule.covers(missing) || metrics.covers(missing) {
+                    return Err(corrupt(format!(
+                        "slice {missing} is missing from the slice table"
+                    )));
+                }
+                log.digests.push(empty);
+            }
+            Ok(())
+        };
+        while let Some(row) = rows.next()? {
+            let (slice, digest): (i64, i64) = (row.get(0)?, row.get(1)?);
+            if slice <= log.digests.len() as i64 {
+                return Err(corrupt(format!("slice {slice} appears out of order")));
+            }
+            fill(&mut log, slice as u64 - 1)?;
+            log.digests.push(digest as u64);
+        }
+        if let Some(t) = total {
+            fill(&mut log, t.max(0) as u64)?;
+        }
+        Ok(log)
+    }
+
+    /// The last recorded slice.
+    pub fn last_slice(&self) -> u64 {
+        self.digests.len() as u64
+    }
+}
+
+fn decode_outcomes(rd: &mut VarintReader<'_>) -> Result<Vec<OutcomeRec>, String> {
+    let mut out = Vec::new();
+    let mut last_wtime = 0u64;
+    while !rd.at_end() {
+        let v = rd.read()?;
+        let x = v >> 2;
+        match v & 3 {
+            0 if x > 0 && x <= u32::MAX as u64 => out.push(OutcomeRec::fails(x as u32)),
+            1 if x <= u32::MAX as u64 => out.push(OutcomeRec {
+                kind: OUT_ALL,
+                n: x as u32,
+                value: 0,
+            }),
+            2 if x <= u32::MAX as u64 => {
+                out.push(OutcomeRec {
+                    kind: OUT_LIST,
+                    n: x as u32,
+                    value: 0,
+                });
+                let mut prev: Option<u64> = None;
+                for _ in 0..x {
+                    let d = rd.read()?;
+                    let i = match prev {
+                        None => d,
+                        Some(p) => p.checked_add(d + 1).ok_or("index overflow")?,
+                    };
+                    prev = Some(i);
+                    out.push(OutcomeRec {
+                        kind: OUT_INDEX,
+                        n: 0,
+                        value: i,
+                    });
+                }
+            }
+            3 => {
+                last_wtime = last_wtime.wrapping_add(unzigzag(x) as u64);
+                out.push(OutcomeRec::wtime(last_wtime));
+            }
+            _ => return Err(format!("bad outcome token {v}")),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::migrations::migrate(&mut c).unwrap();
+        c
+    }
+
+    #[test]
+    fn round_trip_over_several_chunks() {
+        let c = table();
+        let mut enc = ReplayLogEncoder::default();
+        enc.slice(1, &[(0, 1), (1, 3)], &[(0, 0)], &[], &[]);
+        enc.outcomes(0, &[OutcomeRec::fails(5), OutcomeRec::wtime(1_000_000_000)]);
+        enc.outcomes(1, &OutcomeRec::for_indices(&[1, 4], 5)[..2]);
+        enc.flush(&c).unwrap();
+        enc.outcomes(1, &OutcomeRec::for_indices(&[1, 4], 5)[2..]);
+        // Rank 0's blocking descriptor predicts it blocked from slice 1; it is not (1),
+        // then is (2: as predicted); rank 1 is blocked without a prediction (2..).
+        enc.slice(2, &[], &[], &[0, 1], &[(0, 0)]);
+        enc.slice(7, &[(0, 1)], &[], &[1], &[]);
+        enc.outcomes(0, &[OutcomeRec::wtime(999_999_000), OutcomeRec::fails(1)]);
+        enc.outcomes(0, &OutcomeRec::for_indices(&[0, 1, 2], 3));
+        enc.flush(&c).unwrap();
+        for s in 1..=7 {
+            c.execute(
+                "INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
+                 n_collectives, n_completions, n_blocked, digest) VALUES (?1, 'early', 0, 0, 0, 0, 0, 0, 0, ?1)",
+                [s],
+            )
+            .unwrap();
+        }
+        let log = ReplayLog::load(&c, 2).unwrap();
+        assert_eq!(log.ranks[0].posting, vec![(1, 1), (7, 1)]);
+        assert_eq!(log.ranks[1].posting, vec![(1, 3)]);
+        assert_eq!(
+            log.ranks[0].outcomes,
+            vec![
+                OutcomeRec::fails(5),
+                OutcomeRec::wtime(1_000_000_000),
+                OutcomeRec::wtime(999_999_000),
+                OutcomeRec::fails(1),
+                OutcomeRec {
+                    kind: OUT_ALL,
+                    n: 3,
+                    value: 0
+                }
+            ]
+        );
+        assert_eq!(log.ranks[1].outcomes, OutcomeRec::for_indices(&[1, 4], 5));
+        assert_eq!(log.ranks[0].blocked_flips, vec![1, 2]);
+        assert_eq!(log.ranks[1].blocked_flips, vec![2]);
+        assert_eq!(log.digests.len(), 7);
+    }
+
+    #[test]
+    fn slices_without_rows_have_the_empty_digest_outside_the_windows() {
+        let c = table();
+        c.execute_batch(
+            "INSERT INTO job (format_version, strobe_version, command, cwd, program, env, ranks,
+                nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
+                schedule_log, metrics, started_at, total_slices)
+             VALUES (2, 'x', '[\"p\"]', '/', 'p', '{}', 1, 1, 1, 'adaptive', 20, 1, 1,
+                'off', '5..6', 0, 8);
+             INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
+                n_collectives, n_completions, n_blocked, digest)
+             VALUES (2, 'early', 0, 1, 0, 0, 0, 1, 0, 77), (5, 'early', 0, 0, 0, 0, 0, 0, 0, 1),
+                    (6, 'early', 0, 0, 0, 0, 0, 0, 0, 1);",
+        )
+        .unwrap();
+        let log = ReplayLog::load(&c, 1).unwrap();
+        let e = empty_digest();
+        assert_eq!(log.digests, vec![e, 77, e, e, 1, 1, e, e]);
+        c.execute("DELETE FROM slice WHERE slice = 6", []).unwrap();
+        assert!(matches!(
+            ReplayLog::load(&c, 1),
+            Err(RecordError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn damaged_logs_are_errors_not_panics() {
+        let c = table();
+        c.execute(
+            "INSERT INTO replay_log VALUES (0, 0, 0, 1, ?1)",
+            [vec![0x80u8, 0x80]],
+        )
+        .unwrap();
+        assert!(matches!(
+            ReplayLog::load(&c, 1),
+            Err(RecordError::Corrupt(_))
+        ));
+        c.execute("DELETE FROM replay_log", []).unwrap();
+        c.execute("INSERT INTO replay_log VALUES (1, 0, 1, 1, x'00')", [])
+            .unwrap();
+        assert!(matches!(
+            ReplayLog::load(&c, 1),
+            Err(RecordError::Corrupt(_))
+        ));
+        c.execute("DELETE FROM replay_log", []).unwrap();
+        c.execute("INSERT INTO replay_log VALUES (0, 5, 0, 1, x'03')", [])
+            .unwrap();
+        assert!(matches!(
+            ReplayLog::load(&c, 1),
+            Err(RecordError::Corrupt(_))
+        ));
+    }
+}

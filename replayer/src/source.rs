@@ -1,0 +1,587 @@
+//! The replay's two plugs into the runtime: [`ReplaySource`] (a `SliceSource`: logical
+//! slices, quotas, post limits, recorded blocked sets) and [`Verifier`] (a `SliceSink`:
+//! compares every slice's digest with the recording, fires call breakpoints, and passes the
+//! slices on to a regeneration recorder).
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use strobe_recorder::replay_log::{blocking_of, completions_of, BlockedPredictor, ReplayLog};
+use strobe_runtime::descriptor::Descriptor;
+use strobe_runtime::engine::{Gate, LocalMetrics, SliceRecord, SliceSink, SliceSource};
+use strobe_runtime::outcome::OutcomeRec;
+use strobe_runtime::rank::{
+    DIVERGED_BAD_INDEX, DIVERGED_BAD_LOG, DIVERGED_LOG_EXHAUSTED, DIVERGED_OUTCOME_KIND,
+};
+use strobe_runtime::sched::Decision;
+use strobe_runtime::segment::{
+    call_name, JobSegment, STATE_BLOCKED, STATE_EXITED, STATE_FINALIZED, STATE_HELD,
+};
+
+use crate::control::Controller;
+
+/// How long a rank may sit blocked while the recording says it still had descriptors to
+/// post before the next slice (it cannot: nothing reaches a blocked rank between slices).
+const STUCK_GRACE: Duration = Duration::from_secs(1);
+/// How long the Strobe Sender waits for a rank the recording has blocked at the next
+/// slice's start to enter its blocking call, before starting the slice anyway.
+const BLOCK_GRACE: Duration = Duration::from_millis(20);
+/// How long every live rank may be blocked or held past the end of the recording before
+/// the replay is declared diverged (the recorded failure did not happen).
+const END_GRACE: Duration = Duration::from_secs(2);
+
+/// Why the replay stopped early, found on the replay's side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    pub slice: u64,
+    pub rank: Option<u32>,
+    /// What the recording holds there (a call, a decision, or the digest).
+    pub recorded: String,
+    /// What the replay did instead.
+    pub replayed: String,
+    /// The replayed slice's calls and decisions (rank, text), when a digest differed.
+    pub calls: Vec<(u32, String)>,
+    pub decisions: Vec<(u32, String)>,
+}
+
+/// State shared by the source, the verifier and the report.
+pub struct Shared {
+    pub ctl: Arc<Controller>,
+    pub divergence: Mutex<Option<Divergence>>,
+    /// The last calls of each rank: (slice handled, text).
+    pub last_calls: Mutex<Vec<VecDeque<(u64, String)>>>,
+    /// The recording reached its end and the job had not ended: stop as matched.
+    pub end_of_recording: Mutex<Option<u64>>,
+    /// The blocked-set prediction, advanced by the source (handled descriptors) and the
+    /// verifier (completions), with the last slice's answer for the other nodes.
+    blocked: Mutex<BlockedState>,
+}
+
+#[derive(Default)]
+struct BlockedState {
+    predictor: BlockedPredictor,
+    slice: u64,
+    answer: Vec<u32>,
+}
+
+impl Shared {
+    pub fn new(ctl: Arc<Controller>, ranks: u32) -> Self {
+        Shared {
+            ctl,
+            divergence: Mutex::new(None),
+            last_calls: Mutex::new(vec![VecDeque::new(); ranks as usize]),
+            end_of_recording: Mutex::new(None),
+            blocked: Mutex::new(BlockedState::default()),
+        }
+    }
+
+    /// Record the first divergence and stop the replay.
+    pub fn diverged(&self, d: Divergence) {
+        let mut g = self.divergence.lock().expect("divergence lock");
+        if g.is_none() {
+            let why = format!("replay diverged from the recording in slice {}", d.slice);
+            *g = Some(d);
+            drop(g);
+            self.ctl.stop(why);
+        }
+    }
+}
+
+pub fn descriptor_text(d: &Descriptor) -> String {
+    let kind = d
+        .kind()
+        .map_or_else(|| format!("?{}", d.kind), |k| k.mpi_name().to_string());
+    format!(
+        "rank {} seq {}: {} peer={} tag={} comm={} bytes={}",
+        d.rank, d.seq, kind, d.peer, d.tag, d.comm, d.bytes as i64
+    )
+}
+
+/// The same text `Recording::decisions` makes from the `decision` table.
+pub fn decision_text(d: &Decision) -> String {
+    match d {
+        Decision::Match {
+            send,
+            recv,
+            bytes,
+            truncated,
+        } => format!(
+            "match send=({},{}) recv=({},{}) bytes={} truncated={}",
+            send.rank, send.seq, recv.rank, recv.seq, *bytes as i64, *truncated as u32
+        ),
+        Decision::Chunk {
+            send,
+            recv,
+            offset,
+            len,
+        } => format!(
+            "chunk send=({},{}) recv=({},{}) offset={} len={}",
+            send.rank, send.seq, recv.rank, recv.seq, *offset as i64, *len as i64
+        ),
+        Decision::Collective {
+            comm,
+            coll_seq,
+            kind,
+            root,
+            parts,
+        } => format!(
+            "collective {} comm={} seq={} root={} members=[{}]",
+            kind.mpi_name(),
+            comm,
+            *coll_seq as i64,
+            root,
+            parts
+                .iter()
+                .map(|p| format!("[{},{}]", p.rank, p.seq))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Decision::NewComm {
+            parent,
+            comm,
+            members,
+        } => format!(
+            "new_comm comm={} parent={} members=[{}]",
+            comm,
+            parent,
+            members
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Decision::Complete {
+            desc,
+            request,
+            source,
+            tag,
+            bytes,
+            error,
+            flags,
+            value,
+            value2,
+        } => format!(
+            "complete desc=({},{}) request={} source={} tag={} bytes={} error={} flags={} value={} value2={}",
+            desc.rank,
+            desc.seq,
+            *request as i64,
+            source,
+            tag,
+            *bytes as i64,
+            strobe_recorder::error_name(*error),
+            flags,
+            *value as i64,
+            *value2 as i64
+        ),
+    }
+}
+
+/// The rank a decision is mostly about (for "node, rank" in reports).
+pub fn decision_rank(d: &Decision) -> u32 {
+    match d {
+        Decision::Match { recv, .. } | Decision::Chunk { recv, .. } => recv.rank,
+        Decision::Collective { parts, .. } => parts.first().map_or(0, |p| p.rank),
+        Decision::NewComm { members, .. } => members.first().copied().unwrap_or(0),
+        Decision::Complete { desc, .. } => desc.rank,
+    }
+}
+
+#[derive(Default)]
+struct GateWatch {
+    next: u64,
+    data_ready_at: Option<Instant>,
+    stuck_since: Vec<Option<Instant>>,
+    end_since: Option<Instant>,
+}
+
+/// Logical slices from the replay log.
+pub struct ReplaySource {
+    /// Per rank: (slice, descriptors handled up to and including it), slices ascending.
+    cum: Vec<Vec<(u64, u64)>>,
+    flips: Vec<Vec<u64>>,
+    last_slice: u64,
+    /// The recording ended on its own (success, a failed rank, a deadlock), so the replay
+    /// must too; otherwise (cut short, interrupted, timeout) the end of the log is the end.
+    ends_by_itself: bool,
+    shared: Arc<Shared>,
+    watch: Mutex<GateWatch>,
+}
+
+impl ReplaySource {
+    pub fn new(log: &ReplayLog, recorded_outcome: Option<&str>, shared: Arc<Shared>) -> Self {
+        let cum = log
+            .ranks
+            .iter()
+            .map(|r| {
+                let mut total = 0u64;
+                r.posting
+                    .iter()
+                    .map(|&(s, n)| {
+                        total += n as u64;
+                        (s, total)
+                    })
+                    .collect()
+            })
+            .collect();
+        ReplaySource {
+            cum,
+            flips: log.ranks.iter().map(|r| r.blocked_flips.clone()).collect(),
+            last_slice: log.last_slice(),
+            ends_by_itself: matches!(
+                recorded_outcome,
+                Some("success" | "rank_failed" | "deadlock")
+            ),
+            watch: Mutex::new(GateWatch {
+                stuck_since: vec![None; log.ranks.len()],
+                ..Default::default()
+            }),
+            shared,
+        }
+    }
+
+    /// Descriptors of `rank` handled in slices up to and including `slice`.
+    pub fn cum(&self, rank: u32, slice: u64) -> u64 {
+        let v = &self.cum[rank as usize];
+        match v.partition_point(|&(s, _)| s <= slice) {
+            0 => 0,
+            i => v[i - 1].1,
+        }
+    }
+
+    /// Whether the rank's blocked state at `slice` differs from the prediction.
+    fn differs_at(&self, rank: u32, slice: u64) -> bool {
+        self.flips[rank as usize].partition_point(|&f| f <= slice) % 2 == 1
+    }
+
+    fn ranks(&self) -> u32 {
+        self.cum.len() as u32
+    }
+
+    fn diverge(&self, slice: u64, rank: u32, recorded: String, replayed: String) -> Gate {
+        self.shared.diverged(Divergence {
+            slice,
+            rank: Some(rank),
+            recorded,
+            replayed,
+            calls: Vec::new(),
+            decisions: Vec::new(),
+        });
+        Gate::Stop(
+            self.shared
+                .ctl
+                .stop_reason()
+                .unwrap_or_else(|| "replay diverged".into()),
+        )
+    }
+
+    fn gate_inner(&self, next: u64, seg: &JobSegment) -> Gate {
+        if let Some(why) = self.shared.ctl.stop_reason() {
+            return Gate::Stop(why);
+        }
+        let now = Instant::now();
+        let mut w = self.watch.lock().expect("gate lock");
+        if w.next != next {
+            *w = GateWatch {
+                next,
+                stuck_since: vec![None; self.ranks() as usize],
+                ..Default::default()
+            };
+        }
+        // A replaying rank that found its program off the recorded path.
+        for r in 0..self.ranks() {
+            let code = seg.slot(r).diverged.load(Ordering::Acquire);
+            if code != 0 {
+                let what = match code {
+                    DIVERGED_OUTCOME_KIND => "made a different timing-dependent call",
+                    DIVERGED_LOG_EXHAUSTED => "made more timing-dependent calls than recorded",
+                    DIVERGED_BAD_INDEX => "made a test/wait over a different set of requests",
+                    DIVERGED_BAD_LOG => "met a damaged outcome log",
+                    _ => "diverged",
+                };
+                let posted = seg.slot(r).posted.load(Ordering::Acquire);
+                return self.diverge(
+                    next - 1,
+                    r,
+                    "the recorded timing-dependent outcome (see the rank's message above)".into(),
+                    format!("rank {r} {what}, after posting {posted} descriptors"),
+                );
+            }
+        }
+        if next > self.last_slice {
+            if !self.ends_by_itself {
+                *self.shared.end_of_recording.lock().expect("end lock") = Some(self.last_slice);
+                return Gate::Stop(format!(
+                    "reached the end of the recording (slice {})",
+                    self.last_slice
+                ));
+            }
+            // The job must now end as recorded (finalize, a crash); ranks that block or
+            // wait for more slices forever mean it does not.
+            let all_waiting = (0..self.ranks()).all(|r| {
+                matches!(
+                    seg.slot(r).state.load(Ordering::Acquire),
+                    STATE_BLOCKED | STATE_HELD | STATE_FINALIZED | STATE_EXITED
+                )
+            });
+            if !all_waiting {
+                w.end_since = None;
+            } else if now - *w.end_since.get_or_insert(now) > END_GRACE {
+                let r = (0..self.ranks())
+                    .find(|&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_HELD)
+                    .unwrap_or(0);
+                return self.diverge(
+                    self.last_slice,
+                    r,
+                    format!("the job ended after slice {}", self.last_slice),
+                    "the replayed job goes on (ranks wait for more slices)".into(),
+                );
+            }
+            return Gate::Wait;
+        }
+        // (a) Every rank posted exactly what the recording has it post before `next`.
+        let mut ready = true;
+        for r in 0..self.ranks() {
+            let need = self.cum(r, next);
+            let slot = seg.slot(r);
+            let posted = slot.posted.load(Ordering::Acquire);
+            if posted >= need {
+                w.stuck_since[r as usize] = None;
+                continue;
+            }
+            ready = false;
+            let state = slot.state.load(Ordering::Acquire);
+            let stuck = match state {
+                STATE_EXITED | STATE_FINALIZED => true,
+                STATE_BLOCKED => now - *w.stuck_since[r as usize].get_or_insert(now) > STUCK_GRACE,
+                _ => {
+                    w.stuck_since[r as usize] = None;
+                    false
+                }
+            };
+            if stuck {
+                let how = match state {
+                    STATE_BLOCKED => format!(
+                        "is blocked in {}",
+                        call_name(slot.blocked_call.load(Ordering::Acquire))
+                    ),
+                    STATE_FINALIZED => "finalized".into(),
+                    _ => "exited".into(),
+                };
+                return self.diverge(
+                    next - 1,
+                    r,
+                    format!(
+                        "rank {r} posts {need} descriptors by the end of slice {}",
+                        next - 1
+                    ),
+                    format!("rank {r} posted {posted} and {how}"),
+                );
+            }
+        }
+        if !ready {
+            return Gate::Wait;
+        }
+        // (b) Ranks the recording has blocked at the start of `next` are in their call.
+        // (The prediction needs the batch of `next`, not drained yet: the ranks still
+        // blocked from the previous slice, or that posted a blocking call for `next`, are
+        // the candidates; exceptions are taken as recorded.)
+        let since = *w.data_ready_at.get_or_insert(now);
+        if now - since < BLOCK_GRACE {
+            let predicted: Vec<bool> = {
+                let b = self.shared.blocked.lock().expect("blocked lock");
+                (0..self.ranks())
+                    .map(|r| b.predictor.predicted(r))
+                    .collect()
+            };
+            let late = (0..self.ranks()).any(|r| {
+                // Its last descriptor (the last one `next` handles) is a blocking call.
+                let posts = self.cum(r, next) > self.cum(r, next - 1)
+                    && seg.slot(r).last_post_blocking.load(Ordering::Relaxed) != 0;
+                let expected = (predicted[r as usize] || posts) != self.differs_at(r, next);
+                expected
+                    && !matches!(
+                        seg.slot(r).state.load(Ordering::Acquire),
+                        STATE_BLOCKED | STATE_HELD | STATE_FINALIZED | STATE_EXITED
+                    )
+            });
+            if late {
+                return Gate::Wait;
+            }
+        }
+        drop(w);
+        self.shared.ctl.before_slice(next, seg)
+    }
+}
+
+impl SliceSource for ReplaySource {
+    fn quota(&self, slice: u64, rank: u32) -> Option<u64> {
+        Some(self.cum(rank, slice) - self.cum(rank, slice.saturating_sub(1)))
+    }
+    fn post_limit(&self, slice: u64, rank: u32) -> Option<u64> {
+        Some(self.cum(rank, slice + 1))
+    }
+    fn gate(&self, next: u64, seg: &JobSegment) -> Gate {
+        self.gate_inner(next, seg)
+    }
+    fn blocked(&self, slice: u64, handled: &[Descriptor]) -> Option<Vec<u32>> {
+        let mut b = self.shared.blocked.lock().expect("blocked lock");
+        if b.slice != slice {
+            b.predictor.handled(&blocking_of(handled));
+            b.answer = (0..self.ranks())
+                .filter(|&r| b.predictor.predicted(r) != self.differs_at(r, slice))
+                .collect();
+            b.slice = slice;
+        }
+        Some(b.answer.clone())
+    }
+}
+
+/// Compares each replayed slice with the recording and feeds the optional inner sink (a
+/// regeneration recorder).
+pub struct Verifier {
+    digests: Vec<u64>,
+    shared: Arc<Shared>,
+    inner: Option<Arc<dyn SliceSink>>,
+    /// Node of each rank (for reports).
+    pub node_of_rank: Vec<u32>,
+}
+
+/// Calls kept per rank for reports.
+const LAST_CALLS: usize = 8;
+
+impl Verifier {
+    pub fn new(
+        log: &ReplayLog,
+        shared: Arc<Shared>,
+        inner: Option<Arc<dyn SliceSink>>,
+        node_of_rank: Vec<u32>,
+    ) -> Self {
+        Verifier {
+            digests: log.digests.clone(),
+            shared,
+            inner,
+            node_of_rank,
+        }
+    }
+}
+
+impl SliceSink for Verifier {
+    fn slice(&self, rec: &SliceRecord) {
+        {
+            let mut lc = self.shared.last_calls.lock().expect("last calls lock");
+            for d in &rec.descriptors {
+                if let Some(q) = lc.get_mut(d.rank as usize) {
+                    if q.len() == LAST_CALLS {
+                        q.pop_front();
+                    }
+                    q.push_back((rec.slice, descriptor_text(d)));
+                }
+            }
+        }
+        let breaks = self.shared.ctl.call_breaks();
+        for d in rec.descriptors.iter().filter(|_| !breaks.is_empty()) {
+            let name = d.kind().map_or("?", |k| k.mpi_name());
+            for (rank, call) in &breaks {
+                {
+                    if *rank == d.rank && call.eq_ignore_ascii_case(name) {
+                        self.shared.ctl.pause_before(
+                            rec.slice + 1,
+                            format!(
+                                "breakpoint rank={rank},call={call}: rank {rank}'s {name} (seq {}) was handled in slice {}",
+                                d.seq, rec.slice
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        self.shared
+            .blocked
+            .lock()
+            .expect("blocked lock")
+            .predictor
+            .decided(&completions_of(&rec.decisions.decisions));
+        let recorded = self.digests.get(rec.slice as usize - 1).copied();
+        if recorded != Some(rec.digest) {
+            let first = rec.decisions.decisions.first();
+            self.shared.diverged(Divergence {
+                slice: rec.slice,
+                rank: first.map(decision_rank),
+                recorded: match recorded {
+                    Some(d) => format!("digest {d:016x}"),
+                    None => "no such slice".into(),
+                },
+                replayed: format!("digest {:016x}", rec.digest),
+                calls: rec
+                    .descriptors
+                    .iter()
+                    .map(|d| (d.rank, descriptor_text(d)))
+                    .collect(),
+                decisions: rec
+                    .decisions
+                    .decisions
+                    .iter()
+                    .map(|d| (decision_rank(d), decision_text(d)))
+                    .collect(),
+            });
+        }
+        if let Some(s) = &self.inner {
+            s.slice(rec);
+        }
+    }
+
+    fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
+        if let Some(s) = &self.inner {
+            s.node_metrics(slice, m);
+        }
+    }
+
+    fn outcomes(&self, rank: u32, recs: &[OutcomeRec]) {
+        if let Some(s) = &self.inner {
+            s.outcomes(rank, recs);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strobe_recorder::replay_log::RankLog;
+
+    fn log() -> ReplayLog {
+        ReplayLog {
+            ranks: vec![
+                RankLog {
+                    posting: vec![(1, 2), (4, 1)],
+                    outcomes: Vec::new(),
+                    blocked_flips: vec![3, 5],
+                },
+                RankLog::default(),
+            ],
+            digests: vec![0; 6],
+        }
+    }
+
+    #[test]
+    fn quotas_limits_and_recorded_blocked_sets() {
+        let shared = Arc::new(Shared::new(Arc::new(Controller::new()), 2));
+        let src = ReplaySource::new(&log(), Some("success"), shared);
+        assert_eq!(
+            (1..=5).map(|s| src.quota(s, 0)).collect::<Vec<_>>(),
+            [Some(2), Some(0), Some(0), Some(1), Some(0)]
+        );
+        assert_eq!(src.quota(1, 1), Some(0));
+        // While slice s runs, a rank may post what slices up to s + 1 handle.
+        assert_eq!(src.post_limit(0, 0), Some(2));
+        assert_eq!(src.post_limit(2, 0), Some(2));
+        assert_eq!(src.post_limit(3, 0), Some(3));
+        assert_eq!(src.post_limit(9, 0), Some(3));
+        // No blocking descriptors, so the prediction is "not blocked" and the flips are
+        // the recorded blocked set: rank 0 in slices 3 and 4.
+        let none: &[Descriptor] = &[];
+        let got: Vec<Vec<u32>> = (1..=5).map(|s| src.blocked(s, none).unwrap()).collect();
+        assert_eq!(got, [vec![], vec![], vec![0], vec![0], vec![]]);
+    }
+}

@@ -1,0 +1,219 @@
+//! `strobe replay`: re-execute a recording (the `strobe-replayer` crate) with the terminal
+//! stepper and the control socket as clients of its control API.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use strobe_replayer::socket::ControlServer;
+use strobe_replayer::{Break, Controller, Event, ReplayOptions, EXIT_CANNOT_START};
+
+use crate::cli_util;
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The recording to replay (written by `strobe record`).
+    file: PathBuf,
+    /// Run this program instead of the recorded one (e.g. a rebuild with debug symbols).
+    /// Refused when its SHA-256 differs from the recorded one, unless
+    /// --allow-different-binary.
+    #[arg(long, value_name = "PATH")]
+    program: Option<PathBuf>,
+    /// Replay a --program whose SHA-256 differs from the recorded program (warns).
+    #[arg(long)]
+    allow_different_binary: bool,
+    /// Hold every rank at the start of slice S, print their pids and gdb commands, and stay
+    /// held until told to continue (control socket, or the terminal) or Ctrl-C.
+    #[arg(long, value_name = "S")]
+    until_slice: Option<u64>,
+    /// Stop at a breakpoint: `slice=S`, or `rank=R,call=MPI_Recv` (after the slice that
+    /// handled that call of that rank). Repeatable.
+    #[arg(long = "break", value_name = "SPEC")]
+    breaks: Vec<Break>,
+    /// Step slice by slice from the terminal (next, continue, run N, print, break, quit).
+    #[arg(long)]
+    step: bool,
+    /// Serve the control protocol on this Unix socket (docs/replay-control.md). Default
+    /// when stopping or stepping: $TMPDIR/strobe-replay-PID.sock.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// Write a full recording of the replay (schedule log regenerated) to FILE.
+    #[arg(long = "record", value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Overwrite the --record FILE.
+    #[arg(long)]
+    force: bool,
+    /// Prefix each line of rank output with `[rank] `.
+    #[arg(long)]
+    tag_output: bool,
+    /// Stop the replay after this long.
+    #[arg(long, value_parser = cli_util::parse_duration)]
+    timeout: Option<Duration>,
+}
+
+fn remove_db(p: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut q = p.as_os_str().to_owned();
+        q.push(suffix);
+        let _ = std::fs::remove_file(q);
+    }
+}
+
+/// The terminal stepper: reads a command whenever the replay is held.
+fn stepper(ctl: Arc<Controller>) {
+    let stdin = std::io::stdin();
+    loop {
+        if ctl.wait_paused(Duration::from_secs(3600)).is_none() {
+            if ctl.status().finished.is_some() {
+                return;
+            }
+            continue;
+        }
+        eprint!("(strobe) ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                // No more commands: let the replay run to its end.
+                ctl.resume();
+                return;
+            }
+            Ok(_) => {}
+        }
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next()) {
+            (None, _) | (Some("n" | "next"), _) => ctl.step(),
+            (Some("c" | "continue"), _) => ctl.resume(),
+            (Some("r" | "run"), Some(n)) => match n.parse() {
+                Ok(s) => ctl.run_to(s),
+                Err(_) => eprintln!("run N: N is a slice number"),
+            },
+            (Some("p" | "print"), _) => {
+                if let Some(p) = ctl.status().paused {
+                    eprint!("{}", p.render());
+                }
+            }
+            (Some("b" | "break"), Some(spec)) => match spec.parse::<Break>() {
+                Ok(b) => ctl.add_break(b),
+                Err(e) => eprintln!("{e}"),
+            },
+            (Some("q" | "quit"), _) => {
+                ctl.stop("stopped by the user".into());
+                return;
+            }
+            _ => eprintln!(
+                "commands: next (n, or empty), continue (c), run N (r N), print (p), break SPEC (b), quit (q)"
+            ),
+        }
+    }
+}
+
+pub fn replay(a: &ReplayArgs) -> Result<i32> {
+    if let Some(out) = &a.record {
+        let same = matches!(
+            (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)),
+            (Ok(x), Ok(y)) if x == y
+        );
+        if same {
+            // Checked here too, before --force could remove the recording itself.
+            eprintln!(
+                "strobe: cannot regenerate into the recording being replayed ({}): write a new file",
+                out.display()
+            );
+            return Ok(EXIT_CANNOT_START);
+        }
+        if out.exists() {
+            if !a.force {
+                eprintln!(
+                    "strobe: {} already exists (use --force to overwrite it)",
+                    out.display()
+                );
+                return Ok(EXIT_CANNOT_START);
+            }
+            remove_db(out);
+        }
+    }
+    if a.program.is_some() && a.allow_different_binary {
+        // Checked (and warned about) by the replayer.
+    } else if a.allow_different_binary {
+        bail!("--allow-different-binary only applies with --program");
+    }
+    let ctl = Arc::new(Controller::new());
+    let stops = a.until_slice.is_some() || !a.breaks.is_empty() || a.step;
+    let socket_path = a.control.clone().or_else(|| {
+        stops.then(|| {
+            std::env::temp_dir().join(format!("strobe-replay-{}.sock", std::process::id()))
+        })
+    });
+    let server = match &socket_path {
+        Some(p) => match ControlServer::start(p, ctl.clone()) {
+            Ok(s) => {
+                eprintln!("strobe: replay control socket: {}", p.display());
+                Some(s)
+            }
+            Err(e) => {
+                eprintln!("strobe: cannot listen on {}: {e}", p.display());
+                return Ok(EXIT_CANNOT_START);
+            }
+        },
+        None => None,
+    };
+    // Pauses are announced on stderr (stdout belongs to the program).
+    let events = ctl.subscribe();
+    let terminal_stepper = a.step || (stops && std::io::stdin().is_terminal());
+    std::thread::spawn(move || {
+        for e in events {
+            if let Event::Paused(p) = e {
+                eprint!("{}", p.render());
+                if !terminal_stepper {
+                    eprintln!(
+                        "strobe: send {{\"cmd\":\"continue\"}} to the control socket to go on, or press Ctrl-C"
+                    );
+                }
+            }
+        }
+    });
+    if terminal_stepper {
+        let c = ctl.clone();
+        std::thread::spawn(move || stepper(c));
+    }
+    let opts = ReplayOptions {
+        recording: a.file.clone(),
+        program: a.program.clone(),
+        allow_different_binary: a.allow_different_binary,
+        breaks: a.breaks.clone(),
+        until_slice: a.until_slice,
+        start_paused: a.step,
+        tag_output: a.tag_output,
+        timeout: a.timeout,
+        regenerate: a.record.clone(),
+    };
+    let res = strobe_replayer::replay(&opts, ctl);
+    drop(server);
+    match res {
+        Ok(r) => {
+            for w in &r.warnings {
+                eprintln!("strobe: {w}");
+            }
+            eprint!("{}", r.text);
+            if !r.text.ends_with('\n') {
+                eprintln!();
+            }
+            if let Some(out) = &a.record {
+                eprintln!(
+                    "strobe: wrote the regenerated recording {} ({} slices)",
+                    out.display(),
+                    r.slices
+                );
+            }
+            Ok(r.exit_code())
+        }
+        Err(e) => {
+            eprintln!("strobe: cannot replay {}: {e}", a.file.display());
+            Ok(EXIT_CANNOT_START)
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Stopping and stepping a replay: `--until-slice`, `--break`, `--step`, driven through the
+//! control socket and the terminal stepper, with real processes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use strobe_tests::replay::record;
+use strobe_tests::strobe;
+
+/// A control-socket client that keeps events apart from replies.
+struct Client {
+    w: UnixStream,
+    r: BufReader<UnixStream>,
+    events: Vec<String>,
+}
+
+impl Client {
+    fn connect(path: &Path) -> Client {
+        let t = Instant::now();
+        loop {
+            match UnixStream::connect(path) {
+                Ok(s) => {
+                    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                    return Client {
+                        r: BufReader::new(s.try_clone().unwrap()),
+                        w: s,
+                        events: Vec::new(),
+                    };
+                }
+                Err(_) if t.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => panic!("cannot connect to {}: {e}", path.display()),
+            }
+        }
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        assert!(
+            self.r.read_line(&mut l).unwrap() > 0,
+            "control socket closed"
+        );
+        l
+    }
+
+    fn request(&mut self, req: &str) -> String {
+        self.w.write_all(req.as_bytes()).unwrap();
+        self.w.write_all(b"\n").unwrap();
+        loop {
+            let l = self.line();
+            if l.starts_with("{\"ok\"") {
+                return l;
+            }
+            self.events.push(l);
+        }
+    }
+
+    /// The next `paused` event (from those already seen, or waiting for it).
+    fn paused(&mut self) -> String {
+        loop {
+            if let Some(i) = self.events.iter().position(|e| e.contains("\"paused\"")) {
+                return self.events.remove(i);
+            }
+            let l = self.line();
+            self.events.push(l);
+        }
+    }
+}
+
+fn spawn_replay(db: &Path, args: &[&str], stdin: Stdio) -> Child {
+    Command::new(strobe())
+        .arg("replay")
+        .arg(db)
+        .args(["--timeout", "120s"])
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strobe replay")
+}
+
+fn finish(child: Child) -> (i32, String) {
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn pids(paused: &str) -> Vec<u32> {
+    paused
+        .split("\"pid\":")
+        .skip(1)
+        .map(|s| s.split(',').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn until_slice_holds_every_rank_and_the_socket_steps_breaks_and_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.db");
+    assert_eq!(record(&db, &["-n", "4"], "token_ring", &[], &[]).code, 0);
+    let sock = dir.path().join("ctl.sock");
+    let child = spawn_replay(
+        &db,
+        &[
+            "--until-slice",
+            "20",
+            "--control",
+            &sock.display().to_string(),
+        ],
+        Stdio::null(),
+    );
+    let mut c = Client::connect(&sock);
+    let p = c.paused();
+    assert!(p.contains("\"slice\":20"), "{p}");
+    assert!(p.contains("reached slice 20"), "{p}");
+    let ps = pids(&p);
+    assert_eq!(ps.len(), 4, "{p}");
+    for pid in &ps {
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "rank pid {pid} is live"
+        );
+    }
+    // Held: the replay does not move on by itself.
+    std::thread::sleep(Duration::from_millis(300));
+    let st = c.request(r#"{"cmd":"status"}"#);
+    assert!(
+        st.contains("\"slice\":19") && st.contains("\"paused\":{\"slice\":20"),
+        "{st}"
+    );
+
+    assert!(c.request(r#"{"cmd":"step"}"#).contains("true"));
+    let p = c.paused();
+    assert!(
+        p.contains("\"slice\":21") && p.contains("\"reason\":\"step\""),
+        "{p}"
+    );
+
+    let r = c.request(r#"{"cmd":"break","spec":"rank=2,call=MPI_Barrier"}"#);
+    assert!(r.contains("true"), "{r}");
+    assert!(c.request(r#"{"cmd":"bogus"}"#).contains("unknown command"));
+    assert!(c.request(r#"{"cmd":"continue"}"#).contains("true"));
+    let p = c.paused();
+    assert!(p.contains("breakpoint rank=2,call=MPI_Barrier"), "{p}");
+    assert!(p.contains("rank 2's MPI_Barrier"), "{p}");
+
+    assert!(c
+        .request(r#"{"cmd":"run_to","slice":150}"#)
+        .contains("true"));
+    let p = c.paused();
+    // A barrier breakpoint may fire again first (every 10 rounds); go on until slice 150.
+    let mut p = p;
+    while !p.contains("\"slice\":150") {
+        assert!(p.contains("breakpoint"), "{p}");
+        c.request(r#"{"cmd":"run_to","slice":150}"#);
+        p = c.paused();
+    }
+    c.request(r#"{"cmd":"continue"}"#);
+    let mut last = String::new();
+    while !last.contains("\"finished\"") {
+        last = c.line();
+        if last.contains("\"paused\"") {
+            c.request(r#"{"cmd":"continue"}"#);
+        }
+    }
+    assert!(last.contains("replay matched the recording"), "{last}");
+    let (code, stderr) = finish(child);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("gdb -p "), "{stderr}");
+    assert!(stderr.contains("held before slice 20"), "{stderr}");
+}
+
+#[test]
+fn break_on_a_slice_from_the_command_line_and_quit_from_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.db");
+    assert_eq!(record(&db, &["-n", "3"], "token_ring", &[], &[]).code, 0);
+    let sock = dir.path().join("ctl.sock");
+    let child = spawn_replay(
+        &db,
+        &[
+            "--break",
+            "slice=7",
+            "--control",
+            &sock.display().to_string(),
+        ],
+        Stdio::null(),
+    );
+    let mut c = Client::connect(&sock);
+    let p = c.paused();
+    assert!(
+        p.contains("\"slice\":7") && p.contains("breakpoint slice=7"),
+        "{p}"
+    );
+    assert!(c.request(r#"{"cmd":"quit"}"#).contains("true"));
+    let (code, stderr) = finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("replay stopped at slice"), "{stderr}");
+}
+
+#[test]
+fn the_terminal_stepper_steps_prints_and_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.db");
+    assert_eq!(record(&db, &["-n", "2"], "token_ring", &[], &[]).code, 0);
+    let mut child = spawn_replay(&db, &["--step"], Stdio::piped());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"next\n\nprint\nrun 30\nbreak slice=40\ncontinue\ncontinue\n")
+        .unwrap();
+    let (code, stderr) = finish(child);
+    assert_eq!(code, 0, "{stderr}");
+    for want in [
+        "held before slice 1 (step)",
+        "held before slice 2 (step)",
+        "held before slice 3 (step)",
+        "held before slice 30 (reached slice 30)",
+        "held before slice 40 (breakpoint slice=40)",
+        "replay matched the recording",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
+    }
+}
