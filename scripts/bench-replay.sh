@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replay speed and replay-log size on the fixtures (docs/benchmarks.md, "Replay").
+# Replay speed and replay-log size on the fixtures (docs/benchmarks-detail.md, "Replay").
 # For each case: `strobe record` with only the replay log (as production records), then
 # `strobe replay` of that file, side by side, REPS times; prints the median wall times, their
 # ratio, and the replay log's bytes per descriptor. Then the cost of an empty slice: the

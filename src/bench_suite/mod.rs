@@ -224,6 +224,12 @@ pub fn run(args: SuiteArgs) -> Result<()> {
         t0.elapsed().as_secs(),
         ctx.rounds
     );
+    let _ = writeln!(
+        md,
+        "Measurements of strobe's components (empty slices, the validation run, the terminal \
+         UI, recording and replay on the Rust fixtures) are in \
+         [benchmarks-detail.md](benchmarks-detail.md).\n"
+    );
     let _ = writeln!(md, "- Machine: {}", machine());
     let _ = writeln!(md, "- strobe {}", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(

@@ -74,7 +74,7 @@ pub struct EngineConfig {
     pub direct_copy_min: u64,
 }
 
-/// Default threshold for direct copies (see `docs/benchmarks.md` for the measurement).
+/// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement).
 pub const DEFAULT_DIRECT_COPY_MIN: u64 = 2 << 20;
 
 impl EngineConfig {
