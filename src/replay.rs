@@ -190,6 +190,7 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         tag_output: a.tag_output,
         timeout: a.timeout,
         regenerate: a.record.clone(),
+        output: None,
     };
     let res = strobe_replayer::replay(&opts, ctl);
     drop(server);
