@@ -500,7 +500,11 @@ impl App {
                 self.descending = self.sort != SortKey::Primitive;
             }
             Action::SortReverse => self.descending = !self.descending,
-            Action::RunPause | Action::Step | Action::BreakHere | Action::BreakOnCall | Action::Gdb
+            Action::RunPause
+            | Action::Step
+            | Action::BreakHere
+            | Action::BreakOnCall
+            | Action::Gdb
                 if !self.live =>
             {
                 self.message = Some((

@@ -35,9 +35,14 @@ pub enum ReplayCommand {
     RunPause,
     Step,
     BreakAtSlice(u64),
-    BreakOnCall { rank: u32, call: String },
+    BreakOnCall {
+        rank: u32,
+        call: String,
+    },
     /// Show how to attach gdb to this rank.
-    Gdb { rank: u32 },
+    Gdb {
+        rank: u32,
+    },
 }
 
 pub trait Feed {

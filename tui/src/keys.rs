@@ -228,7 +228,10 @@ mod tests {
         assert_eq!(k(KeyCode::Char('j')), k(KeyCode::Down));
         assert_eq!(k(KeyCode::Char('G')), k(KeyCode::End));
         assert_eq!(
-            action_for(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL), false),
+            action_for(
+                KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL),
+                false
+            ),
             k(KeyCode::PageDown)
         );
     }

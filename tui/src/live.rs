@@ -31,11 +31,17 @@ pub enum LiveState {
     Starting,
     Running,
     /// Held by a step or pause (before `slice`).
-    Paused { slice: u64 },
+    Paused {
+        slice: u64,
+    },
     /// Held by a breakpoint (before `slice`).
-    AtBreakpoint { slice: u64 },
+    AtBreakpoint {
+        slice: u64,
+    },
     /// Ended: diverged from the recording in `slice`.
-    Diverged { slice: u64 },
+    Diverged {
+        slice: u64,
+    },
     /// Ended as recorded (the verdict line says how the job ended).
     Finished,
     /// Stopped by the user.
