@@ -316,7 +316,9 @@ fn a_person_drives_a_live_replay_in_tmux() {
     let left: Vec<u32> = pids
         .into_iter()
         .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|st| !st.contains(") Z "))
+            *p > 1
+                && std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .is_ok_and(|st| !st.contains(") Z "))
         })
         .collect();
     assert!(left.is_empty(), "ranks left behind: {left:?}");
