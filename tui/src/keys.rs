@@ -98,7 +98,7 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     (
         "n N",
-        "next / previous search match (live replay: n steps, / Enter repeats)",
+        "next / previous match (live: n steps, / Enter repeats)",
         Action::SearchNext,
     ),
     (
@@ -138,12 +138,12 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     (
         "b  B",
-        "live replay: break at the cursor's slice / on the rank's call there",
+        "live: break at the cursor's slice / on the rank's call",
         Action::BreakHere,
     ),
     (
         "x",
-        "live replay: gdb -p PID of the selected rank (while paused)",
+        "live: gdb -p PID of the selected rank (when held)",
         Action::Gdb,
     ),
     (
