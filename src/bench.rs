@@ -102,6 +102,7 @@ fn run_job(
         timeout: Some(Duration::from_secs(300)),
         env: Vec::new(),
         mmds_resolution: 0,
+        output: None,
     };
     let report = launcher::launch(&cfg, sink.clone(), None)?;
     if let Some(m) = report.message() {

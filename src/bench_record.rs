@@ -106,6 +106,7 @@ fn run_once(ranks: u32, w: &Workload, mode: Mode, db: &Path) -> Result<Sample> {
         timeout: Some(Duration::from_secs(600)),
         env: Vec::new(),
         mmds_resolution: 0,
+        output: None,
     };
     let Some((schedule_log, metrics)) = mode.record else {
         let report = launcher::launch(&cfg, Arc::new(NullSink), None)?;

@@ -315,6 +315,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         timeout,
         env: Vec::new(),
         mmds_resolution: 0,
+        output: None,
     })
 }
 

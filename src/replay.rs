@@ -52,6 +52,50 @@ pub struct ReplayArgs {
     /// Stop the replay after this long.
     #[arg(long, value_parser = cli_util::parse_duration)]
     timeout: Option<Duration>,
+    /// Replay inside the terminal UI (docs/tui.md, "Live replay"): held before slice 1;
+    /// space runs and pauses, n steps, b and B set breakpoints, x shows gdb -p PID. The
+    /// ranks' output goes to --output (default $TMPDIR/strobe-replay-PID.out).
+    #[arg(long, conflicts_with_all = ["step", "control"])]
+    tui: bool,
+    /// With --tui: the file the ranks' stdout and stderr go to.
+    #[arg(long, value_name = "FILE", requires = "tui")]
+    output: Option<PathBuf>,
+}
+
+/// `strobe replay FILE --tui`: the terminal UI on the replay (in-process, through the
+/// control API: `strobe_tui::live`). The ranks' output goes to a file, the terminal
+/// belongs to the UI; the verdict is printed once the terminal is back.
+fn replay_tui(a: &ReplayArgs, mut opts: ReplayOptions) -> Result<i32> {
+    // The replay moves the process to the recorded working directory: make paths absolute.
+    opts.recording = std::path::absolute(&a.file)?;
+    if let Some(p) = &opts.program {
+        opts.program = Some(std::path::absolute(p)?);
+    }
+    if let Some(p) = &opts.regenerate {
+        opts.regenerate = Some(std::path::absolute(p)?);
+    }
+    let output = match &a.output {
+        Some(p) => std::path::absolute(p)?,
+        None => std::env::temp_dir().join(format!("strobe-replay-{}.out", std::process::id())),
+    };
+    opts.output = Some(output.clone());
+    match strobe_tui::run_live(opts) {
+        Ok(feed) => {
+            if let Some(text) = &feed.report {
+                eprint!("{text}");
+                if !text.ends_with('\n') {
+                    eprintln!();
+                }
+            }
+            eprintln!("strobe: the ranks' output is in {}", output.display());
+            Ok(feed.exit_code())
+        }
+        Err(strobe_tui::TuiError::Data(e)) => {
+            eprintln!("strobe: cannot replay {}: {e}", a.file.display());
+            Ok(EXIT_CANNOT_START)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn remove_db(p: &Path) {
@@ -141,6 +185,21 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     } else if a.allow_different_binary {
         bail!("--allow-different-binary only applies with --program");
     }
+    if a.tui {
+        let opts = ReplayOptions {
+            recording: a.file.clone(),
+            program: a.program.clone(),
+            allow_different_binary: a.allow_different_binary,
+            breaks: a.breaks.clone(),
+            until_slice: a.until_slice,
+            start_paused: true,
+            tag_output: a.tag_output,
+            timeout: a.timeout,
+            regenerate: a.record.clone(),
+            output: None,
+        };
+        return replay_tui(a, opts);
+    }
     let ctl = Arc::new(Controller::new());
     let stops = a.until_slice.is_some() || !a.breaks.is_empty() || a.step;
     let socket_path = a.control.clone().or_else(|| {
@@ -190,6 +249,7 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         tag_output: a.tag_output,
         timeout: a.timeout,
         regenerate: a.record.clone(),
+        output: None,
     };
     let res = strobe_replayer::replay(&opts, ctl);
     drop(server);

@@ -82,6 +82,9 @@ pub struct ReplayOptions {
     pub timeout: Option<Duration>,
     /// Write a full recording (schedule log and all) of the replay here.
     pub regenerate: Option<PathBuf>,
+    /// Send the ranks' stdout and stderr to this file instead of the terminal (and give
+    /// rank 0 no stdin): the terminal UI owns the terminal.
+    pub output: Option<PathBuf>,
 }
 
 /// How the replay ended.
@@ -211,6 +214,7 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         } else {
             0
         },
+        output: opts.output.clone(),
     };
 
     let regen = match &regen_path {

@@ -49,6 +49,7 @@ fn main() {
         timeout: None,
         env: Vec::new(),
         mmds_resolution: 0,
+        output: None,
     };
     launch(&cfg, p.clone(), None).expect("launch");
     let busy = p.busy.lock().unwrap();

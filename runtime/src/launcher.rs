@@ -52,6 +52,10 @@ pub struct LaunchConfig {
     /// Per-process monitoring (MMDS, `mmds.rs`): histogram buckets per power of two, or
     /// 0 to leave it off. When on, every rank's statistics go to the sink at the end.
     pub mmds_resolution: u32,
+    /// Send every rank's stdout and stderr to this file (appended) and give no rank the
+    /// terminal's stdin, instead of sharing strobe's (`strobe replay --tui`: the terminal
+    /// belongs to the UI). `tag_output` still prefixes lines when both are set.
+    pub output: Option<PathBuf>,
 }
 
 /// How a rank died.
@@ -202,6 +206,19 @@ pub fn launch(
             e.ranks, e.nodes
         )));
     }
+    let output = match &cfg.output {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|source| LaunchError::Spawn {
+                    program: format!("(output file {})", p.display()),
+                    source,
+                })?,
+        ),
+        None => None,
+    };
     install_interrupt_handlers();
     let started = Instant::now();
     let seg = crate::rank::create_segment(e.ranks, e.nodes).map_err(LaunchError::Segment)?;
@@ -221,11 +238,12 @@ pub fn launch(
             .env(ENV_LEN, seg_len.to_string())
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, e.ranks.to_string())
-            .stdin(if rank == 0 {
+            .stdin(if rank == 0 && output.is_none() {
                 Stdio::inherit()
             } else {
                 Stdio::null()
             });
+
         // Replay mode is only ever asked for explicitly (through `cfg.env`), never
         // inherited from whoever started strobe.
         cmd.env_remove(crate::outcome::ENV_REPLAY_OUTCOMES);
@@ -245,7 +263,14 @@ pub fn launch(
                 Ok(())
             });
         }
-        match cmd.spawn() {
+        let spawned = match &output {
+            Some(f) => f
+                .try_clone()
+                .and_then(|o| Ok((o, f.try_clone()?)))
+                .and_then(|(o, e)| cmd.stdout(o).stderr(e).spawn()),
+            None => cmd.spawn(),
+        };
+        match spawned {
             Ok(mut child) => {
                 shared
                     .seg

@@ -253,3 +253,73 @@ fn without_a_terminal_it_says_so() {
     assert!(err.contains("needs a terminal"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// The pids of `gdb -p PID` lines on the screen.
+fn gdb_pids(screen: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = screen
+        .split("gdb -p ")
+        .skip(1)
+        .filter_map(|s| {
+            s.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|d| d.parse().ok())
+        })
+        .collect();
+    pids.sort();
+    pids.dedup();
+    pids
+}
+
+#[test]
+fn a_person_drives_a_live_replay_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture_into(dir.path(), "token_ring", 3);
+    let out = dir.path().join("ranks.out");
+    let cmd = format!(
+        "{} replay {} --tui --output {}; echo strobe-exited-$?; sleep 60",
+        strobe().display(),
+        db.display(),
+        out.display()
+    );
+    let t = Tmux::start(&cmd, 160, 40);
+    t.wait_for(&["[replay paused before slice 1]", "GETTS"], "start");
+
+    // The pids of the held ranks, to check they are gone at the end.
+    t.keys(&["x"]);
+    let s = t.wait_for(&["gdb: rank 0", "gdb -p "], "gdb popup");
+    let pids = gdb_pids(&s);
+    assert!(!pids.is_empty(), "gdb commands with pids:\n{s}");
+    t.keys(&["Escape"]);
+
+    // A breakpoint at slice 4 (the cursor goes there by search), run to it.
+    t.keys(&["/4", "Enter", "b"]);
+    t.wait_for(&["breakpoint before slice 4"], "breakpoint set");
+    t.keys(&["Space"]);
+    t.wait_for(
+        &[
+            "[replay at breakpoint before slice 4]",
+            "stopped at slice 4: breakpoint slice=4",
+            " slice 4/",
+        ],
+        "at the breakpoint",
+    );
+
+    // One step.
+    t.keys(&["n"]);
+    t.wait_for(&["[replay paused before slice 5]", " slice 5/"], "stepped");
+
+    // Quit: terminal restored, the replay stopped (exit 130), no rank left.
+    t.keys(&["q"]);
+    let s = t.wait_for(&["strobe-exited-130"], "quit");
+    assert!(!s.contains("GETTS"), "the alternate screen is gone:\n{s}");
+    assert!(s.contains("the ranks' output is in"), "{s}");
+    let left: Vec<u32> = pids
+        .into_iter()
+        .filter(|p| {
+            *p > 1
+                && std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .is_ok_and(|st| !st.contains(") Z "))
+        })
+        .collect();
+    assert!(left.is_empty(), "ranks left behind: {left:?}");
+}

@@ -9,7 +9,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, Mous
 use ratatui::layout::Rect;
 
 use crate::data::{BlockedGrid, Column, Notable, ProcessStats, Recording, SliceDetail};
-use crate::feed::FeedEvent;
+use crate::feed::{FeedEvent, ReplayCommand};
 use crate::keys::{action_for, Action};
 use crate::theme::Theme;
 use crate::ui;
@@ -136,6 +136,13 @@ pub struct App {
     pub message: Option<(String, bool)>,
     /// The feed's mode, shown in the status line.
     pub mode: String,
+    /// A live replay is under the UI: the replay keys work and `n` steps.
+    pub live: bool,
+    /// Replay commands the keys asked for, forwarded to the feed by the event loop
+    /// ([`crate::feed::run_commands`]).
+    pub commands: Vec<ReplayCommand>,
+    /// A report to read: (title, text); any key closes it.
+    pub popup: Option<(String, String)>,
     pub quit: bool,
     pub data: ViewData,
     /// The slice count the viewport was last fitted to (to follow a growing recording).
@@ -168,6 +175,9 @@ impl App {
             last_query: None,
             message: None,
             mode: "browse".into(),
+            live: false,
+            commands: Vec::new(),
+            popup: None,
             quit: false,
             data: ViewData::default(),
             seen_slices: 0,
@@ -299,6 +309,8 @@ impl App {
                 self.message = Some((format!("stopped at slice {slice}: {why}"), true));
                 self.invalidate();
             }
+            FeedEvent::Popup { title, text } => self.popup = Some((title, text)),
+            FeedEvent::Message(m) => self.message = Some((m, false)),
         }
     }
 
@@ -322,15 +334,16 @@ impl App {
             }
             return;
         }
-        if self.help {
-            // Any key closes the help; q still quits.
+        if self.help || self.popup.is_some() {
+            // Any key closes the help or a popup; q still quits.
             self.help = false;
-            if action_for(k) == Some(Action::Quit) {
+            self.popup = None;
+            if action_for(k, self.live) == Some(Action::Quit) {
                 self.quit = true;
             }
             return;
         }
-        if let Some(a) = action_for(k) {
+        if let Some(a) = action_for(k, self.live) {
             self.message = None;
             self.act(a);
         }
@@ -487,12 +500,57 @@ impl App {
                 self.descending = self.sort != SortKey::Primitive;
             }
             Action::SortReverse => self.descending = !self.descending,
+            Action::RunPause
+            | Action::Step
+            | Action::BreakHere
+            | Action::BreakOnCall
+            | Action::Gdb
+                if !self.live =>
+            {
+                self.message = Some((
+                    "replay keys work in a live replay: strobe replay FILE --tui".into(),
+                    false,
+                ));
+            }
+            Action::RunPause => self.commands.push(ReplayCommand::RunPause),
+            Action::Step => self.commands.push(ReplayCommand::Step),
+            Action::BreakHere => self
+                .commands
+                .push(ReplayCommand::BreakAtSlice(self.view.cursor)),
+            Action::BreakOnCall => self.break_on_call(),
+            Action::Gdb => self.commands.push(ReplayCommand::Gdb { rank: self.rank }),
+        }
+    }
+
+    /// A breakpoint on the call the selected rank is blocked in at the cursor's slice (the
+    /// cell under the Timeline's crosshair), read from the recording.
+    fn break_on_call(&mut self) {
+        let (rank, slice) = (self.rank, self.view.cursor);
+        match self.rec.slice_detail(slice) {
+            Ok(d) => match d.blocked.into_iter().find(|b| b.rank == rank) {
+                Some(b) => self
+                    .commands
+                    .push(ReplayCommand::BreakOnCall { rank, call: b.call }),
+                None => {
+                    self.message = Some((
+                        format!(
+                            "rank {rank} is in no MPI call at slice {slice}: put the cursor on a slice where it is (Timeline)"
+                        ),
+                        true,
+                    ))
+                }
+            },
+            Err(e) => self.message = Some((format!("reading the recording: {e}"), true)),
         }
     }
 
     fn start_search(&mut self, text: &str) {
         let t = text.trim();
         if t.is_empty() {
+            // An empty search repeats the last one forward (`n` steps a live replay).
+            if let Some(q) = self.last_query.clone() {
+                self.run_query(&q, true);
+            }
             return;
         }
         let lower = t.to_ascii_lowercase();
@@ -555,8 +613,9 @@ impl App {
             MouseEventKind::ScrollDown => self.act(Action::Right),
             MouseEventKind::ScrollUp => self.act(Action::Left),
             MouseEventKind::Down(MouseButton::Left) => {
-                if self.help {
+                if self.help || self.popup.is_some() {
                     self.help = false;
+                    self.popup = None;
                     return;
                 }
                 if let Some(t) = ui::tab_at(self, m.column, m.row) {

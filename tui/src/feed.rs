@@ -2,13 +2,14 @@
 //!
 //! Browsing a file, [`FollowFile`] re-reads the recording on a timer while it is still
 //! being written. A live replay (`strobe replay run.db --tui`) plugs in here with its own
-//! [`Feed`] over the replayer's control socket: it reports where the replay is
+//! [`Feed`] ([`crate::live::ReplayFeed`], in-process through the replayer's `Controller`): it reports where the replay is
 //! ([`FeedEvent::At`]) and why it stopped ([`FeedEvent::Stopped`]), and takes the replay
 //! commands ([`ReplayCommand`]); the views stay the same, because the replay writes the
 //! same tables as a recording. See `docs/tui.md`, "Live replay".
 
 use std::time::{Duration, Instant};
 
+use crate::app::{App, Event};
 use crate::data::{DataError, Recording};
 
 /// Something that happened outside the UI.
@@ -22,6 +23,10 @@ pub enum FeedEvent {
     At { slice: u64 },
     /// A live replay stopped: at a breakpoint, a divergence or a crash.
     Stopped { slice: u64, why: String },
+    /// Something to read in a popup (a divergence or crash report, the gdb command).
+    Popup { title: String, text: String },
+    /// A line for the status line (a breakpoint was set).
+    Message(String),
 }
 
 /// What a live replay can be asked to do.
@@ -30,7 +35,14 @@ pub enum ReplayCommand {
     RunPause,
     Step,
     BreakAtSlice(u64),
-    BreakOnCall { rank: u32, call: String },
+    BreakOnCall {
+        rank: u32,
+        call: String,
+    },
+    /// Show how to attach gdb to this rank.
+    Gdb {
+        rank: u32,
+    },
 }
 
 pub trait Feed {
@@ -42,11 +54,52 @@ pub trait Feed {
     fn is_live(&self) -> bool {
         false
     }
-    /// Ask a live replay to do something.
-    fn command(&mut self, cmd: ReplayCommand) -> Result<(), String> {
+    /// Ask a live replay to do something; what to show comes back as events.
+    fn command(&mut self, cmd: ReplayCommand) -> Result<Vec<FeedEvent>, String> {
         let _ = cmd;
-        Err("this is a recording, not a live replay".into())
+        Err("this is a recording, not a live replay (strobe replay FILE --tui)".into())
     }
+}
+
+/// Forward the commands the keys queued to the feed, and what it answers to the app.
+/// Returns whether anything changed.
+pub fn run_commands(app: &mut App, feed: &mut dyn Feed) -> bool {
+    let cmds = std::mem::take(&mut app.commands);
+    let changed = !cmds.is_empty();
+    for c in cmds {
+        match feed.command(c) {
+            Ok(events) => {
+                for e in events {
+                    app.handle(Event::Feed(e));
+                }
+            }
+            Err(e) => app.message = Some((e, true)),
+        }
+    }
+    changed
+}
+
+/// Poll the feed once and hand its events to the app. Returns whether anything changed.
+pub fn poll_into(app: &mut App, feed: &mut dyn Feed) -> bool {
+    let mut dirty = false;
+    match feed.poll(&mut app.rec) {
+        Ok(events) => {
+            for e in events {
+                app.handle(Event::Feed(e));
+                dirty = true;
+            }
+        }
+        Err(e) => {
+            app.message = Some((format!("refreshing: {e}"), true));
+            dirty = true;
+        }
+    }
+    let mode = feed.mode();
+    if mode != app.mode {
+        app.mode = mode;
+        dirty = true;
+    }
+    dirty
 }
 
 /// Follows a recording file: re-reads the job row and the slice count every `every`

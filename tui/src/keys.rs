@@ -37,6 +37,17 @@ pub enum Action {
     ToggleCollapse,
     SortNext,
     SortReverse,
+    /// Live replay: run / pause.
+    RunPause,
+    /// Live replay: run one slice.
+    Step,
+    /// Live replay: hold before the cursor's slice.
+    BreakHere,
+    /// Live replay: hold after the slice that handles the selected rank's call (the call it
+    /// is blocked in at the cursor).
+    BreakOnCall,
+    /// Live replay: show `gdb -p PID` for the selected rank.
+    Gdb,
 }
 
 /// (keys as shown, what they do, the action). Order is the help screen's order.
@@ -85,7 +96,11 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         "search: a slice number, rank N, or a call (Barrier)",
         Action::Search,
     ),
-    ("n N", "next / previous search match", Action::SearchNext),
+    (
+        "n N",
+        "next / previous match (live: n steps, / Enter repeats)",
+        Action::SearchNext,
+    ),
     (
         "] [",
         "next / previous slice that schedules a collective",
@@ -117,14 +132,31 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         Action::SortNext,
     ),
     (
+        "space  n  .",
+        "live replay: run / pause; step one slice",
+        Action::Step,
+    ),
+    (
+        "b  B",
+        "live: break at the cursor's slice / on the rank's call",
+        Action::BreakHere,
+    ),
+    (
+        "x",
+        "live: gdb -p PID of the selected rank (when held)",
+        Action::Gdb,
+    ),
+    (
         "mouse",
         "click a tab, a chart column or a rank; wheel pans",
         Action::Right,
     ),
 ];
 
-/// The action for a key press in browse mode.
-pub fn action_for(key: KeyEvent) -> Option<Action> {
+/// The action for a key press. `live`: a replay is running under the UI, where `n` steps
+/// one slice (as issue 6 asks) instead of repeating the search; `N` still goes to the
+/// previous match and `/` then Enter (an empty search) repeats the last search forward.
+pub fn action_for(key: KeyEvent, live: bool) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     Some(match key.code {
         KeyCode::Char('c') if ctrl => Action::Quit,
@@ -152,6 +184,7 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('+') | KeyCode::Char('=') => Action::ZoomIn,
         KeyCode::Char('-') | KeyCode::Char('_') => Action::ZoomOut,
         KeyCode::Char('/') => Action::Search,
+        KeyCode::Char('n') if live => Action::Step,
         KeyCode::Char('n') => Action::SearchNext,
         KeyCode::Char('N') => Action::SearchPrev,
         KeyCode::Char(']') => Action::NextCollective,
@@ -163,6 +196,11 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('c') => Action::ToggleCollapse,
         KeyCode::Char('s') => Action::SortNext,
         KeyCode::Char('S') => Action::SortReverse,
+        KeyCode::Char(' ') => Action::RunPause,
+        KeyCode::Char('.') => Action::Step,
+        KeyCode::Char('b') => Action::BreakHere,
+        KeyCode::Char('B') => Action::BreakOnCall,
+        KeyCode::Char('x') => Action::Gdb,
         _ => return None,
     })
 }
@@ -185,13 +223,30 @@ mod tests {
 
     #[test]
     fn vim_keys_and_arrows_agree() {
-        let k = |c| action_for(KeyEvent::from(c));
+        let k = |c| action_for(KeyEvent::from(c), false);
         assert_eq!(k(KeyCode::Char('h')), k(KeyCode::Left));
         assert_eq!(k(KeyCode::Char('j')), k(KeyCode::Down));
         assert_eq!(k(KeyCode::Char('G')), k(KeyCode::End));
         assert_eq!(
-            action_for(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            action_for(
+                KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL),
+                false
+            ),
             k(KeyCode::PageDown)
+        );
+    }
+
+    /// `n` searches when browsing and steps a live replay; `.` steps in both.
+    #[test]
+    fn n_steps_only_a_live_replay() {
+        let n = KeyEvent::from(KeyCode::Char('n'));
+        assert_eq!(action_for(n, false), Some(Action::SearchNext));
+        assert_eq!(action_for(n, true), Some(Action::Step));
+        let dot = KeyEvent::from(KeyCode::Char('.'));
+        assert_eq!(action_for(dot, false), Some(Action::Step));
+        assert_eq!(
+            action_for(KeyEvent::from(KeyCode::Char('N')), true),
+            Some(Action::SearchPrev)
         );
     }
 }

@@ -4,7 +4,8 @@
 //! * [`app`]: state, the [`app::Event`] enum, what each action does;
 //! * [`keys`]: the key map (and the help screen's table);
 //! * [`ui`]: one render function per pane;
-//! * [`feed`]: changes from outside (a growing file now; a live replay later);
+//! * [`feed`]: changes from outside (a growing file);
+//! * [`live`]: the live replay feed (`strobe replay FILE --tui`);
 //! * [`terminal`]: the real terminal, restored on every exit path.
 
 pub mod app;
@@ -12,6 +13,7 @@ pub mod bench;
 pub mod data;
 pub mod feed;
 pub mod keys;
+pub mod live;
 pub mod synthetic;
 pub mod terminal;
 pub mod theme;
@@ -52,4 +54,22 @@ pub fn run(path: &Path) -> Result<(), TuiError> {
     let mut app = App::new(rec, Theme::from_env());
     terminal::run(&mut app, &mut feed)?;
     Ok(())
+}
+
+/// `strobe replay FILE --tui`: open the recording (refusing what is not one before the
+/// terminal is touched), start the replay held before slice 1, and run the UI on it until
+/// the user quits; quitting stops the replay and reaps every rank. `opts.recording` must
+/// be absolute (the replay changes the process's working directory to the recorded one).
+pub fn run_live(opts: strobe_replayer::ReplayOptions) -> Result<live::ReplayFeed, TuiError> {
+    let rec = Recording::open(&opts.recording)?;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(TuiError::NotATerminal);
+    }
+    let mut feed = live::ReplayFeed::start(opts);
+    let mut app = App::new(rec, Theme::from_env());
+    let res = terminal::run(&mut app, &mut feed);
+    // The terminal is back; now stop and reap the job.
+    feed.shutdown();
+    res?;
+    Ok(feed)
 }

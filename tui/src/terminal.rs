@@ -65,6 +65,7 @@ pub fn run(app: &mut App, feed: &mut dyn Feed) -> io::Result<()> {
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(io::stdout()))?;
     app.mode = feed.mode();
+    app.live = feed.is_live();
     let mut dirty = true;
     // Test seam (debug builds only): the end-to-end test checks that a panic leaves a
     // usable terminal behind.
@@ -87,26 +88,14 @@ pub fn run(app: &mut App, feed: &mut dyn Feed) -> io::Result<()> {
             };
             if let Some(ev) = ev {
                 app.handle(ev);
+                crate::feed::run_commands(app, feed);
                 dirty = true;
             }
-        } else {
-            match feed.poll(&mut app.rec) {
-                Ok(events) => {
-                    for e in events {
-                        app.handle(Event::Feed(e));
-                        dirty = true;
-                    }
-                }
-                Err(e) => {
-                    app.message = Some((format!("refreshing: {e}"), true));
-                    dirty = true;
-                }
-            }
-            let mode = feed.mode();
-            if mode != app.mode {
-                app.mode = mode;
-                dirty = true;
-            }
+        }
+        // Every turn, not only when idle: typing must not starve a live replay's updates
+        // (FollowFile keeps its own timer).
+        if crate::feed::poll_into(app, feed) {
+            dirty = true;
         }
     }
     Ok(())

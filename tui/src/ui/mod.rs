@@ -115,7 +115,39 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_status(buf, status, app);
     if app.help {
         render_help(frame, body, app);
+    } else if let Some((title, text)) = &app.popup {
+        render_popup(frame, body, app, title, text);
     }
+}
+
+/// A report over the body (a divergence, a crash, the gdb command): as wide as its
+/// longest line allows, wrapped, cut at the bottom; any key closes it.
+fn render_popup(frame: &mut Frame, body: Rect, app: &App, title: &str, text: &str) {
+    let longest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0) as u16;
+    let w = body.width.min(longest.max(40) + 4);
+    let mut lines: Vec<Line> = text.lines().map(|l| Line::raw(l.to_string())).collect();
+    lines.push(Line::from(Span::styled(
+        "any key closes this",
+        app.theme.dim(),
+    )));
+    let h = body.height.min(lines.len() as u16 + 2);
+    let area = Rect::new(
+        body.x + (body.width - w) / 2,
+        body.y + (body.height - h) / 2,
+        w,
+        h,
+    );
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!(" {title} ")),
+            )
+            .wrap(Wrap { trim: false }),
+        area,
+    );
 }
 
 fn render_tabs(buf: &mut Buffer, area: Rect, app: &App) {
