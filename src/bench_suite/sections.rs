@@ -556,7 +556,8 @@ pub fn recording(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         "## Recording and replay (2 ranks, wall time of the whole job)\n"
     );
     let iters = if ctx.quick { "iters=30" } else { "iters=150" };
-    let msg_reps = if ctx.quick { "reps=100" } else { "reps=1000" };
+    // Long enough (about a second) that SQLite set-up and the final checkpoint do not dominate.
+    let msg_reps = if ctx.quick { "reps=500" } else { "reps=20000" };
     let workloads: Vec<(&str, &str, Vec<String>, bool)> = vec![
         (
             "synth_barrier 10 ms",
