@@ -10,19 +10,19 @@
 //! - [`api`]: the Rust API for MPI programs.
 //! - [`launcher`]: the Machine Manager: creates the job, spawns ranks, watches them.
 
+// The deterministic core lives in `strobe-core` (pure: no libc, no unsafe, no I/O, no
+// clock); it is re-exported under its old paths so `strobe_runtime::sched` keeps working.
+pub use strobe_core::{datatype, descriptor, ops, sched, slice};
+
 pub mod api;
-pub mod datatype;
-pub mod descriptor;
 pub mod engine;
 pub mod futex;
 pub mod launcher;
 pub mod mmds;
-pub mod ops;
 pub mod outcome;
 pub mod procmem;
 pub mod rank;
 pub mod ring;
-pub mod sched;
 pub mod segment;
 pub mod shm_region;
 pub mod transport;

@@ -7,9 +7,9 @@
 //! digest) and return [`SchemaError`] instead of panicking on bad input.
 
 use capnp::message::{Builder, ReaderOptions};
-use strobe_runtime::descriptor::{DescKind, DescRef, Descriptor, RtError};
-use strobe_runtime::engine::{Phase, StartReason};
-use strobe_runtime::sched::{Decision, SliceDecisions};
+use strobe_core::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use strobe_core::slice::{Phase, StartReason};
+use strobe_core::sched::{Decision, SliceDecisions};
 
 use crate::generated::strobe_capnp as g;
 use crate::FORMAT_VERSION;

@@ -6,37 +6,13 @@
 
 use std::time::Duration;
 
+pub use strobe_core::slice::StartReason;
+
 use crate::descriptor::Descriptor;
 use crate::mmds::RankMmds;
 use crate::outcome::OutcomeRec;
 use crate::sched::SliceDecisions;
 use crate::segment::JobSegment;
-
-/// Why a slice started.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum StartReason {
-    /// The first slice of the job.
-    First = 0,
-    /// The slice timer expired (the papers' only reason).
-    Timer = 1,
-    /// Adaptive strobe: no rank was computing, so waiting longer could not change anything.
-    Early = 2,
-    /// Replay (logical slices): every rank had posted the descriptors recorded for the
-    /// previous slice.
-    Logical = 3,
-}
-
-impl StartReason {
-    pub fn name(self) -> &'static str {
-        match self {
-            StartReason::First => "first",
-            StartReason::Timer => "timer",
-            StartReason::Early => "early",
-            StartReason::Logical => "logical",
-        }
-    }
-}
 
 /// The papers' global per-slice metrics, measured by the Strobe Sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -8,6 +8,8 @@
 //! opens the next microphase (a failed attempt is one unsuccessful synchronization retry,
 //! the papers' USR* metrics), and `EV_MICRO` wakes the other nodes.
 
+pub use strobe_core::slice::{code, Phase};
+
 use crate::transport::{CmpOp, EventId, NodeSet, Transport, TransportError, Wait};
 
 pub const VAR_STROBE: usize = 0;
@@ -19,23 +21,6 @@ pub const EV_DONE: EventId = EventId(2);
 
 /// The slice number that tells every node to leave its loop.
 pub const STOP: u64 = u64::MAX;
-
-/// The microphases of a slice, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u64)]
-pub enum Phase {
-    Dem = 1,
-    Msm = 2,
-    P2p = 3,
-    Bbm = 4,
-    /// Within RM: every node has read its reduction inputs (results are written after it).
-    RmRead = 5,
-    Rm = 6,
-}
-
-pub fn code(slice: u64, phase: Phase) -> u64 {
-    slice * 8 + phase as u64
-}
 
 /// Node 0: start `slice` on every node.
 pub fn send_strobe(t: &dyn Transport, slice: u64) -> Result<(), TransportError> {
