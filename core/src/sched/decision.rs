@@ -273,3 +273,12 @@ impl Default for Fnv64 {
         Self::new()
     }
 }
+
+/// One line of text per decision: the decision log, divergence reports and the TUI all
+/// print decisions with this (and only this).
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Placeholder until the field visitor lands; replaced by the visitor-driven text.
+        write!(f, "{self:?}")
+    }
+}

@@ -19,6 +19,13 @@ mod comm;
 pub mod decision;
 mod p2p;
 
+/// The version of the scheduling rules. Bump it whenever a change alters the decisions the
+/// scheduler makes for the same input (a new protocol, a new matching rule): recordings
+/// carry it, and replaying a recording made under another version is refused (exit 2)
+/// instead of being reported as a divergence. Version 1 is every release up to and
+/// including the one that introduced this constant.
+pub const SCHEDULER_VERSION: u32 = 1;
+
 pub use comm::{Comm, CommTable, CommView};
 pub use decision::{Decision, DecisionCounts, Fnv64, SliceDecisions};
 
