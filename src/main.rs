@@ -2,8 +2,6 @@
 //! replayer and TUI land, record, replay and browse them).
 
 mod bench;
-mod bench_record;
-mod bench_suite;
 mod cli_util;
 mod decision_log;
 mod mpicc;
@@ -61,26 +59,13 @@ enum Cmd {
         /// The recording (an SQLite file written by `strobe record`; it may still be growing).
         file: PathBuf,
     },
-    /// The benchmark suite: strobe against MPICH and against itself, side by side (with a
-    /// subcommand: one measurement of the runtime itself). Figures are Markdown for docs/.
+    /// The benchmark suite: strobe against MPICH and against itself, side by side, and
+    /// measurements of the runtime (`strobe bench --help`). Runs `strobe-bench`, the
+    /// benchmark tool installed next to strobe (`cargo build --release -p strobe-bench`).
+    #[command(disable_help_flag = true)]
     Bench {
-        #[command(subcommand)]
-        what: Option<BenchCmd>,
-        /// Also write the Markdown to this file (the suite draws its PNGs next to it).
-        #[arg(long, global = true)]
-        out: Option<PathBuf>,
-        /// Suite: small sizes and two rounds, under three minutes (a CI smoke test).
-        #[arg(long)]
-        quick: bool,
-        /// Suite: rank counts for the collectives.
-        #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
-        ranks: Vec<u32>,
-        /// Suite: rounds per configuration after the warm-up (default 5, 2 with --quick).
-        #[arg(long)]
-        rounds: Option<usize>,
-        /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling).
-        #[arg(long, value_delimiter = ',')]
-        only: Vec<String>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
     },
     /// Compile and link a C MPI program against strobe (also installable as `mpicc`).
     /// Flags pass through to the C compiler (`cc`, or $STROBE_CC); `-show` prints the
@@ -104,54 +89,6 @@ enum Cmd {
         /// Keep the recording in this file (overwritten) instead of a temporary one.
         #[arg(long)]
         out: Option<PathBuf>,
-    },
-}
-
-#[derive(Subcommand)]
-enum BenchCmd {
-    /// Cost of one empty slice versus the number of ranks.
-    EmptySlice {
-        #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32,64")]
-        ranks: Vec<u32>,
-        #[arg(long, value_delimiter = ',', default_value = "1")]
-        nodes: Vec<u32>,
-        /// How long the ranks stay idle, in milliseconds.
-        #[arg(long, default_value_t = 300)]
-        idle_ms: u32,
-    },
-    /// Recording overhead: `strobe run` versus `strobe record` with different layers, on
-    /// the papers' synthetic benchmarks (10 ms granularity) and a message-heavy job.
-    Record {
-        #[arg(short = 'n', long, default_value_t = 4)]
-        ranks: u32,
-        /// Measured rounds (each runs every mode once), after one warm-up round.
-        #[arg(long, default_value_t = 5)]
-        rounds: u32,
-        /// Iterations of the 10 ms synthetic benchmarks.
-        #[arg(long, default_value_t = 100)]
-        iterations: u64,
-        /// Iterations of the message-heavy exchange.
-        #[arg(long, default_value_t = 2000)]
-        heavy_iterations: u64,
-    },
-    /// The papers' validation run: barrier every 1.9 ms under fixed 250 us slices.
-    Validation {
-        #[arg(short = 'n', long, default_value_t = 2)]
-        ranks: u32,
-        #[arg(long, default_value_t = 2000)]
-        iterations: u32,
-    },
-    /// The terminal UI on a synthetic recording: first frame and key presses.
-    Tui {
-        #[arg(long, default_value_t = 1_000_000)]
-        slices: u64,
-        #[arg(long, default_value_t = 64)]
-        ranks: u32,
-        #[arg(long, default_value_t = 4)]
-        nodes: u32,
-        /// Keep (and reuse, if it exists) the synthetic recording at this path.
-        #[arg(long)]
-        db: Option<PathBuf>,
     },
 }
 
@@ -229,26 +166,7 @@ fn main() {
         Cmd::Stats { file, rank, json } => Ok(record::stats(&file, rank, json)),
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
-        Cmd::Bench {
-            what: Some(what),
-            out,
-            ..
-        } => bench_cmd(what, out),
-        Cmd::Bench {
-            what: None,
-            out,
-            quick,
-            ranks,
-            rounds,
-            only,
-        } => bench_suite::run(bench_suite::SuiteArgs {
-            quick,
-            ranks,
-            out,
-            rounds,
-            only,
-        })
-        .map(|()| 0),
+        Cmd::Bench { args } => bench::bench(&args),
     };
     finish(code)
 }
@@ -460,34 +378,6 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         let _ = std::fs::remove_file(&path);
     }
     Ok(if code != 0 { code } else { shown })
-}
-
-fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
-    let text = match what {
-        BenchCmd::EmptySlice {
-            ranks,
-            nodes,
-            idle_ms,
-        } => bench::empty_slice(&ranks, &nodes, idle_ms)?,
-        BenchCmd::Validation { ranks, iterations } => bench::validation(ranks, iterations)?,
-        BenchCmd::Tui {
-            slices,
-            ranks,
-            nodes,
-            db,
-        } => bench::tui(slices, ranks, nodes, db)?,
-        BenchCmd::Record {
-            ranks,
-            rounds,
-            iterations,
-            heavy_iterations,
-        } => bench_record::record_overhead(ranks, rounds, iterations, heavy_iterations)?,
-    };
-    print!("{text}");
-    if let Some(p) = out {
-        std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
-    }
-    Ok(0)
 }
 
 fn parse_direct_min(s: &str) -> Result<u64, String> {

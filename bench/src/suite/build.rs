@@ -23,10 +23,7 @@ impl Implementation {
     }
 }
 
-/// The repository checkout the suite runs from (sources of the C fixtures, scripts).
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use crate::paths::repo_root;
 
 pub fn fixture_sources() -> PathBuf {
     repo_root().join("fixtures/c")
@@ -78,7 +75,7 @@ pub fn build(imp: Implementation, stem: &str, out_dir: &Path) -> Result<PathBuf>
     let src = fixture_sources().join(format!("{stem}.c"));
     let mut cmd = match imp {
         Implementation::Strobe => {
-            let mut c = Command::new(std::env::current_exe()?);
+            let mut c = Command::new(crate::paths::strobe_exe()?);
             c.arg("mpicc");
             c
         }

@@ -79,7 +79,7 @@ struct Sample {
 }
 
 fn program(name: &str) -> Result<PathBuf> {
-    let p = std::env::current_exe()?.with_file_name(name);
+    let p = crate::paths::sibling(name)?;
     if !p.exists() {
         bail!(
             "fixture {} not built (cargo build --release --workspace)",

@@ -128,7 +128,7 @@ fn has_replay(strobe: &Path) -> bool {
 
 pub fn run(args: SuiteArgs) -> Result<()> {
     let t0 = Instant::now();
-    let strobe = std::env::current_exe().context("cannot find the strobe executable")?;
+    let strobe = crate::paths::strobe_exe()?;
     let build_dir = strobe
         .parent()
         .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)

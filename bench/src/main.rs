@@ -1,0 +1,140 @@
+//! `strobe-bench`: strobe's benchmark suite and measurements of the runtime itself
+//! (`strobe bench` runs this tool). Figures are measured, never asserted; the output is
+//! Markdown meant to be kept in `docs/` (docs/benchmarks.md, docs/benchmarks-detail.md).
+//!
+//! It is a developer tool, separate from the shipped `strobe` binary: it compiles the C
+//! benchmark fixtures of the source tree, installs Debian's MPICH to compare against, and
+//! draws PNG plots.
+
+mod micro;
+mod paths;
+mod record_overhead;
+mod suite;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+/// The benchmark suite: strobe against MPICH and against itself, side by side (with a
+/// subcommand: one measurement of the runtime itself). Figures are Markdown for docs/.
+#[derive(Parser)]
+#[command(name = "strobe-bench", bin_name = "strobe bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    what: Option<BenchCmd>,
+    /// Also write the Markdown to this file (the suite draws its PNGs next to it).
+    #[arg(long, global = true)]
+    out: Option<PathBuf>,
+    /// Suite: small sizes and two rounds, under three minutes (a CI smoke test).
+    #[arg(long)]
+    quick: bool,
+    /// Suite: rank counts for the collectives.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
+    ranks: Vec<u32>,
+    /// Suite: rounds per configuration after the warm-up (default 5, 2 with --quick).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    }
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Cost of one empty slice versus the number of ranks.
+    EmptySlice {
+        #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32,64")]
+        ranks: Vec<u32>,
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        nodes: Vec<u32>,
+        /// How long the ranks stay idle, in milliseconds.
+        #[arg(long, default_value_t = 300)]
+        idle_ms: u32,
+    },
+    /// Recording overhead: `strobe run` versus `strobe record` with different layers, on
+    /// the papers' synthetic benchmarks (10 ms granularity) and a message-heavy job.
+    Record {
+        #[arg(short = 'n', long, default_value_t = 4)]
+        ranks: u32,
+        /// Measured rounds (each runs every mode once), after one warm-up round.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Iterations of the 10 ms synthetic benchmarks.
+        #[arg(long, default_value_t = 100)]
+        iterations: u64,
+        /// Iterations of the message-heavy exchange.
+        #[arg(long, default_value_t = 2000)]
+        heavy_iterations: u64,
+    },
+    /// The papers' validation run: barrier every 1.9 ms under fixed 250 us slices.
+    Validation {
+        #[arg(short = 'n', long, default_value_t = 2)]
+        ranks: u32,
+        #[arg(long, default_value_t = 2000)]
+        iterations: u32,
+    },
+    /// The terminal UI on a synthetic recording: first frame and key presses.
+    Tui {
+        #[arg(long, default_value_t = 1_000_000)]
+        slices: u64,
+        #[arg(long, default_value_t = 64)]
+        ranks: u32,
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// Keep (and reuse, if it exists) the synthetic recording at this path.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.what {
+        Some(what) => bench_cmd(what, cli.out),
+        None => suite::run(suite::SuiteArgs {
+            quick: cli.quick,
+            ranks: cli.ranks,
+            out: cli.out,
+            rounds: cli.rounds,
+            only: cli.only,
+        })
+        .map(|()| 0),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("strobe bench: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
+    let text = match what {
+        BenchCmd::EmptySlice {
+            ranks,
+            nodes,
+            idle_ms,
+        } => micro::empty_slice(&ranks, &nodes, idle_ms)?,
+        BenchCmd::Validation { ranks, iterations } => micro::validation(ranks, iterations)?,
+        BenchCmd::Tui {
+            slices,
+            ranks,
+            nodes,
+            db,
+        } => micro::tui(slices, ranks, nodes, db)?,
+        BenchCmd::Record {
+            ranks,
+            rounds,
+            iterations,
+            heavy_iterations,
+        } => record_overhead::record_overhead(ranks, rounds, iterations, heavy_iterations)?,
+    };
+    print!("{text}");
+    if let Some(p) = out {
+        std::fs::write(&p, &text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(0)
+}
+
