@@ -50,146 +50,73 @@ impl Fixture {
     }
 }
 
-/// A value of the TOML subset the manifest uses.
-#[derive(Debug, Clone)]
-enum Value {
-    Str(String),
-    Int(i64),
-    List(Vec<Value>),
+/// The manifest as written: `[[fixture]]` tables; unknown keys are errors (a typo must not
+/// silently drop a setting).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestFile {
+    #[serde(default)]
+    fixture: Vec<FixtureEntry>,
 }
 
-fn parse_value(text: &str, line: usize) -> Result<Value, String> {
-    let t = text.trim();
-    if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-        let mut items = Vec::new();
-        // Items are plain strings (no commas or quotes inside) or integers.
-        let mut rest = inner.trim();
-        while !rest.is_empty() {
-            let (item, after) = if let Some(s) = rest.strip_prefix('"') {
-                let end = s
-                    .find('"')
-                    .ok_or(format!("line {line}: unterminated string"))?;
-                (Value::Str(s[..end].to_string()), &s[end + 1..])
-            } else {
-                let end = rest.find(',').unwrap_or(rest.len());
-                (parse_value(&rest[..end], line)?, &rest[end..])
-            };
-            items.push(item);
-            rest = after.trim_start().trim_start_matches(',').trim_start();
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureEntry {
+    name: String,
+    source: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    bench_args: Vec<String>,
+    ranks: Vec<u32>,
+    verdict: String,
+    abort_code: Option<i32>,
+    #[serde(default)]
+    env: Vec<String>,
+}
+
+impl FixtureEntry {
+    fn check(self) -> Result<Fixture, String> {
+        let name = self.name;
+        if self.ranks.is_empty() || self.ranks.contains(&0) {
+            return Err(format!("{name}: ranks must be positive integers"));
         }
-        return Ok(Value::List(items));
-    }
-    if let Some(s) = t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-        return Ok(Value::Str(s.to_string()));
-    }
-    t.parse::<i64>()
-        .map(Value::Int)
-        .map_err(|_| format!("line {line}: cannot read value {t:?}"))
-}
-
-fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
-    match v {
-        Value::List(items) => items
+        let verdict = match self.verdict.as_str() {
+            "pass" => Verdict::Pass,
+            "deadlock" => Verdict::Deadlock,
+            "segfault" => Verdict::Segfault,
+            "heisenbug" => Verdict::Heisenbug,
+            "abort" => match self.abort_code {
+                Some(c) => Verdict::Abort(c),
+                None => return Err(format!("{name}: verdict abort needs abort_code")),
+            },
+            other => return Err(format!("{name}: unknown verdict {other}")),
+        };
+        let env = self
+            .env
             .iter()
-            .map(|i| match i {
-                Value::Str(s) => Ok(s.clone()),
-                _ => Err(format!("{key}: expected strings")),
+            .map(|kv| {
+                kv.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or(format!("{name}: env entry {kv:?} is not KEY=VALUE"))
             })
-            .collect(),
-        _ => Err(format!("{key}: expected a list")),
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Fixture {
+            name,
+            source: self.source,
+            args: self.args,
+            bench_args: self.bench_args,
+            ranks: self.ranks,
+            verdict,
+            env,
+        })
     }
 }
 
 /// Parses `manifest.toml` (see the comment at its top for the format).
 pub fn parse_manifest(text: &str) -> Result<Vec<Fixture>, String> {
-    let mut tables: Vec<Vec<(String, Value, usize)>> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if line == "[[fixture]]" {
-            tables.push(Vec::new());
-            continue;
-        }
-        let (key, value) = line
-            .split_once('=')
-            .ok_or(format!("line {}: expected key = value", i + 1))?;
-        let table = tables
-            .last_mut()
-            .ok_or(format!("line {}: key outside [[fixture]]", i + 1))?;
-        table.push((key.trim().to_string(), parse_value(value, i + 1)?, i + 1));
-    }
-    let mut fixtures = Vec::new();
-    for table in tables {
-        let get = |k: &str| table.iter().find(|(key, _, _)| key == k).map(|(_, v, _)| v);
-        let string = |k: &str| match get(k) {
-            Some(Value::Str(s)) => Ok(s.clone()),
-            _ => Err(format!("a fixture lacks the string {k}")),
-        };
-        let name = string("name")?;
-        let ranks = match get("ranks") {
-            Some(Value::List(l)) => l
-                .iter()
-                .map(|v| match v {
-                    Value::Int(n) if *n > 0 => Ok(*n as u32),
-                    _ => Err(format!("{name}: ranks must be positive integers")),
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            _ => return Err(format!("{name}: ranks missing")),
-        };
-        let verdict = match string("verdict")?.as_str() {
-            "pass" => Verdict::Pass,
-            "deadlock" => Verdict::Deadlock,
-            "segfault" => Verdict::Segfault,
-            "heisenbug" => Verdict::Heisenbug,
-            "abort" => match get("abort_code") {
-                Some(Value::Int(c)) => Verdict::Abort(*c as i32),
-                _ => return Err(format!("{name}: verdict abort needs abort_code")),
-            },
-            other => return Err(format!("{name}: unknown verdict {other}")),
-        };
-        let env = match get("env") {
-            Some(v) => strings(v, "env")?
-                .into_iter()
-                .map(|kv| {
-                    kv.split_once('=')
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .ok_or(format!("{name}: env entry {kv:?} is not KEY=VALUE"))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
-        for (key, _, line) in &table {
-            let known = [
-                "name",
-                "source",
-                "args",
-                "bench_args",
-                "ranks",
-                "verdict",
-                "abort_code",
-                "env",
-            ];
-            if !known.contains(&key.as_str()) {
-                return Err(format!("line {line}: unknown key {key}"));
-            }
-        }
-        fixtures.push(Fixture {
-            source: string("source")?,
-            args: get("args")
-                .map(|v| strings(v, "args"))
-                .unwrap_or(Ok(vec![]))?,
-            bench_args: get("bench_args")
-                .map(|v| strings(v, "bench_args"))
-                .unwrap_or(Ok(vec![]))?,
-            ranks,
-            verdict,
-            env,
-            name,
-        });
-    }
-    Ok(fixtures)
+    let file: ManifestFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    file.fixture.into_iter().map(FixtureEntry::check).collect()
 }
 
 /// The manifest of the checked-in suite.
