@@ -38,7 +38,7 @@ struct Cli {
     /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    }
+}
 
 #[derive(Subcommand)]
 enum BenchCmd {
@@ -137,4 +137,3 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
     }
     Ok(0)
 }
-

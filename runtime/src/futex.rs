@@ -7,8 +7,13 @@
 //!
 //! Futex waits can return spuriously; every caller must re-check its condition in a loop.
 
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::thread::futex;
+use rustix::time::{clock_gettime, ClockId, Timespec};
 
 /// Why a wait returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +27,10 @@ pub enum WaitResult {
 }
 
 /// Matches every waiter in `FUTEX_WAIT_BITSET` (the kernel's `FUTEX_BITSET_MATCH_ANY`).
-const BITSET_MATCH_ANY: u32 = u32::MAX;
+const BITSET_MATCH_ANY: NonZeroU32 = NonZeroU32::MAX;
+
+/// Shared (not private) futex operations: see the module comment.
+const SHARED: futex::Flags = futex::Flags::empty();
 
 /// Sleeps while `*word == expected`, for at most `timeout` (`None`: no limit).
 /// An interrupted wait (EINTR) is resumed with the remaining time.
@@ -45,7 +53,7 @@ pub fn wait_until(word: &AtomicU32, expected: u32, deadline: Option<Instant>) ->
             None => {
                 // Already past: report a changed value in preference to a timeout, as
                 // the kernel would have, so callers see the freshest information.
-                return if word.load(std::sync::atomic::Ordering::Acquire) != expected {
+                return if word.load(Ordering::Acquire) != expected {
                     WaitResult::ValueChanged
                 } else {
                     WaitResult::TimedOut
@@ -54,34 +62,15 @@ pub fn wait_until(word: &AtomicU32, expected: u32, deadline: Option<Instant>) ->
         },
     };
     loop {
-        let ts_ptr = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: `word` is a valid, aligned u32 for the duration of the call (the kernel
-        // only reads it); `ts_ptr` is null or points to a live timespec; uaddr2 is unused
-        // by FUTEX_WAIT_BITSET.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT_BITSET,
-                expected,
-                ts_ptr,
-                std::ptr::null::<u32>(),
-                BITSET_MATCH_ANY,
-            )
-        };
-        if r == 0 {
-            return WaitResult::Woken;
-        }
-        match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EAGAIN) => return WaitResult::ValueChanged,
-            Some(libc::ETIMEDOUT) => return WaitResult::TimedOut,
+        match futex::wait_bitset(word, SHARED, expected, ts.as_ref(), BITSET_MATCH_ANY) {
+            Ok(()) => return WaitResult::Woken,
+            Err(Errno::AGAIN) => return WaitResult::ValueChanged,
+            Err(Errno::TIMEDOUT) => return WaitResult::TimedOut,
             // A signal handler ran; the deadline is absolute, so just go back to sleep.
-            Some(libc::EINTR) => continue,
+            Err(Errno::INTR) => continue,
             // EFAULT/EINVAL/ENOSYS mean a bug (bad address or flags), not a runtime
             // condition a caller could handle.
-            _ => panic!("futex wait failed: {}", std::io::Error::last_os_error()),
+            Err(e) => panic!("futex wait failed: {e}"),
         }
     }
 }
@@ -89,23 +78,10 @@ pub fn wait_until(word: &AtomicU32, expected: u32, deadline: Option<Instant>) ->
 /// Wakes at most `n` waiters on `word`; returns how many were woken.
 pub fn wake(word: &AtomicU32, n: u32) -> usize {
     let n = n.min(i32::MAX as u32);
-    // SAFETY: FUTEX_WAKE only uses the address as a key (it does not even read it);
-    // the remaining arguments are ignored by this operation.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            n,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        )
-    };
-    if r < 0 {
-        panic!("futex wake failed: {}", std::io::Error::last_os_error());
+    match futex::wake(word, SHARED, n) {
+        Ok(woken) => woken,
+        Err(e) => panic!("futex wake failed: {e}"),
     }
-    r as usize
 }
 
 /// Wakes every waiter on `word`; returns how many were woken.
@@ -114,28 +90,22 @@ pub fn wake_all(word: &AtomicU32) -> usize {
 }
 
 /// `deadline` as an absolute `CLOCK_MONOTONIC` timespec, or `None` if it has passed.
-fn monotonic_timespec(deadline: Instant) -> Option<libc::timespec> {
+fn monotonic_timespec(deadline: Instant) -> Option<Timespec> {
     let remaining = deadline.checked_duration_since(Instant::now())?;
     if remaining.is_zero() {
         return None;
     }
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid, writable timespec.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    assert_eq!(r, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
+    let now = clock_gettime(ClockId::Monotonic);
     // Saturate rather than overflow for absurd deadlines; they behave as "never".
     let mut sec = now
         .tv_sec
-        .saturating_add(libc::time_t::try_from(remaining.as_secs()).unwrap_or(libc::time_t::MAX));
-    let mut nsec = now.tv_nsec + remaining.subsec_nanos() as libc::c_long;
+        .saturating_add(i64::try_from(remaining.as_secs()).unwrap_or(i64::MAX));
+    let mut nsec = now.tv_nsec + i64::from(remaining.subsec_nanos());
     if nsec >= 1_000_000_000 {
         nsec -= 1_000_000_000;
         sec = sec.saturating_add(1);
     }
-    Some(libc::timespec {
+    Some(Timespec {
         tv_sec: sec,
         tv_nsec: nsec,
     })

@@ -7,7 +7,7 @@
 //! (`MPI_THREAD_FUNNELED`); a mutex still guards the context so misuse cannot corrupt it.
 
 use std::collections::HashMap;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -87,6 +87,10 @@ impl RankCtx {
         let len = env_u64(ENV_LEN)? as usize;
         let rank = env_u64(ENV_RANK)? as u32;
         let size = env_u64(ENV_SIZE)? as u32;
+        // SAFETY: the launcher passes this process the segment's descriptor under ENV_FD
+        // for it to own; `init` runs once per process (checked above), so nothing else
+        // takes ownership of the same number.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
         let seg = JobSegment::attach(fd, len)?;
         if rank >= seg.ranks() || size != seg.ranks() {
             return Err(InitError::BadEnv(ENV_RANK, rank.to_string()));

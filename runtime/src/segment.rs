@@ -238,7 +238,7 @@ impl JobSegment {
     }
 
     /// Map an inherited job segment (rank side).
-    pub fn attach(fd: RawFd, len: usize) -> io::Result<Self> {
+    pub fn attach(fd: std::os::fd::OwnedFd, len: usize) -> io::Result<Self> {
         let region = ShmRegion::from_fd(fd, len)?;
         if len < HEADER_BYTES {
             return Err(io::Error::new(

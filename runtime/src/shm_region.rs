@@ -5,17 +5,20 @@
 //! inheriting (or being passed) the file descriptor; [`ShmRegion::inheritable_fd`] makes the
 //! descriptor survive `exec`, and [`ShmRegion::from_fd`] maps it on the other side.
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
+
+use rustix::fs::{fstat, ftruncate, memfd_create, MemfdFlags};
+use rustix::io::{fcntl_getfd, fcntl_setfd, FdFlags};
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
 /// A `MAP_SHARED`, read/write mapping of a memfd. Unmapped and closed on drop.
 #[derive(Debug)]
 pub struct ShmRegion {
     ptr: NonNull<u8>,
     len: usize,
-    fd: RawFd,
+    fd: OwnedFd,
 }
 
 // SAFETY: the region owns its mapping and descriptor; the raw pointer is only handed out
@@ -27,99 +30,75 @@ unsafe impl Send for ShmRegion {}
 // SAFETY: see `Send`; `&ShmRegion` only exposes the pointer, length and descriptor.
 unsafe impl Sync for ShmRegion {}
 
+fn invalid(msg: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg.to_string())
+}
+
 impl ShmRegion {
     /// Creates a new zero-filled region of `len` bytes. `name` only shows up in
     /// `/proc/<pid>/fd` and `/proc/<pid>/maps` (as `memfd:<name>`), for debugging.
     /// The descriptor is close-on-exec until [`inheritable_fd`](Self::inheritable_fd).
     pub fn create(name: &str, len: usize) -> io::Result<ShmRegion> {
         if len == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "shared memory region of length 0",
-            ));
+            return Err(invalid("shared memory region of length 0"));
         }
-        let cname = CString::new(name)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains NUL"))?;
-        // SAFETY: `cname` is a valid NUL-terminated string that outlives the call.
-        let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        if name.contains('\0') {
+            return Err(invalid("name contains NUL"));
         }
-        let off = libc::off_t::try_from(len).map_err(|_| {
-            close_quietly(fd);
-            io::Error::new(io::ErrorKind::InvalidInput, "region too large")
-        })?;
-        // SAFETY: `fd` is the memfd we just created and own.
-        if unsafe { libc::ftruncate(fd, off) } != 0 {
-            let err = io::Error::last_os_error();
-            close_quietly(fd);
-            return Err(err);
-        }
-        Self::map(fd, len).inspect_err(|_| close_quietly(fd))
+        let fd = memfd_create(name, MemfdFlags::CLOEXEC)?;
+        let size = u64::try_from(len).map_err(|_| invalid("region too large"))?;
+        ftruncate(&fd, size)?;
+        Self::map(fd, len)
     }
 
     /// Maps `len` bytes of an existing shared-memory descriptor, e.g. one inherited by a
     /// child process. Takes ownership of `fd`: it is closed on drop (and on error).
     /// Fails if the file is shorter than `len`, because touching a mapping beyond the end
     /// of its file raises SIGBUS instead of returning an error.
-    pub fn from_fd(fd: RawFd, len: usize) -> io::Result<ShmRegion> {
-        let result = (|| {
-            if len == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "shared memory region of length 0",
-                ));
-            }
-            let size = fd_size(fd)?;
-            if (size as u128) < len as u128 {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("descriptor {fd} holds {size} bytes, {len} requested"),
-                ));
-            }
-            Self::map(fd, len)
-        })();
-        if result.is_err() {
-            close_quietly(fd);
+    pub fn from_fd(fd: OwnedFd, len: usize) -> io::Result<ShmRegion> {
+        if len == 0 {
+            return Err(invalid("shared memory region of length 0"));
         }
-        result
+        let size = fd_size(fd.as_fd())?;
+        if (size as u128) < len as u128 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "descriptor {} holds {size} bytes, {len} requested",
+                    fd.as_raw_fd()
+                ),
+            ));
+        }
+        Self::map(fd, len)
     }
 
     /// Maps the whole of an existing shared-memory descriptor (its current size), taking
     /// ownership of `fd` as [`from_fd`](Self::from_fd) does.
-    pub fn from_fd_whole(fd: RawFd) -> io::Result<ShmRegion> {
-        match Self::file_len(fd) {
-            Ok(len) => Self::from_fd(fd, len),
-            Err(e) => {
-                close_quietly(fd);
-                Err(e)
-            }
-        }
+    pub fn from_fd_whole(fd: OwnedFd) -> io::Result<ShmRegion> {
+        let len = Self::file_len(fd.as_fd())?;
+        Self::from_fd(fd, len)
     }
 
     /// Current size in bytes of the file behind `fd` (e.g. to map a whole inherited
     /// region whose length is not known yet).
-    pub fn file_len(fd: RawFd) -> io::Result<usize> {
+    pub fn file_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
         usize::try_from(fd_size(fd)?)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large to map"))
     }
 
-    fn map(fd: RawFd, len: usize) -> io::Result<ShmRegion> {
+    fn map(fd: OwnedFd, len: usize) -> io::Result<ShmRegion> {
         // SAFETY: a fresh mapping chosen by the kernel (addr = null) cannot alias any Rust
         // object; `fd` is a valid descriptor at least `len` bytes long (checked by callers).
         let p = unsafe {
-            libc::mmap(
+            mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &fd,
                 0,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        }?;
         let ptr = NonNull::new(p.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
         Ok(ShmRegion { ptr, len, fd })
@@ -143,23 +122,16 @@ impl ShmRegion {
     /// The backing descriptor (still owned by the region; close-on-exec unless
     /// [`inheritable_fd`](Self::inheritable_fd) was called).
     pub fn fd(&self) -> RawFd {
-        self.fd
+        self.fd.as_raw_fd()
     }
 
     /// Clears `FD_CLOEXEC` on the backing descriptor so that a child survives `exec` with
     /// it, and returns it. The region still owns (and eventually closes) the descriptor in
     /// this process; the child must pass it to [`from_fd`](Self::from_fd).
     pub fn inheritable_fd(&self) -> io::Result<RawFd> {
-        // SAFETY: F_GETFD on a descriptor we own has no memory-safety requirements.
-        let flags = unsafe { libc::fcntl(self.fd, libc::F_GETFD) };
-        if flags < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: as above; F_SETFD only changes the descriptor flags.
-        if unsafe { libc::fcntl(self.fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(self.fd)
+        let flags = fcntl_getfd(&self.fd)?;
+        fcntl_setfd(&self.fd, flags - FdFlags::CLOEXEC)?;
+        Ok(self.fd.as_raw_fd())
     }
 }
 
@@ -167,31 +139,14 @@ impl Drop for ShmRegion {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`len` describe the mapping created in `map`, unmapped only here;
         // nothing derived from `as_ptr` may be used after the region is dropped (callers
-        // tie their views to the region's lifetime).
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-        close_quietly(self.fd);
+        // tie their views to the region's lifetime). The descriptor closes with `fd`.
+        let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 
 /// Size in bytes of the file behind `fd`.
-fn fd_size(fd: RawFd) -> io::Result<u64> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `st` is a writable buffer of the right type; fstat fills it on success.
-    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstat returned 0, so it initialised `st`.
-    let st = unsafe { st.assume_init() };
-    Ok(u64::try_from(st.st_size).unwrap_or(0))
-}
-
-fn close_quietly(fd: RawFd) {
-    // SAFETY: closing a descriptor we own; errors from close cannot be acted upon here.
-    unsafe {
-        libc::close(fd);
-    }
+fn fd_size(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(u64::try_from(fstat(fd)?.st_size).unwrap_or(0))
 }
 
 #[cfg(test)]
@@ -199,10 +154,13 @@ mod tests {
     use super::*;
 
     fn cloexec(fd: RawFd) -> bool {
-        // SAFETY: F_GETFD on a valid descriptor.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        assert!(flags >= 0);
-        flags & libc::FD_CLOEXEC != 0
+        // SAFETY: `fd` is open for the duration of the borrow (owned by a live region).
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        fcntl_getfd(fd).unwrap().contains(FdFlags::CLOEXEC)
+    }
+
+    fn dup(r: &ShmRegion) -> OwnedFd {
+        r.fd.try_clone().unwrap()
     }
 
     #[test]
@@ -221,10 +179,7 @@ mod tests {
     #[test]
     fn second_mapping_of_same_fd_shares_memory() {
         let a = ShmRegion::create("strobe-test", 4096).unwrap();
-        // SAFETY: dup of a valid descriptor; `b` takes ownership of the duplicate.
-        let dupfd = unsafe { libc::dup(a.fd()) };
-        assert!(dupfd >= 0);
-        let b = ShmRegion::from_fd(dupfd, 4096).unwrap();
+        let b = ShmRegion::from_fd(dup(&a), 4096).unwrap();
         assert_ne!(a.as_ptr(), b.as_ptr());
         // SAFETY: both mappings are 4096 bytes; single-threaded test.
         unsafe {
@@ -236,15 +191,10 @@ mod tests {
     #[test]
     fn from_fd_refuses_short_file() {
         let a = ShmRegion::create("strobe-test", 4096).unwrap();
-        // SAFETY: dup of a valid descriptor; ownership passes to from_fd.
-        let dupfd = unsafe { libc::dup(a.fd()) };
-        // (from_fd closes the duplicate on error; not checked here because another test
-        // thread may reuse the descriptor number at once.)
-        assert!(ShmRegion::from_fd(dupfd, 8192).is_err());
-        assert_eq!(ShmRegion::file_len(a.fd()).unwrap(), 4096);
-        // SAFETY: as above.
-        let dupfd = unsafe { libc::dup(a.fd()) };
-        assert_eq!(ShmRegion::from_fd_whole(dupfd).unwrap().len(), 4096);
+        // (from_fd closes the duplicate on error: it owns it.)
+        assert!(ShmRegion::from_fd(dup(&a), 8192).is_err());
+        assert_eq!(ShmRegion::file_len(a.fd.as_fd()).unwrap(), 4096);
+        assert_eq!(ShmRegion::from_fd_whole(dup(&a)).unwrap().len(), 4096);
     }
 
     #[test]

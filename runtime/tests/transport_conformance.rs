@@ -577,8 +577,11 @@ fn shm_across_processes() {
     if pid == 0 {
         let code = std::panic::catch_unwind(|| {
             // A fresh mapping of the segment through the inherited descriptor.
-            // SAFETY: dup of a descriptor inherited across fork.
-            let child_fd = unsafe { libc::dup(fd) };
+            // SAFETY: the descriptor was inherited across fork and stays open while
+            // borrowed (the parent's fabric owns it in this process too).
+            let child_fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+                .try_clone_to_owned()
+                .unwrap();
             let attached = ShmFabric::attach(child_fd).unwrap();
             let ep = attached.endpoint(1);
             assert!(ep

@@ -8,8 +8,8 @@
 
 use capnp::message::{Builder, ReaderOptions};
 use strobe_core::descriptor::{DescKind, DescRef, Descriptor, RtError};
-use strobe_core::slice::{Phase, StartReason};
 use strobe_core::sched::{Decision, SliceDecisions};
+use strobe_core::slice::{Phase, StartReason};
 
 use crate::generated::strobe_capnp as g;
 use crate::FORMAT_VERSION;

@@ -1,7 +1,7 @@
 use sha2::{Digest, Sha256};
 use strobe_core::descriptor::{DescKind, DescRef, Descriptor, RtError, FLAG_BLOCKING};
-use strobe_core::slice::{Phase, StartReason};
 use strobe_core::sched::{Decision, SliceDecisions};
+use strobe_core::slice::{Phase, StartReason};
 
 use crate::convert::*;
 

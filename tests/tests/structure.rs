@@ -56,12 +56,17 @@ fn crates_point_one_way() {
             }
         }
     }
-    assert!(wrong.is_empty(), "the crate graph points the wrong way: {wrong:?}");
+    assert!(
+        wrong.is_empty(),
+        "the crate graph points the wrong way: {wrong:?}"
+    );
     // The runtime never depends on the recorder or anything above it, even for tests:
     // decisions flow out through sinks and in through sources.
     let runtime_dev = strobe_deps(&root().join("runtime/Cargo.toml"), "dev-dependencies");
     assert!(
-        runtime_dev.iter().all(|d| d == "strobe-core" || d == "strobe-schema"),
+        runtime_dev
+            .iter()
+            .all(|d| d == "strobe-core" || d == "strobe-schema"),
         "runtime dev-dependencies reach up: {runtime_dev:?}"
     );
 }
@@ -76,8 +81,14 @@ fn core_depends_on_nothing_with_io() {
         .map(|t| t.keys().collect())
         .unwrap_or_default();
     let allowed = ["thiserror"];
-    let extra: Vec<_> = deps.iter().filter(|d| !allowed.contains(&d.as_str())).collect();
-    assert!(extra.is_empty(), "strobe-core may only depend on {allowed:?}, found {extra:?}");
+    let extra: Vec<_> = deps
+        .iter()
+        .filter(|d| !allowed.contains(&d.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "strobe-core may only depend on {allowed:?}, found {extra:?}"
+    );
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

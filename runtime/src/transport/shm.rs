@@ -36,7 +36,7 @@
 
 use std::fmt;
 use std::mem::size_of;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -164,13 +164,14 @@ impl ShmFabric {
 
     /// Maps a fabric created by another process from its (inherited) descriptor, taking
     /// ownership of `fd`. Checks the header, so a wrong descriptor is refused.
-    pub fn attach(fd: RawFd) -> Result<ShmFabric, TransportError> {
+    pub fn attach(fd: OwnedFd) -> Result<ShmFabric, TransportError> {
+        let raw = fd.as_raw_fd();
         // Dropping `region` on any error path below closes the descriptor.
         let region = ShmRegion::from_fd_whole(fd).map_err(io_err)?;
         let len = region.len();
         if len < GLOBALS_OFFSET {
             return Err(TransportError::Io(format!(
-                "descriptor {fd} is too small ({len} bytes) to be a fabric"
+                "descriptor {raw} is too small ({len} bytes) to be a fabric"
             )));
         }
         // SAFETY: the mapping is page aligned and at least GLOBALS_OFFSET bytes long; the
@@ -178,7 +179,7 @@ impl ShmFabric {
         let h = unsafe { ptr::read(region.as_ptr().cast::<Header>()) };
         if h.magic != MAGIC || h.version != VERSION {
             return Err(TransportError::Io(format!(
-                "descriptor {fd} is not a strobe fabric (version {VERSION})"
+                "descriptor {raw} is not a strobe fabric (version {VERSION})"
             )));
         }
         let global_size = usize::try_from(h.global_size)
@@ -609,8 +610,9 @@ mod tests {
     #[test]
     fn attach_sees_the_same_memory() {
         let f = ShmFabric::create(2, 256, 2).unwrap();
-        // SAFETY: dup of a valid descriptor; attach takes ownership of the duplicate.
-        let fd = unsafe { libc::dup(f.fd()) };
+        // SAFETY: `f` owns the descriptor and outlives the borrow.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(f.fd()) };
+        let fd = fd.try_clone_to_owned().unwrap();
         let g = ShmFabric::attach(fd).unwrap();
         assert_eq!((g.nodes(), g.global_size(), g.events()), (2, 256, 2));
         f.endpoint(0)
@@ -626,9 +628,9 @@ mod tests {
     #[test]
     fn attach_refuses_foreign_descriptor() {
         let r = ShmRegion::create("not-a-fabric", 4096).unwrap();
-        // SAFETY: dup of a valid descriptor; attach takes ownership of the duplicate.
-        let fd = unsafe { libc::dup(r.fd()) };
-        assert!(ShmFabric::attach(fd).is_err());
+        // SAFETY: `r` owns the descriptor and outlives the borrow.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(r.fd()) };
+        assert!(ShmFabric::attach(fd.try_clone_to_owned().unwrap()).is_err());
     }
 
     #[test]
