@@ -10,7 +10,6 @@
 //! [`socket`] serves it over a local Unix socket (`docs/replay-control.md`).
 
 pub mod control;
-pub mod json;
 pub mod recording;
 mod report;
 pub mod socket;
@@ -63,6 +62,8 @@ pub enum ReplayError {
     Regenerate(RecordError),
     #[error("cannot regenerate into the recording being replayed ({0}): write a new file")]
     RegenerateInPlace(PathBuf),
+    #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
+    SchedulerVersion { recorded: u32, running: u32 },
 }
 
 /// What to replay and how.
@@ -220,18 +221,9 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     let regen = match &regen_path {
         Some(p) => {
             let info = JobInfo {
-                command: job.command.clone(),
-                cwd: job.cwd.display().to_string(),
                 program: cfg.program.clone(),
-                env: job.env.clone(),
-                ranks: job.ranks,
-                nodes: job.nodes,
-                slice: job.slice,
-                policy: job.policy.clone(),
-                deadlock_slices: job.deadlock_slices,
-                chunk_budget: job.chunk_budget,
-                direct_copy_min: job.direct_copy_min,
                 histogram_resolution: cfg.mmds_resolution,
+                ..job.setup()
             };
             let opts = RecordOptions {
                 schedule_log: Layer::On,
