@@ -10,6 +10,7 @@ pub mod mmds_stats;
 pub mod read;
 pub mod recording;
 pub mod replay_log;
+pub mod synthetic;
 pub mod window;
 mod writer;
 
