@@ -105,7 +105,10 @@ impl Recording {
         let span = [4096u64, 64]
             .into_iter()
             .find(|&b| {
-                self.has_summaries && per_col.is_multiple_of(b) && (first - 1).is_multiple_of(b)
+                self.has_summaries
+                    && self.use_summaries
+                    && per_col.is_multiple_of(b)
+                    && (first - 1).is_multiple_of(b)
             })
             .unwrap_or(1);
         let (getts_sql, node_sql) = if span == 1 {

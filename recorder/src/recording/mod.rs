@@ -75,7 +75,6 @@ pub struct SliceRow {
 pub struct DescriptorRow {
     pub rank: u32,
     pub seq: i64,
-    pub slice: u64,
     pub kind: String,
     pub peer: i64,
     pub tag: i64,
@@ -109,6 +108,8 @@ pub struct Recording {
     last_slice: u64,
     has_mmds: bool,
     has_summaries: bool,
+    /// Whether chart columns may be answered from the summaries (see `use_summaries`).
+    use_summaries: bool,
     has_decision_sets: bool,
 }
 
@@ -116,7 +117,7 @@ const SLICE_COLUMNS: &str = "slice, reason, start_ns, getts_ns, gtdem_ns, gtmsm_
     usrsts, usrdem, usrmsm, n_descriptors, n_matches, n_chunks, n_collectives, n_completions,
     n_blocked, digest";
 
-const DESCRIPTOR_COLUMNS: &str = "rank, seq, slice, kind, peer, tag, comm, bytes, flags";
+const DESCRIPTOR_COLUMNS: &str = "rank, seq, kind, peer, tag, comm, bytes, flags";
 
 const NODE_COLUMNS: &str = "slice, node, letts_ns, ltdem_ns, ltmsm_ns, ltts_ns, np2pdem,
     np2pmsm, ncolldem, ncollmsm, bpts";
@@ -165,6 +166,7 @@ impl Recording {
             last_slice: 0,
             has_mmds: false,
             has_summaries,
+            use_summaries: true,
             has_decision_sets,
         };
         rec.refresh()?;
@@ -199,6 +201,12 @@ impl Recording {
     /// Whether the recorder's chart summaries (`summary_getts`, `summary_node`) are there.
     pub fn has_summaries(&self) -> bool {
         self.has_summaries
+    }
+
+    /// Answer chart columns from the summaries when they can (the default), or always
+    /// from the slices: the two must agree, which tests check.
+    pub fn use_summaries(&mut self, on: bool) {
+        self.use_summaries = on;
     }
 
     /// Whether the job row has an outcome (the recording is finished).
@@ -355,13 +363,12 @@ fn descriptor_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DescriptorRow> {
     Ok(DescriptorRow {
         rank: r.get(0)?,
         seq: r.get(1)?,
-        slice: r.get::<_, i64>(2)?.max(0) as u64,
-        kind: r.get(3)?,
-        peer: r.get(4)?,
-        tag: r.get(5)?,
-        comm: r.get(6)?,
-        bytes: r.get(7)?,
-        blocking: r.get::<_, i64>(8)? & 1 != 0,
+        kind: r.get(2)?,
+        peer: r.get(3)?,
+        tag: r.get(4)?,
+        comm: r.get(5)?,
+        bytes: r.get(6)?,
+        blocking: r.get::<_, i64>(7)? & 1 != 0,
     })
 }
 
