@@ -315,17 +315,8 @@ impl Recorder {
     /// Flush every slice, write the outcome and the ranks' exit statuses, and close the file.
     /// Returns the number of slices recorded.
     pub fn finish(&self, report: &JobReport) -> Result<u64, RecordError> {
-        let outcome = match &report.outcome {
-            JobOutcome::Success => "success",
-            JobOutcome::RankFailed { .. } => "rank_failed",
-            JobOutcome::Deadlock(_) => "deadlock",
-            JobOutcome::Interrupted => "interrupted",
-            JobOutcome::Timeout => "timeout",
-            JobOutcome::EngineFailed(_) => "engine_failed",
-            JobOutcome::SourceStopped(_) => "stopped",
-        };
         self.finish_with(
-            outcome,
+            outcome_name(&report.outcome),
             report.message(),
             report.exit_code(),
             Some((report.slices, report.elapsed)),
@@ -387,6 +378,19 @@ impl Recorder {
         conn.pragma_update(None, "journal_mode", "DELETE")?;
         conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
         Ok(recorded)
+    }
+}
+
+/// A job's outcome as `job.outcome` names it.
+pub fn outcome_name(o: &JobOutcome) -> &'static str {
+    match o {
+        JobOutcome::Success => "success",
+        JobOutcome::RankFailed { .. } => "rank_failed",
+        JobOutcome::Deadlock(_) => "deadlock",
+        JobOutcome::Interrupted => "interrupted",
+        JobOutcome::Timeout => "timeout",
+        JobOutcome::EngineFailed(_) => "engine_failed",
+        JobOutcome::SourceStopped(_) => "stopped",
     }
 }
 

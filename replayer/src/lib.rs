@@ -22,12 +22,14 @@ use std::time::Duration;
 
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
 use strobe_runtime::engine::SliceSink;
-use strobe_runtime::launcher::{self, JobOutcome, JobReport, LaunchConfig, LaunchError};
+use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
 use strobe_runtime::outcome::{encode_file, ENV_REPLAY_OUTCOMES};
 
 pub use control::{Break, Controller, Event, Pause};
 pub use recording::Recording;
 pub use source::{Divergence, ReplaySource, Verifier};
+/// The outcome of a job report as the recorder names it.
+pub use strobe_recorder::outcome_name;
 
 /// `strobe replay` exit status: the replay matched the recording (whatever the recorded job
 /// did: a recorded crash that crashes again the same way matched).
@@ -279,17 +281,4 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         job: report,
         warnings,
     })
-}
-
-/// The outcome of a job report as the recorder names it.
-pub fn outcome_name(o: &JobOutcome) -> &'static str {
-    match o {
-        JobOutcome::Success => "success",
-        JobOutcome::RankFailed { .. } => "rank_failed",
-        JobOutcome::Deadlock(_) => "deadlock",
-        JobOutcome::Interrupted => "interrupted",
-        JobOutcome::Timeout => "timeout",
-        JobOutcome::EngineFailed(_) => "engine_failed",
-        JobOutcome::SourceStopped(_) => "stopped",
-    }
 }

@@ -134,37 +134,41 @@ impl Recording {
                  GROUP BY col",
             )
         };
-        let p = params![first as i64, per_col as i64, end as i64, span as i64];
-        let mut st = self.conn.prepare_cached(getts_sql)?;
         // Parameters a statement does not use must not be bound.
-        let mut rows = if span == 1 {
-            st.query(params![first as i64, per_col as i64, end as i64])?
-        } else {
-            st.query(p)?
-        };
-        while let Some(r) = rows.next()? {
-            let c: i64 = r.get(0)?;
-            if let Some(col) = usize::try_from(c).ok().and_then(|c| out.get_mut(c)) {
-                col.getts_ns = Some((r.get(1)?, r.get(2)?));
-            }
-        }
-        drop(rows);
-        let mut st = self.conn.prepare_cached(node_sql)?;
-        let mut rows = if span == 1 {
-            st.query(params![first as i64, per_col as i64, end as i64])?
-        } else {
-            st.query(p)?
-        };
-        while let Some(r) = rows.next()? {
-            let c: i64 = r.get(0)?;
-            if let Some(col) = usize::try_from(c).ok().and_then(|c| out.get_mut(c)) {
-                col.ncolldem = Some((r.get(1)?, r.get(2)?));
-                col.ncollmsm = Some((r.get(3)?, r.get(4)?));
-                col.np2pdem = Some((r.get(5)?, r.get(6)?));
-                col.np2pmsm = Some((r.get(7)?, r.get(8)?));
-            }
-        }
+        let bounds = [first as i64, per_col as i64, end as i64, span as i64];
+        let bound = if span == 1 { &bounds[..3] } else { &bounds[..] };
+        self.each_column(getts_sql, bound, &mut out, |r, col| {
+            col.getts_ns = Some((r.get(1)?, r.get(2)?));
+            Ok(())
+        })?;
+        self.each_column(node_sql, bound, &mut out, |r, col| {
+            col.ncolldem = Some((r.get(1)?, r.get(2)?));
+            col.ncollmsm = Some((r.get(3)?, r.get(4)?));
+            col.np2pdem = Some((r.get(5)?, r.get(6)?));
+            col.np2pmsm = Some((r.get(7)?, r.get(8)?));
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    /// Run a chart query whose first result column is the screen column, handing each row
+    /// to `fill` with its [`Column`] (rows outside the screen are skipped).
+    fn each_column(
+        &self,
+        sql: &str,
+        bound: &[i64],
+        out: &mut [Column],
+        mut fill: impl FnMut(&rusqlite::Row<'_>, &mut Column) -> rusqlite::Result<()>,
+    ) -> Result<(), RecordError> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        let mut rows = st.query(rusqlite::params_from_iter(bound))?;
+        while let Some(r) = rows.next()? {
+            let c: i64 = r.get(0)?;
+            if let Some(col) = usize::try_from(c).ok().and_then(|c| out.get_mut(c)) {
+                fill(r, col)?;
+            }
+        }
+        Ok(())
     }
 
     /// The blocked-process grid for every rank over the given columns.
