@@ -502,7 +502,7 @@ mod tests {
                 'on', 'on', 0)",
         )
         .unwrap();
-        let mut j = Job::read(&c, crate::migrations::CURRENT_VERSION).unwrap();
+        let mut j = Job::read(&c).unwrap();
         j.ranks = ranks;
         j
     }
@@ -569,7 +569,7 @@ mod tests {
                     (6, 'early', 0, 0, 0, 0, 0, 0, 0, 1);",
         )
         .unwrap();
-        let windowed = Job::read(&c, crate::migrations::CURRENT_VERSION).unwrap();
+        let windowed = Job::read(&c).unwrap();
         let log = ReplayLog::load(&c, &windowed).unwrap();
         let e = empty_digest();
         assert_eq!(log.digests, vec![e, 77, e, e, 1, 1, e, e]);

@@ -9,10 +9,6 @@ use strobe_runtime::engine::{EngineConfig, StrobePolicy};
 
 use crate::{JobInfo, Layer, RecordError};
 
-/// The first format with `job.scheduler_version`. Older files were all recorded by
-/// releases whose scheduler is version 1 (the constant did not exist yet).
-const SCHEDULER_VERSION_SINCE_FORMAT: i64 = 5;
-
 /// A rank that was killed by a signal or exited with a non-zero code.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FailedRank {
@@ -109,19 +105,27 @@ impl Job {
         }
     }
 
-    /// Read the job row of an open recording of schema version `format`.
-    pub(crate) fn read(conn: &Connection, format: i64) -> Result<Job, RecordError> {
-        let scheduler = if format >= SCHEDULER_VERSION_SINCE_FORMAT {
-            "scheduler_version"
-        } else {
-            "1"
+    /// Read the job row of an open recording. Columns added by later formats are read
+    /// when the file has them; otherwise they take their documented default (NULL, and
+    /// `scheduler_version` 1).
+    pub(crate) fn read(conn: &Connection) -> Result<Job, RecordError> {
+        let mut st = conn.prepare("SELECT name FROM pragma_table_info('job')")?;
+        let have: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        let column = |name: &'static str, default: &'static str| {
+            if have.iter().any(|h| h == name) {
+                name
+            } else {
+                default
+            }
         };
         let sql = format!(
             "SELECT format_version, strobe_version, command, cwd, program, program_sha256, env,
                 ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
                 schedule_log, metrics, started_at, ended_at, elapsed_ns, outcome, message,
-                exit_status, total_slices, wire_format_version, histogram_resolution, {scheduler}
-             FROM job"
+                exit_status, total_slices, {}, {}, {} FROM job",
+            column("wire_format_version", "NULL"),
+            column("histogram_resolution", "NULL"),
+            column("scheduler_version", "1"),
         );
         let row = conn.query_row(&sql, [], raw_job).optional()?;
         let Some((mut job, command, env)) = row else {

@@ -157,7 +157,7 @@ impl Recording {
         };
         let has_summaries = table("summary_getts")? && table("summary_node")?;
         let has_decision_sets = table("slice_decisions")?;
-        let job = Job::read(&conn, format)?;
+        let job = Job::read(&conn)?;
         let mut rec = Recording {
             conn,
             path: path.to_path_buf(),
@@ -217,7 +217,7 @@ impl Recording {
     /// Re-read the job row, the last slice and whether MMDS rows exist: a recording still
     /// being written grows. Returns whether anything changed.
     pub fn refresh(&mut self) -> Result<bool, RecordError> {
-        let job = Job::read(&self.conn, self.format)?;
+        let job = Job::read(&self.conn)?;
         let last: Option<i64> = self
             .conn
             .query_row("SELECT max(slice) FROM slice", [], |r| r.get(0))?;

@@ -99,3 +99,44 @@ fn stats_and_browsing_queries_answer_on_the_old_format() {
     assert!(rec.process_stats(None).unwrap().unwrap().totals.calls > 0);
     assert_eq!(rec.mmds_ranks().unwrap(), [0, 1, 2, 3]);
 }
+
+#[test]
+fn a_format_1_file_opens_with_the_defaults_of_later_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v1.db");
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(crate::migrations::MIGRATIONS[0]).unwrap();
+    c.execute_batch(
+        "PRAGMA user_version = 1;
+         INSERT INTO job (format_version, strobe_version, command, cwd, program, env, ranks,
+            nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
+            schedule_log, metrics, started_at, outcome, total_slices)
+         VALUES (1, '0.0.1', '[\"prog\", \"-x\"]', '/', 'prog', '{\"OMP_A\":\"1\"}', 2, 1,
+            500000, 'adaptive', 20, 4194304, -1, 'on', 'on', 0, 'success', 1);
+         INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
+            n_collectives, n_completions, n_blocked, digest)
+         VALUES (1, 'first', 0, 0, 0, 0, 0, 0, 0, 0);",
+    )
+    .unwrap();
+    drop(c);
+    let rec = Recording::open(&p).unwrap();
+    let job = rec.job();
+    assert_eq!(job.scheduler_version, 1);
+    assert_eq!(
+        (job.wire_format_version, job.histogram_resolution),
+        (None, None)
+    );
+    assert_eq!(job.command, ["prog", "-x"]);
+    assert_eq!(job.env, [("OMP_A".to_string(), "1".to_string())]);
+    assert_eq!(job.direct_copy_min, u64::MAX, "-1 means off");
+    // No decision-set blobs in format 1: the recording cannot say what was decided.
+    assert_eq!(rec.decisions(1).unwrap(), None);
+    let s = rec.stats(None).unwrap();
+    assert_eq!((s.recorded_slices, s.mmds.is_none()), (1, true));
+    assert!(!rec.has_mmds() && !rec.has_summaries());
+    // No replay log: a typed error, not a panic.
+    assert!(matches!(
+        rec.replay_log(),
+        Err(RecordError::NotARecording(_))
+    ));
+}
