@@ -251,12 +251,13 @@ impl Recording {
     }
 
     /// The recorded descriptors handled in `slice`, by rank and sequence number; `None`
-    /// when the schedule log does not cover the slice (outside its window, or rows
-    /// missing: fewer rows than the slice's `n_descriptors`).
+    /// when the schedule log does not cover the slice (outside its window, no `slice` row,
+    /// or rows missing: fewer rows than the slice's `n_descriptors`).
     pub fn descriptors(&self, slice: u64) -> Result<Option<Vec<DescriptorRow>>, RecordError> {
         let Some(row) = self.slice(slice)? else {
-            // No row: nothing happened, if the windows do not cover the slice.
-            return Ok((!self.job.schedule_log.covers(slice)).then(Vec::new));
+            // No row: beyond the end, or a quiet slice outside both windows, whose
+            // descriptors the schedule log did not see either.
+            return Ok(None);
         };
         let mut st = self.conn.prepare_cached(&format!(
             "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE slice = ?1 ORDER BY rank, seq"
