@@ -244,14 +244,7 @@ impl Recording {
         }
         for (rank, cols) in tally.iter().enumerate() {
             for (col, t) in cols.iter().enumerate() {
-                // Most slices wins; on a tie the call seen first (deterministic order).
-                grid.cells[rank][col] = t
-                    .iter()
-                    .fold(None::<(u16, u32)>, |best, &(i, n)| match best {
-                        Some((_, bn)) if bn >= n => best,
-                        _ => Some((i, n)),
-                    })
-                    .map(|(i, _)| i);
+                grid.cells[rank][col] = most_slices(t);
             }
         }
         Ok(grid)
@@ -447,4 +440,16 @@ impl Recording {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(v)
     }
+}
+
+/// The call of a grid cell's tally `(call index, slices)` with the most slices; on a tie
+/// the call seen first (a deterministic order).
+fn most_slices(tally: &[(u16, u32)]) -> Option<u16> {
+    tally
+        .iter()
+        .fold(None::<(u16, u32)>, |best, &(i, n)| match best {
+            Some((_, bn)) if bn >= n => best,
+            _ => Some((i, n)),
+        })
+        .map(|(i, _)| i)
 }
