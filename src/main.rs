@@ -7,6 +7,7 @@ mod decision_log;
 mod mpicc;
 mod record;
 mod replay;
+mod stats;
 mod summary;
 
 use std::ffi::OsString;
@@ -163,7 +164,7 @@ fn main() {
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),
         Cmd::Replay(a) => replay::replay(&a),
-        Cmd::Stats { file, rank, json } => Ok(record::stats(&file, rank, json)),
+        Cmd::Stats { file, rank, json } => Ok(stats::stats(&file, rank, json)),
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { args } => bench::bench(&args),
@@ -364,7 +365,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         None,
         None,
     )?;
-    let shown = record::stats(&path, None, false);
+    let shown = stats::stats(&path, None, false);
     if keep {
         println!(
             "\nReplay it (deterministically, every slice verified): strobe replay {0}\n\

@@ -1,5 +1,5 @@
-//! `strobe record` and `strobe stats`: run a job like `strobe run` with the SQLite recorder
-//! as (part of) its sink, and summarize a recording.
+//! `strobe record`: run a job like `strobe run` with the SQLite recorder
+//! as (part of) its sink.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -132,35 +132,6 @@ pub fn record_to(
             // Keep a well-formed file that says why nothing ran.
             let _ = rec.finish_not_started(&format!("{e:#}"), EXIT_CANNOT_START);
             Err(e)
-        }
-    }
-}
-
-/// Exit status of `strobe stats` when the accuracy check fails (the summary is printed).
-pub const EXIT_INACCURATE: i32 = 2;
-
-/// `strobe stats FILE [--rank R] [--json]`: prints the summary, or a one-line error and
-/// exits 1; exits 2 with a warning when computation + communication differs from the run
-/// time by more than 0.01%.
-pub fn stats(file: &Path, rank: Option<u32>, json: bool) -> i32 {
-    match strobe_recorder::stats_report(file, rank) {
-        Ok(r) => {
-            print!("{}", if json { &r.json } else { &r.text });
-            if r.accurate {
-                0
-            } else {
-                eprintln!(
-                    "strobe: warning: {}: computation + communication time differs from the run \
-                     time by more than 0.01%: the per-process statistics lost or double-counted \
-                     time (see the accuracy lines)",
-                    file.display()
-                );
-                EXIT_INACCURATE
-            }
-        }
-        Err(e) => {
-            eprintln!("strobe: {}: {e}", file.display());
-            1
         }
     }
 }

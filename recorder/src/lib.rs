@@ -5,11 +5,12 @@
 //! transactions, so node managers never wait on the disk (unless the queue fills, in which
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
-mod json;
 pub mod migrations;
 pub mod mmds_stats;
 pub mod read;
+pub mod recording;
 pub mod replay_log;
+pub mod synthetic;
 pub mod window;
 mod writer;
 
@@ -29,7 +30,8 @@ use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
 use strobe_runtime::mmds::RankMmds;
 use strobe_runtime::sched::SliceDecisions;
 
-pub use read::{open_recording, recorded_decisions, stats, stats_report, StatsReport};
+pub use read::open_recording;
+pub use recording::{Job, Recording};
 pub use window::Layer;
 pub use writer::error_name;
 
@@ -167,25 +169,6 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A JSON string literal (the recorder has no JSON dependency; SQLite's `json_each` reads it).
-pub(crate) fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\t' => o.push_str("\\t"),
-            '\r' => o.push_str("\\r"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
 fn unix_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -224,28 +207,23 @@ impl Recorder {
         // more than the last batch. The checkpointer thread does it instead.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         migrations::migrate(&mut conn)?;
-        let command = format!(
-            "[{}]",
-            job.command
+        // JSON, so SQLite's `json_each` can read them (docs/recording.md).
+        let command =
+            serde_json::to_string(&job.command).map_err(|e| RecordError::Writer(e.to_string()))?;
+        let env = serde_json::to_string(
+            &job.env
                 .iter()
-                .map(|a| json_str(a))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let env = format!(
-            "{{{}}}",
-            job.env
-                .iter()
-                .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        )
+        .map_err(|e| RecordError::Writer(e.to_string()))?;
         conn.execute(
             "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
                 env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
-                schedule_log, metrics, started_at, wire_format_version, histogram_resolution)
+                schedule_log, metrics, started_at, wire_format_version, histogram_resolution,
+                scheduler_version)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18, ?19)",
+                ?18, ?19, ?20)",
             params![
                 migrations::CURRENT_VERSION,
                 env!("CARGO_PKG_VERSION"),
@@ -266,6 +244,7 @@ impl Recorder {
                 unix_ns(),
                 strobe_schema::FORMAT_VERSION,
                 (job.histogram_resolution != 0).then_some(job.histogram_resolution),
+                strobe_core::sched::SCHEDULER_VERSION,
             ],
         )?;
         let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
@@ -336,17 +315,8 @@ impl Recorder {
     /// Flush every slice, write the outcome and the ranks' exit statuses, and close the file.
     /// Returns the number of slices recorded.
     pub fn finish(&self, report: &JobReport) -> Result<u64, RecordError> {
-        let outcome = match &report.outcome {
-            JobOutcome::Success => "success",
-            JobOutcome::RankFailed { .. } => "rank_failed",
-            JobOutcome::Deadlock(_) => "deadlock",
-            JobOutcome::Interrupted => "interrupted",
-            JobOutcome::Timeout => "timeout",
-            JobOutcome::EngineFailed(_) => "engine_failed",
-            JobOutcome::SourceStopped(_) => "stopped",
-        };
         self.finish_with(
-            outcome,
+            outcome_name(&report.outcome),
             report.message(),
             report.exit_code(),
             Some((report.slices, report.elapsed)),
@@ -408,6 +378,19 @@ impl Recorder {
         conn.pragma_update(None, "journal_mode", "DELETE")?;
         conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
         Ok(recorded)
+    }
+}
+
+/// A job's outcome as `job.outcome` names it.
+pub fn outcome_name(o: &JobOutcome) -> &'static str {
+    match o {
+        JobOutcome::Success => "success",
+        JobOutcome::RankFailed { .. } => "rank_failed",
+        JobOutcome::Deadlock(_) => "deadlock",
+        JobOutcome::Interrupted => "interrupted",
+        JobOutcome::Timeout => "timeout",
+        JobOutcome::EngineFailed(_) => "engine_failed",
+        JobOutcome::SourceStopped(_) => "stopped",
     }
 }
 

@@ -317,8 +317,22 @@ CREATE TABLE regenerated (
 );
 "#;
 
+/// The scheduler's version (`strobe_core::sched::SCHEDULER_VERSION`) the job was recorded
+/// with: a replay by a strobe whose scheduler decides differently is refused up front
+/// instead of diverging. Every file made before this column existed was recorded by a
+/// scheduler of version 1, which is therefore the default for migrated files.
+const V_SCHEDULER_VERSION: &str = r#"
+ALTER TABLE job ADD COLUMN scheduler_version INTEGER NOT NULL DEFAULT 1;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
-pub const MIGRATIONS: &[&str] = &[V1, RECORDER_V2, V_SUMMARIES, V_REPLAY_LOG];
+pub const MIGRATIONS: &[&str] = &[
+    V1,
+    RECORDER_V2,
+    V_SUMMARIES,
+    V_REPLAY_LOG,
+    V_SCHEDULER_VERSION,
+];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -3,9 +3,9 @@
 //! computation granularity and communication overhead rows, for one rank or the whole job,
 //! and the accuracy check (computation + communication = run time within 0.01%).
 
-use std::fmt::Write as _;
-
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
 
 use crate::RecordError;
 
@@ -32,6 +32,21 @@ impl PrimitiveRow {
         } else {
             self.total_ns as f64 / self.count as f64
         }
+    }
+}
+
+/// With the average (`strobe stats --json`; a non-finite number is `null`).
+impl Serialize for PrimitiveRow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = s.serialize_struct("PrimitiveRow", 7)?;
+        o.serialize_field("primitive", &self.primitive)?;
+        o.serialize_field("min_ns", &self.min_ns)?;
+        o.serialize_field("max_ns", &self.max_ns)?;
+        o.serialize_field("total_ns", &self.total_ns)?;
+        o.serialize_field("count", &self.count)?;
+        o.serialize_field("average_ns", &self.average_ns())?;
+        o.serialize_field("bytes", &self.bytes)?;
+        o.end()
     }
 }
 
@@ -72,8 +87,27 @@ impl MmdsStats {
     }
 }
 
+/// With the accuracy check's figures (`strobe stats --json`).
+impl Serialize for MmdsStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = s.serialize_struct("MmdsStats", 11)?;
+        o.serialize_field("rank", &self.rank)?;
+        o.serialize_field("ranks", &self.ranks)?;
+        o.serialize_field("wall_ns", &self.wall_ns)?;
+        o.serialize_field("compute_ns", &self.compute_ns)?;
+        o.serialize_field("comm_ns", &self.comm_ns)?;
+        o.serialize_field("calls", &self.calls)?;
+        o.serialize_field("error", &self.error())?;
+        o.serialize_field("accurate", &self.accurate())?;
+        o.serialize_field("primitives", &self.primitives)?;
+        o.serialize_field("granularity", &self.granularity)?;
+        o.serialize_field("overhead", &self.overhead)?;
+        o.end()
+    }
+}
+
 /// Whether the recording holds MMDS rows at all (metrics layer on, schema new enough).
-pub fn has_mmds(conn: &Connection) -> Result<bool, RecordError> {
+pub(crate) fn has_mmds(conn: &Connection) -> Result<bool, RecordError> {
     let tables: i64 = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mmds_rank'",
         [],
@@ -87,7 +121,10 @@ pub fn has_mmds(conn: &Connection) -> Result<bool, RecordError> {
 
 /// The statistics of `rank` (or of the whole job with `None`). `None` when the recording
 /// has no MMDS for it.
-pub fn mmds_stats(conn: &Connection, rank: Option<u32>) -> Result<Option<MmdsStats>, RecordError> {
+pub(crate) fn mmds_stats(
+    conn: &Connection,
+    rank: Option<u32>,
+) -> Result<Option<MmdsStats>, RecordError> {
     if !has_mmds(conn)? {
         return Ok(None);
     }
@@ -170,7 +207,7 @@ pub fn mmds_stats(conn: &Connection, rank: Option<u32>) -> Result<Option<MmdsSta
 }
 
 /// Every rank's statistics, by rank.
-pub fn mmds_per_rank(conn: &Connection) -> Result<Vec<MmdsStats>, RecordError> {
+pub(crate) fn mmds_per_rank(conn: &Connection) -> Result<Vec<MmdsStats>, RecordError> {
     if !has_mmds(conn)? {
         return Ok(Vec::new());
     }
@@ -183,67 +220,4 @@ pub fn mmds_per_rank(conn: &Connection) -> Result<Vec<MmdsStats>, RecordError> {
         }
     }
     Ok(out)
-}
-
-fn ms(ns: i64) -> f64 {
-    ns as f64 / 1e6
-}
-
-/// The table as text, the papers' layout (times in ms), then the accuracy check.
-pub fn render(s: &MmdsStats) -> String {
-    let mut o = String::new();
-    let w = &mut o;
-    match s.rank {
-        Some(r) => writeln!(w, "MMDS of rank {r} (times in ms)").ok(),
-        None => writeln!(
-            w,
-            "MMDS of the whole job, {} rank{} combined (times in ms)",
-            s.ranks,
-            if s.ranks == 1 { "" } else { "s" }
-        )
-        .ok(),
-    };
-    writeln!(
-        w,
-        "  {:<26} {:>10} {:>10} {:>12} {:>9} {:>10}",
-        "Primitive", "Min", "Max", "Total", "Count", "Average"
-    )
-    .ok();
-    let line = |w: &mut String, p: &PrimitiveRow| {
-        writeln!(
-            w,
-            "  {:<26} {:>10.3} {:>10.3} {:>12.3} {:>9} {:>10.3}",
-            p.primitive,
-            ms(p.min_ns),
-            ms(p.max_ns),
-            ms(p.total_ns),
-            p.count,
-            p.average_ns() / 1e6
-        )
-        .ok();
-    };
-    for p in &s.primitives {
-        line(w, p);
-    }
-    line(w, &s.granularity);
-    line(w, &s.overhead);
-    writeln!(w, "{}", accuracy_line(s)).ok();
-    o
-}
-
-/// "run time X ms, computation + communication Y ms: error Z% (ok|EXCEEDS 0.01%)".
-pub fn accuracy_line(s: &MmdsStats) -> String {
-    format!(
-        "  run time {:.3} ms; computation {:.3} + communication {:.3} = {:.3} ms; error {:.4}% ({})",
-        ms(s.wall_ns),
-        ms(s.compute_ns),
-        ms(s.comm_ns),
-        ms(s.compute_ns + s.comm_ns),
-        s.error() * 100.0,
-        if s.accurate() {
-            "within 0.01%"
-        } else {
-            "EXCEEDS 0.01%"
-        }
-    )
 }

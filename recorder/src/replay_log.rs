@@ -28,11 +28,12 @@ use std::collections::BTreeMap;
 
 use std::collections::BTreeSet;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::{Descriptor, FLAG_BLOCKING};
 use strobe_runtime::outcome::{OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIST, OUT_WTIME};
 use strobe_runtime::sched::Decision;
 
+use crate::recording::Job;
 use crate::RecordError;
 
 pub const STREAM_POSTING: i64 = 0;
@@ -314,8 +315,9 @@ fn corrupt(what: String) -> RecordError {
 }
 
 impl ReplayLog {
-    /// Read and decode the replay log of a recording of `ranks` ranks.
-    pub fn load(conn: &Connection, ranks: u32) -> Result<ReplayLog, RecordError> {
+    /// Read and decode the replay log of the recording of `job` (`Recording::replay_log`).
+    pub(crate) fn load(conn: &Connection, job: &Job) -> Result<ReplayLog, RecordError> {
+        let ranks = job.ranks;
         let has: i64 = conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'replay_log'",
             [],
@@ -399,16 +401,7 @@ impl ReplayLog {
         }
         // Digests; slices without a row (nothing happened, outside both windows) have the
         // empty digest. A missing row inside a window is damage.
-        let (schedule, metrics, total): (String, String, Option<i64>) = conn
-            .query_row(
-                "SELECT schedule_log, metrics, total_slices FROM job",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?
-            .unwrap_or(("on".into(), "on".into(), None));
-        let layer = |s: &str| s.parse::<crate::Layer>().unwrap_or(crate::Layer::On);
-        let (schedule, metrics) = (layer(&schedule), layer(&metrics));
+        let (schedule, metrics) = (job.schedule_log, job.metrics);
         let empty = empty_digest();
         let mut st = conn.prepare("SELECT slice, digest FROM slice ORDER BY slice")?;
         let mut rows = st.query([])?;
@@ -432,8 +425,8 @@ impl ReplayLog {
             fill(&mut log, slice as u64 - 1)?;
             log.digests.push(digest as u64);
         }
-        if let Some(t) = total {
-            fill(&mut log, t.max(0) as u64)?;
+        if let Some(t) = job.total_slices {
+            fill(&mut log, t)?;
         }
         Ok(log)
     }
@@ -498,6 +491,22 @@ mod tests {
         c
     }
 
+    /// A job of `ranks` ranks with both layers on and no known total.
+    fn job(ranks: u32) -> Job {
+        let c = table();
+        c.execute_batch(
+            "INSERT INTO job (format_version, strobe_version, command, cwd, program, env, ranks,
+                nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
+                schedule_log, metrics, started_at)
+             VALUES (5, 'x', '[\"p\"]', '/', 'p', '{}', 1, 1, 1, 'adaptive', 20, 1, 1,
+                'on', 'on', 0)",
+        )
+        .unwrap();
+        let mut j = Job::read(&c).unwrap();
+        j.ranks = ranks;
+        j
+    }
+
     #[test]
     fn round_trip_over_several_chunks() {
         let c = table();
@@ -522,7 +531,7 @@ mod tests {
             )
             .unwrap();
         }
-        let log = ReplayLog::load(&c, 2).unwrap();
+        let log = ReplayLog::load(&c, &job(2)).unwrap();
         assert_eq!(log.ranks[0].posting, vec![(1, 1), (7, 1)]);
         assert_eq!(log.ranks[1].posting, vec![(1, 3)]);
         assert_eq!(
@@ -560,12 +569,13 @@ mod tests {
                     (6, 'early', 0, 0, 0, 0, 0, 0, 0, 1);",
         )
         .unwrap();
-        let log = ReplayLog::load(&c, 1).unwrap();
+        let windowed = Job::read(&c).unwrap();
+        let log = ReplayLog::load(&c, &windowed).unwrap();
         let e = empty_digest();
         assert_eq!(log.digests, vec![e, 77, e, e, 1, 1, e, e]);
         c.execute("DELETE FROM slice WHERE slice = 6", []).unwrap();
         assert!(matches!(
-            ReplayLog::load(&c, 1),
+            ReplayLog::load(&c, &windowed),
             Err(RecordError::Corrupt(_))
         ));
     }
@@ -579,21 +589,21 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(
-            ReplayLog::load(&c, 1),
+            ReplayLog::load(&c, &job(1)),
             Err(RecordError::Corrupt(_))
         ));
         c.execute("DELETE FROM replay_log", []).unwrap();
         c.execute("INSERT INTO replay_log VALUES (1, 0, 1, 1, x'00')", [])
             .unwrap();
         assert!(matches!(
-            ReplayLog::load(&c, 1),
+            ReplayLog::load(&c, &job(1)),
             Err(RecordError::Corrupt(_))
         ));
         c.execute("DELETE FROM replay_log", []).unwrap();
         c.execute("INSERT INTO replay_log VALUES (0, 5, 0, 1, x'03')", [])
             .unwrap();
         assert!(matches!(
-            ReplayLog::load(&c, 1),
+            ReplayLog::load(&c, &job(1)),
             Err(RecordError::Corrupt(_))
         ));
     }

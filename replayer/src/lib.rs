@@ -10,7 +10,6 @@
 //! [`socket`] serves it over a local Unix socket (`docs/replay-control.md`).
 
 pub mod control;
-pub mod json;
 pub mod recording;
 mod report;
 pub mod socket;
@@ -23,12 +22,14 @@ use std::time::Duration;
 
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
 use strobe_runtime::engine::SliceSink;
-use strobe_runtime::launcher::{self, JobOutcome, JobReport, LaunchConfig, LaunchError};
+use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
 use strobe_runtime::outcome::{encode_file, ENV_REPLAY_OUTCOMES};
 
 pub use control::{Break, Controller, Event, Pause};
 pub use recording::Recording;
 pub use source::{Divergence, ReplaySource, Verifier};
+/// The outcome of a job report as the recorder names it.
+pub use strobe_recorder::outcome_name;
 
 /// `strobe replay` exit status: the replay matched the recording (whatever the recorded job
 /// did: a recorded crash that crashes again the same way matched).
@@ -63,6 +64,8 @@ pub enum ReplayError {
     Regenerate(RecordError),
     #[error("cannot regenerate into the recording being replayed ({0}): write a new file")]
     RegenerateInPlace(PathBuf),
+    #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
+    SchedulerVersion { recorded: u32, running: u32 },
 }
 
 /// What to replay and how.
@@ -220,18 +223,9 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     let regen = match &regen_path {
         Some(p) => {
             let info = JobInfo {
-                command: job.command.clone(),
-                cwd: job.cwd.display().to_string(),
                 program: cfg.program.clone(),
-                env: job.env.clone(),
-                ranks: job.ranks,
-                nodes: job.nodes,
-                slice: job.slice,
-                policy: job.policy.clone(),
-                deadlock_slices: job.deadlock_slices,
-                chunk_budget: job.chunk_budget,
-                direct_copy_min: job.direct_copy_min,
                 histogram_resolution: cfg.mmds_resolution,
+                ..job.setup()
             };
             let opts = RecordOptions {
                 schedule_log: Layer::On,
@@ -287,17 +281,4 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         job: report,
         warnings,
     })
-}
-
-/// The outcome of a job report as the recorder names it.
-pub fn outcome_name(o: &JobOutcome) -> &'static str {
-    match o {
-        JobOutcome::Success => "success",
-        JobOutcome::RankFailed { .. } => "rank_failed",
-        JobOutcome::Deadlock(_) => "deadlock",
-        JobOutcome::Interrupted => "interrupted",
-        JobOutcome::Timeout => "timeout",
-        JobOutcome::EngineFailed(_) => "engine_failed",
-        JobOutcome::SourceStopped(_) => "stopped",
-    }
 }

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::control::{Break, Controller, Event, Pause};
-use crate::json::{self, quote, Json};
+use serde::Serialize;
+use serde_json::Value;
 
 /// A running control server; the socket file is removed when it is dropped.
 pub struct ControlServer {
@@ -82,7 +83,7 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
         if line.trim().is_empty() {
             continue;
         }
-        let reply = match json::parse(&line) {
+        let reply = match serde_json::from_str::<Value>(&line) {
             Ok(req) => handle(&req, &ctl),
             Err(e) => err(&format!("bad JSON: {e}")),
         };
@@ -92,58 +93,69 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
     }
 }
 
-fn err(msg: &str) -> String {
-    format!("{{\"ok\":false,\"error\":{}}}", quote(msg))
+#[derive(Serialize)]
+struct ErrorReply<'a> {
+    ok: bool,
+    error: &'a str,
 }
 
-fn handle(req: &Json, ctl: &Controller) -> String {
-    let Some(cmd) = req.get("cmd").and_then(Json::as_str) else {
+fn err(msg: &str) -> String {
+    to_line(&ErrorReply {
+        ok: false,
+        error: msg,
+    })
+}
+
+const OK: &str = "{\"ok\":true}";
+
+fn handle(req: &Value, ctl: &Controller) -> String {
+    let Some(cmd) = req.get("cmd").and_then(Value::as_str) else {
         return err("missing \"cmd\"");
     };
     match cmd {
         "status" => {
             let st = ctl.status();
-            format!(
-                "{{\"ok\":true,\"slice\":{},\"paused\":{},\"finished\":{}}}",
-                st.slice,
-                st.paused.as_ref().map_or("null".into(), pause_json),
-                st.finished.as_deref().map_or("null".into(), quote)
-            )
+            to_line(&StatusReply {
+                ok: true,
+                slice: st.slice,
+                paused: st.paused.as_ref().map(PauseBody::of),
+                finished: st.finished.as_deref(),
+            })
         }
         "continue" => {
             ctl.resume();
-            "{\"ok\":true}".into()
+            OK.into()
         }
         "step" => {
             ctl.step();
-            "{\"ok\":true}".into()
+            OK.into()
         }
         "pause" => {
             ctl.pause();
-            "{\"ok\":true}".into()
+            OK.into()
         }
-        "run_to" => match req.get("slice").and_then(Json::as_u64) {
+        "run_to" => match req.get("slice").and_then(Value::as_u64) {
             Some(s) => {
                 ctl.run_to(s);
-                "{\"ok\":true}".into()
+                OK.into()
             }
             None => err("run_to needs \"slice\": N"),
         },
         "break" => match req
             .get("spec")
-            .and_then(Json::as_str)
+            .and_then(Value::as_str)
             .map(str::parse::<Break>)
         {
             Some(Ok(b)) => {
                 ctl.add_break(b);
-                "{\"ok\":true}".into()
+                OK.into()
             }
             Some(Err(e)) => err(&e),
             None => err("break needs \"spec\": \"slice=S\" or \"rank=R,call=MPI_Name\""),
         },
         "quit" => {
             ctl.stop("stopped by the user".into());
-            "{\"ok\":true}".into()
+            OK.into()
         }
         other => err(&format!(
             "unknown command {other:?} (status, continue, step, pause, run_to, break, quit)"
@@ -151,36 +163,101 @@ fn handle(req: &Json, ctl: &Controller) -> String {
     }
 }
 
+// The protocol's objects, as structs so their keys keep the documented order (clients
+// and tests read `{"ok":...` and `"paused":{"slice":N` as they are written).
+
+#[derive(Serialize)]
+struct StatusReply<'a> {
+    ok: bool,
+    slice: u64,
+    paused: Option<PauseBody<'a>>,
+    finished: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct RankBody<'a> {
+    rank: u32,
+    pid: u32,
+    state: &'a str,
+    call: &'a str,
+    posted: u64,
+}
+
+#[derive(Serialize)]
+struct PauseBody<'a> {
+    slice: u64,
+    reason: &'a str,
+    ranks: Vec<RankBody<'a>>,
+}
+
+impl<'a> PauseBody<'a> {
+    fn of(p: &'a Pause) -> PauseBody<'a> {
+        PauseBody {
+            slice: p.slice,
+            reason: &p.reason,
+            ranks: p
+                .ranks
+                .iter()
+                .map(|r| RankBody {
+                    rank: r.rank,
+                    pid: r.pid,
+                    state: r.state,
+                    call: r.call,
+                    posted: r.posted,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+enum EventBody<'a> {
+    Paused(PauseBody<'a>),
+    Resumed { slice: u64 },
+    Finished { verdict: &'a str },
+}
+
+fn to_line<T: Serialize>(v: &T) -> String {
+    // Serializing these plain structs cannot fail.
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 pub fn pause_json(p: &Pause) -> String {
-    let ranks: Vec<String> = p
-        .ranks
-        .iter()
-        .map(|r| {
-            format!(
-                "{{\"rank\":{},\"pid\":{},\"state\":{},\"call\":{},\"posted\":{}}}",
-                r.rank,
-                r.pid,
-                quote(r.state),
-                quote(r.call),
-                r.posted
-            )
-        })
-        .collect();
-    format!(
-        "{{\"slice\":{},\"reason\":{},\"ranks\":[{}]}}",
-        p.slice,
-        quote(&p.reason),
-        ranks.join(",")
-    )
+    to_line(&PauseBody::of(p))
 }
 
 pub fn event_json(e: &Event) -> String {
-    match e {
-        Event::Paused(p) => {
-            let body = pause_json(p);
-            format!("{{\"event\":\"paused\",{}", &body[1..])
-        }
-        Event::Resumed { slice } => format!("{{\"event\":\"resumed\",\"slice\":{slice}}}"),
-        Event::Finished(v) => format!("{{\"event\":\"finished\",\"verdict\":{}}}", quote(v)),
+    to_line(&match e {
+        Event::Paused(p) => EventBody::Paused(PauseBody::of(p)),
+        Event::Resumed { slice } => EventBody::Resumed { slice: *slice },
+        Event::Finished(v) => EventBody::Finished { verdict: v },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_and_events_keep_their_documented_key_order() {
+        assert_eq!(err("no \"cmd\""), r#"{"ok":false,"error":"no \"cmd\""}"#);
+        assert_eq!(
+            event_json(&Event::Resumed { slice: 7 }),
+            r#"{"event":"resumed","slice":7}"#
+        );
+        assert_eq!(
+            event_json(&Event::Finished("matched".into())),
+            r#"{"event":"finished","verdict":"matched"}"#
+        );
+        let p = Pause {
+            slice: 20,
+            reason: "step".into(),
+            ranks: Vec::new(),
+        };
+        assert_eq!(
+            event_json(&Event::Paused(p)),
+            r#"{"event":"paused","slice":20,"reason":"step","ranks":[]}"#
+        );
     }
 }

@@ -99,83 +99,10 @@ pub fn descriptor_text(d: &Descriptor) -> String {
     )
 }
 
-/// The same text `Recording::decisions` makes from the `decision` table.
+/// A decision as a comparable line: its `Display`, as `Recording::decisions` shows the
+/// recorded ones.
 pub fn decision_text(d: &Decision) -> String {
-    match d {
-        Decision::Match {
-            send,
-            recv,
-            bytes,
-            truncated,
-        } => format!(
-            "match send=({},{}) recv=({},{}) bytes={} truncated={}",
-            send.rank, send.seq, recv.rank, recv.seq, *bytes as i64, *truncated as u32
-        ),
-        Decision::Chunk {
-            send,
-            recv,
-            offset,
-            len,
-        } => format!(
-            "chunk send=({},{}) recv=({},{}) offset={} len={}",
-            send.rank, send.seq, recv.rank, recv.seq, *offset as i64, *len as i64
-        ),
-        Decision::Collective {
-            comm,
-            coll_seq,
-            kind,
-            root,
-            parts,
-        } => format!(
-            "collective {} comm={} seq={} root={} members=[{}]",
-            kind.mpi_name(),
-            comm,
-            *coll_seq as i64,
-            root,
-            parts
-                .iter()
-                .map(|p| format!("[{},{}]", p.rank, p.seq))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        Decision::NewComm {
-            parent,
-            comm,
-            members,
-        } => format!(
-            "new_comm comm={} parent={} members=[{}]",
-            comm,
-            parent,
-            members
-                .iter()
-                .map(|m| m.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        Decision::Complete {
-            desc,
-            request,
-            source,
-            tag,
-            bytes,
-            error,
-            flags,
-            value,
-            value2,
-        } => format!(
-            "complete desc=({},{}) request={} source={} tag={} bytes={} error={} flags={} value={} value2={}",
-            desc.rank,
-            desc.seq,
-            *request as i64,
-            source,
-            tag,
-            *bytes as i64,
-            strobe_recorder::error_name(*error),
-            flags,
-            *value as i64,
-            *value2 as i64
-        ),
-    }
+    d.to_string()
 }
 
 /// The rank a decision is mostly about (for "node, rank" in reports).

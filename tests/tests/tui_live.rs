@@ -141,7 +141,7 @@ fn a_live_replay_holds_breaks_steps_shows_gdb_and_quits_cleanly() {
     let db = record_fixture_into(dir.path(), "token_ring", 3);
     let out = dir.path().join("ranks.out");
     let mut l = Live::start(&db, &out);
-    let slices = l.app.rec.slices;
+    let slices = l.app.rec.last_slice();
     assert!(slices > 8, "token_ring has more than 8 slices ({slices})");
 
     // Held before slice 1, the cursor there, the mode in the status line.

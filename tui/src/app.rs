@@ -185,7 +185,7 @@ impl App {
     }
 
     fn last_slice(&self) -> u64 {
-        self.rec.slices.max(1)
+        self.rec.last_slice().max(1)
     }
 
     /// The coarsest zoom: the whole recording fits on screen.
@@ -223,7 +223,7 @@ impl App {
         self.size = area;
         self.cols = ui::plot_width(self, area) as usize;
         self.clamp_view();
-        self.seen_slices = self.rec.slices;
+        self.seen_slices = self.rec.last_slice();
         // What the data depends on: the axis for the charts, the cursor for the slice.
         let extra = match self.tab {
             Tab::Slice => self.view.cursor,
@@ -234,7 +234,7 @@ impl App {
             self.tab,
             (self.view.first, self.view.per_col, extra),
             self.cols,
-            self.rec.slices,
+            self.rec.last_slice(),
         );
         if self.data.key == Some(key) {
             return;
@@ -421,7 +421,7 @@ impl App {
                 let down = a == Action::Down;
                 match self.tab {
                     Tab::Timeline => {
-                        let max = self.rec.job.ranks.saturating_sub(1);
+                        let max = self.rec.job().ranks.saturating_sub(1);
                         self.rank = if down {
                             (self.rank + 1).min(max)
                         } else {
@@ -583,9 +583,9 @@ impl App {
                 }
             }
             Query::Rank(r) => {
-                if *r >= self.rec.job.ranks {
+                if *r >= self.rec.job().ranks {
                     self.message = Some((
-                        format!("no rank {r}: the job has {} ranks", self.rec.job.ranks),
+                        format!("no rank {r}: the job has {} ranks", self.rec.job().ranks),
                         true,
                     ));
                 } else {

@@ -12,7 +12,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 
 use crate::app::{App, Event};
-use crate::data::{DataError, Recording};
+use crate::data::DataError;
 use crate::terminal::draw;
 use crate::theme::Theme;
 
@@ -103,18 +103,16 @@ fn ms(d: Duration) -> f64 {
 pub fn measure(path: &Path, width: u16, height: u16) -> Result<String, DataError> {
     let mut out = String::new();
     let t = Instant::now();
-    let rec = Recording::open(path)?;
+    let rec = crate::data::open(path)?;
     let opened = t.elapsed();
-    let slices = rec.slices;
-    let ranks = rec.job.ranks;
+    let slices = rec.last_slice();
+    let ranks = rec.job().ranks;
     let mut app = App::new(rec, Theme { color: true });
     let mut term = Terminal::new(TestBackend::new(width, height)).expect("test backend");
     draw(&mut term, &mut app).expect("test backend draws");
     let first = t.elapsed();
     if let Some((m, true)) = &app.message {
-        return Err(DataError::Recording(strobe_recorder::RecordError::Corrupt(
-            m.clone(),
-        )));
+        return Err(DataError::Corrupt(m.clone()));
     }
     writeln!(
         out,

@@ -130,12 +130,14 @@ impl Feed for FollowFile {
             return Ok(Vec::new());
         }
         self.last = Instant::now();
-        let before = rec.slices;
+        let before = rec.last_slice();
         let mut events = Vec::new();
-        if rec.refresh()? && rec.slices != before {
-            events.push(FeedEvent::Grew { slices: rec.slices });
+        if rec.refresh()? && rec.last_slice() != before {
+            events.push(FeedEvent::Grew {
+                slices: rec.last_slice(),
+            });
         }
-        if let Some(outcome) = &rec.job.outcome {
+        if let Some(outcome) = &rec.job().outcome {
             self.done = true;
             events.push(FeedEvent::Finished {
                 outcome: outcome.clone(),

@@ -14,7 +14,7 @@ pub mod data;
 pub mod feed;
 pub mod keys;
 pub mod live;
-pub mod synthetic;
+pub use strobe_recorder::synthetic;
 pub mod terminal;
 pub mod theme;
 pub mod ui;
@@ -46,7 +46,7 @@ pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 /// `strobe tui FILE`: open the recording (refusing what is not one before the terminal is
 /// touched), then run the UI until the user quits.
 pub fn run(path: &Path) -> Result<(), TuiError> {
-    let rec = Recording::open(path)?;
+    let rec = data::open(path)?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
@@ -61,7 +61,7 @@ pub fn run(path: &Path) -> Result<(), TuiError> {
 /// the user quits; quitting stops the replay and reaps every rank. `opts.recording` must
 /// be absolute (the replay changes the process's working directory to the recorded one).
 pub fn run_live(opts: strobe_replayer::ReplayOptions) -> Result<live::ReplayFeed, TuiError> {
-    let rec = Recording::open(&opts.recording)?;
+    let rec = data::open(&opts.recording)?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(TuiError::NotATerminal);
     }

@@ -23,7 +23,7 @@ fn synthetic(slices: u64, ranks: u32, nodes: u32) -> (tempfile::TempDir, std::pa
 fn summaries_give_the_same_columns_as_the_slices() {
     let (_dir, path) = synthetic(60_000, 8, 2);
     let mut rec = Recording::open(&path).unwrap();
-    assert!(rec.has_summaries, "the recorder's migration creates them");
+    assert!(rec.has_summaries(), "the recorder's migration creates them");
     for (first, per_col, cols) in [
         (1, 64, 100),
         (1 + 64 * 7, 128, 50),
@@ -31,9 +31,9 @@ fn summaries_give_the_same_columns_as_the_slices() {
         (4097, 8192, 7),
     ] {
         let summarized = rec.columns(first, per_col, cols).unwrap();
-        rec.has_summaries = false;
+        rec.use_summaries(false);
         let scanned = rec.columns(first, per_col, cols).unwrap();
-        rec.has_summaries = true;
+        rec.use_summaries(true);
         assert_eq!(summarized, scanned, "first {first}, {per_col} per column");
         // The spike every 50,000 slices is in the column that covers it.
         if first == 1 && per_col == 4096 {

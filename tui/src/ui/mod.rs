@@ -199,7 +199,7 @@ fn render_status(buf: &mut Buffer, area: Rect, app: &App) {
         ])
     } else {
         let v = &app.view;
-        let last = app.rec.slices;
+        let last = app.rec.last_slice();
         let end = v.slice_at(app.cols).saturating_sub(1).min(last);
         let mut spans = vec![Span::raw(format!(
             " slice {}/{}  view {}-{} ({}/col)  rank {}  {}  [{}]",

@@ -61,7 +61,7 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
 
 fn outcome_line(app: &App) -> Line<'static> {
     let t = &app.theme;
-    let j = &app.rec.job;
+    let j = app.rec.job();
     let mut spans = vec![Span::raw("outcome ")];
     match &j.outcome {
         Some(o) if o == "success" => spans.push(Span::styled(o.clone(), t.good())),
@@ -74,32 +74,32 @@ fn outcome_line(app: &App) -> Line<'static> {
     if let Some(ns) = j.elapsed_ns {
         spans.push(Span::raw(format!(" after {}", dur(ns))));
     }
-    spans.push(Span::raw(format!(", {} slices", app.rec.slices)));
+    spans.push(Span::raw(format!(", {} slices", app.rec.last_slice())));
     Line::from(spans)
 }
 
 fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
     let t = &app.theme;
-    let j = &app.rec.job;
+    let j = app.rec.job();
     let mut lines = vec![
         Line::from(vec![
             Span::styled("job ", t.title()),
-            Span::raw(j.command.clone()),
+            Span::raw(j.command.join(" ")),
         ]),
         Line::from(format!(
             "{} ranks, {} node{}, {} slices, {} strobe",
             j.ranks,
             j.nodes,
             if j.nodes == 1 { "" } else { "s" },
-            dur(j.slice_ns),
+            dur(j.slice_ns as i64),
             j.policy
         )),
         outcome_line(app),
     ];
     let mut trouble = Vec::new();
-    for (rank, what) in &j.failed_ranks {
+    for f in &j.failed_ranks {
         trouble.push(Line::from(Span::styled(
-            format!("rank {rank} {what}"),
+            format!("rank {} {}", f.rank, crate::data::failed_rank_text(f)),
             t.bad(),
         )));
     }
@@ -260,7 +260,7 @@ pub fn render_axis(buf: &mut Buffer, area: Rect, app: &App, gutter: u16) {
     let last = v
         .slice_at(app.cols)
         .saturating_sub(1)
-        .min(app.rec.slices)
+        .min(app.rec.last_slice())
         .to_string();
     buf.set_string(x0, area.y, &first, app.theme.dim());
     let lx = (x0 + cols).saturating_sub(last.len() as u16);

@@ -22,7 +22,7 @@ pub fn sorted(rows: &[PrimitiveRow], key: SortKey, descending: bool) -> Vec<Prim
             SortKey::Count => a.count.cmp(&b.count),
             SortKey::Min => a.min_ns.cmp(&b.min_ns),
             SortKey::Max => a.max_ns.cmp(&b.max_ns),
-            SortKey::Avg => a.avg_ns().cmp(&b.avg_ns()),
+            SortKey::Avg => a.average_ns().total_cmp(&b.average_ns()),
             SortKey::Total => a.total_ns.cmp(&b.total_ns),
         };
         // Ties in primitive order, so the table never jumps around.
@@ -166,7 +166,7 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
             r.count.to_string(),
             dur(r.min_ns),
             dur(r.max_ns),
-            dur(r.avg_ns()),
+            dur(r.average_ns() as i64),
             dur(r.total_ns),
             r.bytes.to_string(),
         ])

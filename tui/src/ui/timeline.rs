@@ -35,7 +35,7 @@ pub struct RankRow {
 /// The rows, collapsed or not.
 pub fn rows(app: &App) -> Vec<RankRow> {
     let cells = &app.data.grid.cells;
-    let n = app.rec.job.ranks;
+    let n = app.rec.job().ranks;
     let mut out: Vec<RankRow> = Vec::new();
     for r in 0..n {
         match out.last_mut() {

@@ -1,4 +1,5 @@
-//! A synthetic recording generated directly with SQL into the recorder's schema: the
+//! A synthetic recording generated directly with SQL into the recorder's schema (a
+//! writer, so it lives with the recorder; `strobe_tui::synthetic` re-exports it): the
 //! benchmark's million-slice job, and test data for views a small fixture cannot fill
 //! (per-process statistics).
 //!
@@ -11,14 +12,14 @@ use std::path::Path;
 
 use rusqlite::{params, Connection};
 
-use crate::data::DataError;
+use crate::RecordError;
 
 /// Write a synthetic recording of `slices` slices, `ranks` ranks and `nodes` nodes into
 /// `path` (which must not exist).
-pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), DataError> {
+pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), RecordError> {
     let mut conn = Connection::open(path)?;
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")?;
-    strobe_recorder::migrations::migrate(&mut conn)?;
+    crate::migrations::migrate(&mut conn)?;
     let tx = conn.transaction()?;
     let slice_ns = 500_000i64;
     let deadlock_from = slices.saturating_sub(25).max(1) as i64;
@@ -117,7 +118,7 @@ pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), 
 
 /// Add per-process statistics tables (the recorder's MMDS layout) with plausible rows:
 /// for views and tests until every recording carries them.
-pub fn add_process_stats(path: &Path, ranks: u32) -> Result<(), DataError> {
+pub fn add_process_stats(path: &Path, ranks: u32) -> Result<(), RecordError> {
     let conn = Connection::open(path)?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS mmds_rank (rank INTEGER PRIMARY KEY, wall_ns INTEGER,
