@@ -137,10 +137,8 @@ fn run_once(ranks: u32, w: &Workload, mode: Mode, db: &Path) -> Result<Sample> {
         bail!("{} failed: {m}", w.program);
     }
     let size = std::fs::metadata(db)?.len();
-    let conn = strobe_recorder::open_recording(db)?;
-    let slices: i64 = conn.query_row("SELECT count(*) FROM slice", [], |r| r.get(0))?;
-    let descriptors: i64 =
-        conn.query_row("SELECT sum(n_descriptors) FROM slice", [], |r| r.get(0))?;
+    let totals = strobe_recorder::Recording::open(db)?.totals()?;
+    let (slices, descriptors) = (totals.slice_rows as i64, totals.descriptors as i64);
     Ok(Sample {
         elapsed: report.elapsed,
         file: Some((size, descriptors, slices)),

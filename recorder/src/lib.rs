@@ -31,7 +31,7 @@ use strobe_runtime::mmds::RankMmds;
 use strobe_runtime::sched::SliceDecisions;
 
 pub use read::open_recording;
-pub use recording::{Job, Recording};
+pub use recording::{Job, Recording, Totals};
 pub use window::Layer;
 pub use writer::error_name;
 

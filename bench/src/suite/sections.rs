@@ -537,15 +537,10 @@ pub fn papers(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
     Ok(())
 }
 
-/// Opens a recording read-only and counts rows (None when the table is absent).
-fn count(db: &std::path::Path, table: &str) -> Option<u64> {
-    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .ok()?;
-    c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
-        r.get::<_, i64>(0)
-    })
-    .ok()
-    .map(|n| n as u64)
+/// The descriptors a recording handled (None when it cannot be read).
+fn recorded_descriptors(db: &std::path::Path) -> Option<u64> {
+    let rec = strobe_recorder::Recording::open(db).ok()?;
+    rec.totals().ok().map(|t| t.descriptors)
 }
 
 /// `strobe run` versus `strobe record` (replay log only, and everything) versus `strobe
@@ -637,7 +632,7 @@ pub fn recording(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
             wall("record-everything"),
             wall("replay"),
         );
-        let descriptors = count(&ctx.runner.recording("record-everything"), "descriptor");
+        let descriptors = recorded_descriptors(&ctx.runner.recording("record-everything"));
         let per_desc = |b: Option<Summary>| match (b, descriptors) {
             (Some(b), Some(d)) if d > 0 => format!("{:.1}", b.median / d as f64),
             _ => "—".into(),

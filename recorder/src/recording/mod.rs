@@ -99,6 +99,15 @@ pub struct NodeRow {
     pub bpts: i64,
 }
 
+/// Counts over a whole recording ([`Recording::totals`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Totals {
+    /// Slices with a `slice` row.
+    pub slice_rows: u64,
+    /// Descriptors handled by those slices.
+    pub descriptors: u64,
+}
+
 /// An open recording (read-only).
 pub struct Recording {
     conn: Connection,
@@ -243,6 +252,20 @@ impl Recording {
             )?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
+    }
+
+    /// How many slices have a row and how many descriptors they handled in all (the
+    /// benchmarks' bytes per descriptor and per slice).
+    pub fn totals(&self) -> Result<Totals, RecordError> {
+        let (slices, descriptors): (i64, Option<i64>) =
+            self.conn
+                .query_row("SELECT count(*), sum(n_descriptors) FROM slice", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+        Ok(Totals {
+            slice_rows: slices.max(0) as u64,
+            descriptors: descriptors.unwrap_or(0).max(0) as u64,
+        })
     }
 
     /// The `slice` row of one slice.
