@@ -41,9 +41,9 @@ pub struct Divergence {
     pub recorded: String,
     /// What the replay did instead.
     pub replayed: String,
-    /// The replayed slice's calls and decisions (rank, text), when a digest differed.
+    /// The replayed slice's calls (rank, text) and decisions, when a digest differed.
     pub calls: Vec<(u32, String)>,
-    pub decisions: Vec<(u32, String)>,
+    pub decisions: Vec<Decision>,
 }
 
 /// State shared by the source, the verifier and the report.
@@ -97,95 +97,6 @@ pub fn descriptor_text(d: &Descriptor) -> String {
         "rank {} seq {}: {} peer={} tag={} comm={} bytes={}",
         d.rank, d.seq, kind, d.peer, d.tag, d.comm, d.bytes as i64
     )
-}
-
-/// The same text `Recording::decisions` makes from the `decision` table.
-pub fn decision_text(d: &Decision) -> String {
-    match d {
-        Decision::Match {
-            send,
-            recv,
-            bytes,
-            truncated,
-        } => format!(
-            "match send=({},{}) recv=({},{}) bytes={} truncated={}",
-            send.rank, send.seq, recv.rank, recv.seq, *bytes as i64, *truncated as u32
-        ),
-        Decision::Chunk {
-            send,
-            recv,
-            offset,
-            len,
-        } => format!(
-            "chunk send=({},{}) recv=({},{}) offset={} len={}",
-            send.rank, send.seq, recv.rank, recv.seq, *offset as i64, *len as i64
-        ),
-        Decision::Collective {
-            comm,
-            coll_seq,
-            kind,
-            root,
-            parts,
-        } => format!(
-            "collective {} comm={} seq={} root={} members=[{}]",
-            kind.mpi_name(),
-            comm,
-            *coll_seq as i64,
-            root,
-            parts
-                .iter()
-                .map(|p| format!("[{},{}]", p.rank, p.seq))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        Decision::NewComm {
-            parent,
-            comm,
-            members,
-        } => format!(
-            "new_comm comm={} parent={} members=[{}]",
-            comm,
-            parent,
-            members
-                .iter()
-                .map(|m| m.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        Decision::Complete {
-            desc,
-            request,
-            source,
-            tag,
-            bytes,
-            error,
-            flags,
-            value,
-            value2,
-        } => format!(
-            "complete desc=({},{}) request={} source={} tag={} bytes={} error={} flags={} value={} value2={}",
-            desc.rank,
-            desc.seq,
-            *request as i64,
-            source,
-            tag,
-            *bytes as i64,
-            strobe_recorder::error_name(*error),
-            flags,
-            *value as i64,
-            *value2 as i64
-        ),
-    }
-}
-
-/// The rank a decision is mostly about (for "node, rank" in reports).
-pub fn decision_rank(d: &Decision) -> u32 {
-    match d {
-        Decision::Match { recv, .. } | Decision::Chunk { recv, .. } => recv.rank,
-        Decision::Collective { parts, .. } => parts.first().map_or(0, |p| p.rank),
-        Decision::NewComm { members, .. } => members.first().copied().unwrap_or(0),
-        Decision::Complete { desc, .. } => desc.rank,
-    }
 }
 
 #[derive(Default)]
@@ -508,7 +419,7 @@ impl SliceSink for Verifier {
             let first = rec.decisions.decisions.first();
             self.shared.diverged(Divergence {
                 slice: rec.slice,
-                rank: first.map(decision_rank),
+                rank: first.map(Decision::rank),
                 recorded: match recorded {
                     Some(d) => format!("digest {d:016x}"),
                     None => "no such slice".into(),
@@ -519,12 +430,7 @@ impl SliceSink for Verifier {
                     .iter()
                     .map(|d| (d.rank, descriptor_text(d)))
                     .collect(),
-                decisions: rec
-                    .decisions
-                    .decisions
-                    .iter()
-                    .map(|d| (decision_rank(d), decision_text(d)))
-                    .collect(),
+                decisions: rec.decisions.decisions.clone(),
             });
         }
         if let Some(s) = &self.inner {
