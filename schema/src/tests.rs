@@ -178,14 +178,19 @@ fn every_decision_variant() -> Vec<Decision> {
     v
 }
 
+/// A slice's decision set holding every variant.
+fn every_variant_set(slice: u64, wake: Vec<u32>) -> SliceDecisions {
+    SliceDecisions {
+        slice,
+        decisions: every_decision_variant(),
+        wake,
+        catalog: Vec::new(),
+    }
+}
+
 #[test]
 fn every_decision_variant_round_trips_in_a_slice_set() {
-    let sd = SliceDecisions {
-        slice: 42,
-        decisions: every_decision_variant(),
-        wake: vec![0, 1, 2, 9],
-        catalog: Vec::new(),
-    };
+    let sd = every_variant_set(42, vec![0, 1, 2, 9]);
     let blob = encode_slice_decisions(&sd);
     let back = decode_slice_decisions(&blob).unwrap();
     assert_eq!(back, sd);
@@ -224,12 +229,7 @@ fn every_node_message_round_trips() {
             phase,
         });
     }
-    msgs.push(NodeMessage::Decisions(SliceDecisions {
-        slice: 9,
-        decisions: every_decision_variant(),
-        wake: vec![4],
-        catalog: Vec::new(),
-    }));
+    msgs.push(NodeMessage::Decisions(every_variant_set(9, vec![4])));
     msgs.push(NodeMessage::Batch {
         slice: 2,
         node: 0,
@@ -254,12 +254,7 @@ fn an_empty_decision_set_is_a_few_bytes() {
 fn garbage_and_truncated_input_is_an_error_not_a_panic() {
     assert!(decode_slice_decisions(&[]).is_err());
     assert!(decode_node_message(&[0xff; 7]).is_err());
-    let sd = SliceDecisions {
-        slice: 3,
-        decisions: every_decision_variant(),
-        wake: vec![1],
-        catalog: Vec::new(),
-    };
+    let sd = every_variant_set(3, vec![1]);
     let blob = encode_slice_decisions(&sd);
     for cut in [1, blob.len() / 2, blob.len() - 1] {
         assert!(
@@ -281,12 +276,7 @@ fn garbage_and_truncated_input_is_an_error_not_a_panic() {
 
 #[test]
 fn a_wrong_digest_is_reported() {
-    let sd = SliceDecisions {
-        slice: 3,
-        decisions: every_decision_variant(),
-        wake: vec![],
-        catalog: Vec::new(),
-    };
+    let sd = every_variant_set(3, vec![]);
     // Tamper with a decision (not the digest) through the generated types.
     let blob = encode_slice_decisions(&sd);
     let mut input = &blob[..];
@@ -323,12 +313,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// hand-written encoder of earlier releases: the hashes below were taken from its output.
 #[test]
 fn decision_sets_encode_to_the_same_bytes_as_before() {
-    let sd = SliceDecisions {
-        slice: 42,
-        decisions: every_decision_variant(),
-        wake: vec![0, 1, 2, 9],
-        catalog: Vec::new(),
-    };
+    let sd = every_variant_set(42, vec![0, 1, 2, 9]);
     let blob = encode_slice_decisions(&sd);
     assert_eq!(blob.len(), 1263);
     assert_eq!(
