@@ -199,8 +199,8 @@ pub fn run_collectives(
                     }
                 }
             }
-            Decision::NewComm(n) if !reductions => {
-                write_members(dec, n.comm, &n.members, mem, errs);
+            Decision::NewComm(created) if !reductions => {
+                write_members(dec, created.comm, &created.members, mem, errs);
             }
             _ => {}
         }
