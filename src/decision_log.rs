@@ -1,5 +1,6 @@
 //! A plain-text slice log (`strobe run --decision-log FILE`): one block per slice with its
-//! start reason, metrics, digest and every decision. It is a debugging aid and the input of
+//! start reason, metrics, digest, the calls handled (`post ...`) and every decision (its
+//! one-line text, `Display` on `Decision`). It is a debugging aid and the input of
 //! the determinism test; the SQLite recorder is the real artifact. Records go through a
 //! bounded queue to a writer thread, so the slice path never touches the disk.
 
@@ -11,7 +12,6 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use strobe_runtime::engine::{SliceRecord, SliceSink};
-use strobe_runtime::sched::Decision;
 
 pub struct DecisionLog {
     tx: Mutex<Option<SyncSender<SliceRecord>>>,
@@ -81,65 +81,7 @@ fn write_record(out: &mut impl Write, rec: &SliceRecord) -> std::io::Result<()> 
         )?;
     }
     for d in &rec.decisions.decisions {
-        match d {
-            Decision::Match {
-                send,
-                recv,
-                bytes,
-                truncated,
-            } => writeln!(
-                out,
-                "  match send={}:{} recv={}:{} bytes={} truncated={}",
-                send.rank, send.seq, recv.rank, recv.seq, bytes, truncated
-            )?,
-            Decision::Chunk {
-                send,
-                recv,
-                offset,
-                len,
-            } => writeln!(
-                out,
-                "  chunk send={}:{} recv={}:{} offset={} len={}",
-                send.rank, send.seq, recv.rank, recv.seq, offset, len
-            )?,
-            Decision::Collective {
-                comm,
-                coll_seq,
-                kind,
-                root,
-                parts,
-            } => writeln!(
-                out,
-                "  collective comm={} seq={} {} root={} members={}",
-                comm,
-                coll_seq,
-                kind.mpi_name(),
-                root,
-                parts.len()
-            )?,
-            Decision::NewComm {
-                parent,
-                comm,
-                members,
-            } => writeln!(
-                out,
-                "  new_comm parent={parent} comm={comm} members={members:?}"
-            )?,
-            Decision::Complete {
-                desc,
-                request,
-                source,
-                tag,
-                bytes,
-                error,
-                flags,
-                ..
-            } => writeln!(
-                out,
-                "  complete {}:{} request={} source={} tag={} bytes={} error={:?} flags={}",
-                desc.rank, desc.seq, request, source, tag, bytes, error, flags
-            )?,
-        }
+        writeln!(out, "  {d}")?;
     }
     Ok(())
 }

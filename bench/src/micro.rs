@@ -44,7 +44,7 @@ impl SliceSink for Collect {
             .decisions
             .decisions
             .iter()
-            .filter(|d| matches!(d, Decision::Collective { .. }))
+            .filter(|d| matches!(d, Decision::Collective(_)))
             .count() as u32;
         self.rows.lock().expect("bench lock").push(Row {
             slice: rec.slice,

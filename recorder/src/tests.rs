@@ -4,10 +4,12 @@
 use std::time::Duration;
 
 use rusqlite::Connection;
-use strobe_runtime::descriptor::{DescKind, DescRef, Descriptor, RtError, FLAG_BLOCKING};
+use strobe_runtime::descriptor::{
+    Completion, DescKind, DescRef, Descriptor, RtError, FLAG_BLOCKING,
+};
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, StartReason};
 use strobe_runtime::launcher::{JobOutcome, JobReport, RankDeath};
-use strobe_runtime::sched::{Decision, SliceDecisions};
+use strobe_runtime::sched::{Chunk, CollectiveRun, Completed, Decision, Match, SliceDecisions};
 
 use super::*;
 
@@ -45,39 +47,42 @@ fn desc(rank: u32, seq: u64, kind: DescKind, peer: i32) -> Descriptor {
 /// Slice `i`: rank 0 sends to rank 1 (seq i), which receives; match, chunk, two completions.
 fn record(i: u64) -> SliceRecord {
     let (s, r) = (DescRef { rank: 0, seq: i }, DescRef { rank: 1, seq: i });
-    let complete = |d: DescRef, source| Decision::Complete {
-        desc: d,
-        request: i + 1,
-        source,
-        tag: 7,
-        bytes: 8,
-        error: RtError::Ok,
-        flags: 0,
-        value: u64::MAX,
-        value2: 0,
+    let complete = |d: DescRef, source| {
+        Decision::Complete(Completed {
+            desc: d,
+            completion: Completion {
+                request: i + 1,
+                source,
+                tag: 7,
+                bytes: 8,
+                error: RtError::Ok as u32,
+                value: u64::MAX,
+                ..Completion::default()
+            },
+        })
     };
     let decisions = SliceDecisions {
         slice: i,
         decisions: vec![
-            Decision::Match {
+            Decision::Match(Match {
                 send: s,
                 recv: r,
                 bytes: 8,
                 truncated: false,
-            },
-            Decision::Chunk {
+            }),
+            Decision::Chunk(Chunk {
                 send: s,
                 recv: r,
                 offset: 0,
                 len: 8,
-            },
-            Decision::Collective {
+            }),
+            Decision::Collective(CollectiveRun {
                 comm: 0,
                 coll_seq: i,
                 kind: DescKind::Barrier,
                 root: 0,
                 parts: vec![s, r],
-            },
+            }),
             complete(s, -1),
             complete(r, 0),
         ],
@@ -429,3 +434,5 @@ fn recorded_env_keeps_only_what_matters() {
         ]
     );
 }
+
+mod decision_rows;

@@ -62,7 +62,7 @@ impl Recording {
     }
 
     /// The recorded decisions of `slice` as comparable text lines (`Display` of
-    /// `Decision`, as `source::decision_text`), if the schedule log covers it.
+    /// `Decision`, as the divergence report prints replayed ones), if the schedule log covers it.
     pub fn decisions(&self, slice: u64) -> Option<Vec<String>> {
         let decisions = self.reader.decisions(slice).ok()??;
         Some(decisions.iter().map(|d| format!("{d}")).collect())

@@ -1,6 +1,7 @@
 //! Turning a finished replay into a verdict and its report.
 
 use strobe_runtime::launcher::{JobOutcome, JobReport};
+use strobe_runtime::sched::Decision;
 
 use crate::recording::Recording;
 use crate::source::{Divergence, Shared};
@@ -69,14 +70,17 @@ fn refine(rec: &Recording, d: &mut Divergence) {
             }
         }
     }
+    // Decisions are compared by their one-line text (`Display` on `Decision`), which tells
+    // any two different decisions apart.
     if let Some(decs) = rec.decisions(d.slice) {
         let n = decs.len().max(d.decisions.len());
         for i in 0..n {
-            let (a, b) = (decs.get(i), d.decisions.get(i));
-            if a != b.map(|x| &x.1) {
-                d.rank = b.map(|x| x.0).or(d.rank);
+            let a = decs.get(i).map(ToString::to_string);
+            let b = d.decisions.get(i);
+            if a != b.map(ToString::to_string) {
+                d.rank = b.map(Decision::rank).or(d.rank);
                 d.recorded = a.map_or("no decision".into(), |x| format!("decision #{i}: {x}"));
-                d.replayed = b.map_or("no decision".into(), |x| format!("decision #{i}: {}", x.1));
+                d.replayed = b.map_or("no decision".into(), |x| format!("decision #{i}: {x}"));
                 return;
             }
         }
@@ -104,7 +108,7 @@ fn render(d: &Divergence, shared: &Shared, node_of_rank: &[u32]) -> String {
         for (_, c) in &d.calls {
             s.push_str(&format!("    handled {c}\n"));
         }
-        for (_, c) in &d.decisions {
+        for c in &d.decisions {
             s.push_str(&format!("    {c}\n"));
         }
     }

@@ -41,9 +41,9 @@ pub struct Divergence {
     pub recorded: String,
     /// What the replay did instead.
     pub replayed: String,
-    /// The replayed slice's calls and decisions (rank, text), when a digest differed.
+    /// The replayed slice's calls (rank, text) and decisions, when a digest differed.
     pub calls: Vec<(u32, String)>,
-    pub decisions: Vec<(u32, String)>,
+    pub decisions: Vec<Decision>,
 }
 
 /// State shared by the source, the verifier and the report.
@@ -97,22 +97,6 @@ pub fn descriptor_text(d: &Descriptor) -> String {
         "rank {} seq {}: {} peer={} tag={} comm={} bytes={}",
         d.rank, d.seq, kind, d.peer, d.tag, d.comm, d.bytes as i64
     )
-}
-
-/// A decision as a comparable line: its `Display`, as `Recording::decisions` shows the
-/// recorded ones.
-pub fn decision_text(d: &Decision) -> String {
-    d.to_string()
-}
-
-/// The rank a decision is mostly about (for "node, rank" in reports).
-pub fn decision_rank(d: &Decision) -> u32 {
-    match d {
-        Decision::Match { recv, .. } | Decision::Chunk { recv, .. } => recv.rank,
-        Decision::Collective { parts, .. } => parts.first().map_or(0, |p| p.rank),
-        Decision::NewComm { members, .. } => members.first().copied().unwrap_or(0),
-        Decision::Complete { desc, .. } => desc.rank,
-    }
 }
 
 #[derive(Default)]
@@ -435,7 +419,7 @@ impl SliceSink for Verifier {
             let first = rec.decisions.decisions.first();
             self.shared.diverged(Divergence {
                 slice: rec.slice,
-                rank: first.map(decision_rank),
+                rank: first.map(Decision::rank),
                 recorded: match recorded {
                     Some(d) => format!("digest {d:016x}"),
                     None => "no such slice".into(),
@@ -446,12 +430,7 @@ impl SliceSink for Verifier {
                     .iter()
                     .map(|d| (d.rank, descriptor_text(d)))
                     .collect(),
-                decisions: rec
-                    .decisions
-                    .decisions
-                    .iter()
-                    .map(|d| (decision_rank(d), decision_text(d)))
-                    .collect(),
+                decisions: rec.decisions.decisions.clone(),
             });
         }
         if let Some(s) = &self.inner {

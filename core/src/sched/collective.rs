@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::{CommTable, Decision, Out, PendingOp};
-use crate::descriptor::{DescKind, DescRef, Descriptor, RtError, SPLIT_UNDEFINED};
+use super::{CollectiveRun, CommTable, Decision, NewComm, Out, PendingOp};
+use crate::descriptor::{Completion, DescKind, DescRef, Descriptor, RtError, SPLIT_UNDEFINED};
 
 struct CollQueue {
     /// World ranks of the communicator, by communicator rank.
@@ -147,22 +147,22 @@ fn schedule_one(comm: u32, seq: u64, parts: &[Descriptor], comms: &mut CommTable
         }
         return;
     }
-    out.push(Decision::Collective {
+    out.push(Decision::Collective(CollectiveRun {
         comm,
         coll_seq: seq,
         kind,
         root: if rooted(kind) { root } else { -1 },
         parts: parts.iter().map(|p| p.id()).collect(),
-    });
+    }));
     match kind {
         DescKind::CommDup => {
             let members: Vec<u32> = parts.iter().map(|p| p.rank).collect();
             let id = comms.create(members.clone());
-            out.push(Decision::NewComm {
+            out.push(Decision::NewComm(NewComm {
                 parent: comm,
                 comm: id,
                 members,
-            });
+            }));
             let n = parts.len() as u64;
             for (r, p) in parts.iter().enumerate() {
                 out.complete(p, RtError::Ok, |c| {
@@ -174,20 +174,16 @@ fn schedule_one(comm: u32, seq: u64, parts: &[Descriptor], comms: &mut CommTable
         _ => {
             for p in parts {
                 out.complete(p, RtError::Ok, |c| {
-                    if let Decision::Complete { bytes, .. } = c {
-                        *bytes = p.rbytes.max(p.bytes);
-                    }
+                    c.bytes = p.rbytes.max(p.bytes);
                 });
             }
         }
     }
 }
 
-fn set_value(c: &mut Decision, v: u64, v2: u64) {
-    if let Decision::Complete { value, value2, .. } = c {
-        *value = v;
-        *value2 = v2;
-    }
+fn set_value(c: &mut Completion, v: u64, v2: u64) {
+    c.value = v;
+    c.value2 = v2;
 }
 
 /// `MPI_Comm_split`: groups by colour (ascending; `MPI_UNDEFINED` gets no communicator),
@@ -209,11 +205,11 @@ fn split(parent: u32, parts: &[Descriptor], comms: &mut CommTable, out: &mut Out
         group.sort();
         let members: Vec<u32> = group.iter().map(|&(_, r)| parts[r].rank).collect();
         let id = comms.create(members.clone());
-        out.push(Decision::NewComm {
+        out.push(Decision::NewComm(NewComm {
             parent,
             comm: id,
             members,
-        });
+        }));
         let n = group.len() as u64;
         for (new_rank, &(_, r)) in group.iter().enumerate() {
             assigned[r] = Some((id, new_rank as u64, n));

@@ -1,178 +1,139 @@
 //! What the scheduler decides in a slice. Decisions name descriptors by [`DescRef`] and never
 //! hold addresses, so the same program makes the same decisions in every run; the
 //! [`SliceDecisions::catalog`] carries the descriptors (with addresses) the executors need.
+//!
+//! One struct per kind of decision. Their fields are named in exactly two places: the field
+//! visitor ([`Decision::visit`], with its inverse [`Decision::read`], in `visit.rs`), which
+//! drives the digest, the recorder's SQL row and the Cap'n Proto encoding; and the one-line
+//! text ([`std::fmt::Display`], in `decision_text.rs`).
 
-use crate::descriptor::{Completion, DescKind, DescRef, Descriptor, RtError};
+use crate::descriptor::{Completion, DescKind, DescRef, Descriptor};
+use crate::sched::visit::DecisionVisitor;
 
 /// One scheduling decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// MSM: a send matched a receive. `bytes` is what will move (the smaller of the two
-    /// sizes); `truncated` when the send was larger than the receive buffer.
-    Match {
-        send: DescRef,
-        recv: DescRef,
-        bytes: u64,
-        truncated: bool,
-    },
-    /// P2P: the DMA Helper of the receiver's node moves `len` bytes at `offset` of a match.
-    Chunk {
-        send: DescRef,
-        recv: DescRef,
-        offset: u64,
-        len: u64,
-    },
-    /// BBM/RM: every member of `comm` posted its `coll_seq`-th collective; it runs this
-    /// slice. `parts` are the members' descriptors in communicator rank order.
-    Collective {
-        comm: u32,
-        coll_seq: u64,
-        kind: DescKind,
-        root: i32,
-        parts: Vec<DescRef>,
-    },
-    /// A communicator created by dup or split: its context id and world ranks in rank order.
-    NewComm {
-        parent: u32,
-        comm: u32,
-        members: Vec<u32>,
-    },
-    /// A descriptor completed: the rank's request `request` is done.
-    Complete {
-        desc: DescRef,
-        request: u64,
-        source: i32,
-        tag: i32,
-        bytes: u64,
-        error: RtError,
-        flags: u32,
-        value: u64,
-        value2: u64,
-    },
+    Match(Match),
+    Chunk(Chunk),
+    Collective(CollectiveRun),
+    NewComm(NewComm),
+    Complete(Completed),
+}
+
+/// MSM: a send matched a receive. `bytes` is what will move (the smaller of the two sizes);
+/// `truncated` when the send was larger than the receive buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Match {
+    pub send: DescRef,
+    pub recv: DescRef,
+    pub bytes: u64,
+    pub truncated: bool,
+}
+
+/// P2P: the DMA Helper of the receiver's node moves `len` bytes at `offset` of a match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub send: DescRef,
+    pub recv: DescRef,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// BBM/RM: every member of `comm` posted its `coll_seq`-th collective; it runs this slice.
+/// `parts` are the members' descriptors in communicator rank order; `root` is -1 for
+/// collectives without a root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollectiveRun {
+    pub comm: u32,
+    pub coll_seq: u64,
+    pub kind: DescKind,
+    pub root: i32,
+    pub parts: Vec<DescRef>,
+}
+
+/// A communicator created by dup or split: its context id and world ranks in rank order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewComm {
+    pub parent: u32,
+    pub comm: u32,
+    pub members: Vec<u32>,
+}
+
+/// A descriptor completed: `completion` is exactly the record its rank receives (its
+/// `_pad` is always 0 and is neither digested, stored nor encoded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completed {
+    pub desc: DescRef,
+    pub completion: Completion,
+}
+
+/// The kinds of decision. The discriminant is the tag that starts a decision's digest
+/// encoding; it is stored in recordings (through the digest) and must never change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DecisionKind {
+    Match = 1,
+    Chunk = 2,
+    Collective = 3,
+    NewComm = 4,
+    Complete = 5,
+}
+
+impl DecisionKind {
+    pub const ALL: [DecisionKind; 5] = [
+        DecisionKind::Match,
+        DecisionKind::Chunk,
+        DecisionKind::Collective,
+        DecisionKind::NewComm,
+        DecisionKind::Complete,
+    ];
+
+    /// Short name, as in the `decision.kind` column of recordings and in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionKind::Match => "match",
+            DecisionKind::Chunk => "chunk",
+            DecisionKind::Collective => "collective",
+            DecisionKind::NewComm => "new_comm",
+            DecisionKind::Complete => "complete",
+        }
+    }
 }
 
 impl Decision {
+    pub fn kind(&self) -> DecisionKind {
+        match self {
+            Decision::Match(_) => DecisionKind::Match,
+            Decision::Chunk(_) => DecisionKind::Chunk,
+            Decision::Collective(_) => DecisionKind::Collective,
+            Decision::NewComm(_) => DecisionKind::NewComm,
+            Decision::Complete(_) => DecisionKind::Complete,
+        }
+    }
+
     /// For a `Complete` decision: the descriptor and the completion record a rank receives.
     pub fn completion(&self) -> Option<(DescRef, Completion)> {
-        let Decision::Complete {
-            desc,
-            request,
-            source,
-            tag,
-            bytes,
-            error,
-            flags,
-            value,
-            value2,
-        } = self
-        else {
-            return None;
-        };
-        Some((
-            *desc,
-            Completion {
-                request: *request,
-                source: *source,
-                tag: *tag,
-                bytes: *bytes,
-                error: *error as u32,
-                flags: *flags,
-                value: *value,
-                value2: *value2,
-                _pad: 0,
-            },
-        ))
+        match self {
+            Decision::Complete(c) => Some((c.desc, c.completion)),
+            _ => None,
+        }
     }
 
     /// Short name of the decision kind, for logs and reports.
     pub fn kind_name(&self) -> &'static str {
-        match self {
-            Decision::Match { .. } => "match",
-            Decision::Chunk { .. } => "chunk",
-            Decision::Collective { .. } => "collective",
-            Decision::NewComm { .. } => "new_comm",
-            Decision::Complete { .. } => "complete",
-        }
+        self.kind().name()
     }
 
-    fn digest_into(&self, h: &mut Fnv64) {
+    /// The world rank a decision is mostly about, for "node, rank" in reports: the receiver
+    /// of a match or chunk, the first member of a collective or new communicator, the rank
+    /// whose descriptor completed.
+    pub fn rank(&self) -> u32 {
         match self {
-            Decision::Match {
-                send,
-                recv,
-                bytes,
-                truncated,
-            } => {
-                h.u8(1);
-                h.desc(*send);
-                h.desc(*recv);
-                h.u64(*bytes);
-                h.u8(*truncated as u8);
-            }
-            Decision::Chunk {
-                send,
-                recv,
-                offset,
-                len,
-            } => {
-                h.u8(2);
-                h.desc(*send);
-                h.desc(*recv);
-                h.u64(*offset);
-                h.u64(*len);
-            }
-            Decision::Collective {
-                comm,
-                coll_seq,
-                kind,
-                root,
-                parts,
-            } => {
-                h.u8(3);
-                h.u64(*comm as u64);
-                h.u64(*coll_seq);
-                h.u8(*kind as u8);
-                h.u64(*root as i64 as u64);
-                h.u64(parts.len() as u64);
-                for p in parts {
-                    h.desc(*p);
-                }
-            }
-            Decision::NewComm {
-                parent,
-                comm,
-                members,
-            } => {
-                h.u8(4);
-                h.u64(*parent as u64);
-                h.u64(*comm as u64);
-                h.u64(members.len() as u64);
-                for m in members {
-                    h.u64(*m as u64);
-                }
-            }
-            Decision::Complete {
-                desc,
-                request,
-                source,
-                tag,
-                bytes,
-                error,
-                flags,
-                value,
-                value2,
-            } => {
-                h.u8(5);
-                h.desc(*desc);
-                h.u64(*request);
-                h.u64(*source as i64 as u64);
-                h.u64(*tag as i64 as u64);
-                h.u64(*bytes);
-                h.u64(*error as u32 as u64);
-                h.u64(*flags as u64);
-                h.u64(*value);
-                h.u64(*value2);
-            }
+            Decision::Match(m) => m.recv.rank,
+            Decision::Chunk(c) => c.recv.rank,
+            Decision::Collective(c) => c.parts.first().map_or(0, |p| p.rank),
+            Decision::NewComm(n) => n.members.first().copied().unwrap_or(0),
+            Decision::Complete(c) => c.desc.rank,
         }
     }
 }
@@ -204,12 +165,14 @@ impl SliceDecisions {
     }
 
     /// A digest of the decisions (not of the slice number, so logically equal slices of
-    /// two runs compare equal; not of addresses). FNV-1a 64 over a fixed encoding.
+    /// two runs compare equal; not of addresses). FNV-1a 64 over the number of decisions,
+    /// then each decision as [`Decision::visit`] walks it (see [`Fnv64`]'s visitor). Stored
+    /// in every recording: the golden tests in `golden_tests.rs` pin it.
     pub fn digest(&self) -> u64 {
         let mut h = Fnv64::new();
         h.u64(self.decisions.len() as u64);
         for d in &self.decisions {
-            d.digest_into(&mut h);
+            d.visit(&mut h);
         }
         h.finish()
     }
@@ -218,12 +181,12 @@ impl SliceDecisions {
     pub fn counts(&self) -> DecisionCounts {
         let mut c = DecisionCounts::default();
         for d in &self.decisions {
-            match d {
-                Decision::Match { .. } => c.matches += 1,
-                Decision::Chunk { .. } => c.chunks += 1,
-                Decision::Collective { .. } => c.collectives += 1,
-                Decision::NewComm { .. } => {}
-                Decision::Complete { .. } => c.completions += 1,
+            match d.kind() {
+                DecisionKind::Match => c.matches += 1,
+                DecisionKind::Chunk => c.chunks += 1,
+                DecisionKind::Collective => c.collectives += 1,
+                DecisionKind::NewComm => {}
+                DecisionKind::Complete => c.completions += 1,
             }
         }
         c
@@ -259,10 +222,6 @@ impl Fnv64 {
     pub fn u64(&mut self, v: u64) {
         self.bytes(&v.to_le_bytes());
     }
-    fn desc(&mut self, d: DescRef) {
-        self.u64(d.rank as u64);
-        self.u64(d.seq);
-    }
     pub fn finish(self) -> u64 {
         self.0
     }
@@ -274,11 +233,47 @@ impl Default for Fnv64 {
     }
 }
 
-/// One line of text per decision: the decision log, divergence reports and the TUI all
-/// print decisions with this (and only this).
-impl std::fmt::Display for Decision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Placeholder until the field visitor lands; replaced by the visitor-driven text.
-        write!(f, "{self:?}")
+/// The digest encoding of a decision, one visitor call at a time: the kind tag and `bool`s
+/// and collective kinds as one byte, every other integer widened to 64 bits little-endian
+/// (signed ones sign-extended), a descriptor as its rank then its sequence number, a list
+/// as its length then its elements. This is byte for byte the encoding of every release
+/// since the first (format 4 recordings verify against it).
+impl DecisionVisitor for Fnv64 {
+    fn kind(&mut self, kind: DecisionKind) {
+        self.u8(kind as u8);
+    }
+    fn desc(&mut self, _field: &'static str, v: DescRef) {
+        self.u64(v.rank as u64);
+        self.u64(v.seq);
+    }
+    fn u32(&mut self, _field: &'static str, v: u32) {
+        self.u64(v as u64);
+    }
+    fn u64(&mut self, _field: &'static str, v: u64) {
+        Fnv64::u64(self, v);
+    }
+    fn i32(&mut self, _field: &'static str, v: i32) {
+        self.u64(v as i64 as u64);
+    }
+    fn bool(&mut self, _field: &'static str, v: bool) {
+        self.u8(v as u8);
+    }
+    fn coll_kind(&mut self, _field: &'static str, v: DescKind) {
+        self.u8(v as u8);
+    }
+    fn error(&mut self, _field: &'static str, v: u32) {
+        self.u64(v as u64);
+    }
+    fn desc_list(&mut self, field: &'static str, v: &[DescRef]) {
+        self.u64(v.len() as u64);
+        for d in v {
+            self.desc(field, *d);
+        }
+    }
+    fn u32_list(&mut self, field: &'static str, v: &[u32]) {
+        self.u64(v.len() as u64);
+        for x in v {
+            DecisionVisitor::u32(self, field, *x);
+        }
     }
 }

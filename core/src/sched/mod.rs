@@ -17,7 +17,9 @@
 mod collective;
 mod comm;
 pub mod decision;
+mod decision_text;
 mod p2p;
+pub mod visit;
 
 /// The version of the scheduling rules. Bump it whenever a change alters the decisions the
 /// scheduler makes for the same input (a new protocol, a new matching rule): recordings
@@ -27,11 +29,16 @@ mod p2p;
 pub const SCHEDULER_VERSION: u32 = 1;
 
 pub use comm::{Comm, CommTable, CommView};
-pub use decision::{Decision, DecisionCounts, Fnv64, SliceDecisions};
+pub use decision::{
+    Chunk, CollectiveRun, Completed, Decision, DecisionCounts, DecisionKind, Fnv64, Match, NewComm,
+    SliceDecisions,
+};
+pub use decision_text::error_name;
+pub use visit::{DecisionSource, DecisionVisitor};
 
 use std::collections::BTreeMap;
 
-use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use crate::descriptor::{Completion, DescKind, DescRef, Descriptor, RtError};
 
 /// Static facts the scheduler needs about the job.
 #[derive(Clone, Debug)]
@@ -117,21 +124,18 @@ impl Out {
         self.catalog.insert(d.id(), *d);
     }
     /// Complete `d`; `fill` adjusts the completion's status fields.
-    fn complete(&mut self, d: &Descriptor, error: RtError, fill: impl FnOnce(&mut Decision)) {
+    fn complete(&mut self, d: &Descriptor, error: RtError, fill: impl FnOnce(&mut Completion)) {
         self.cite(d);
-        let mut c = Decision::Complete {
-            desc: d.id(),
+        let mut completion = Completion {
             request: d.request,
-            source: 0,
-            tag: 0,
-            bytes: 0,
-            error,
-            flags: 0,
-            value: 0,
-            value2: 0,
+            error: error as u32,
+            ..Completion::default()
         };
-        fill(&mut c);
-        self.decisions.push(c);
+        fill(&mut completion);
+        self.decisions.push(Decision::Complete(Completed {
+            desc: d.id(),
+            completion,
+        }));
         self.wake.push(d.rank);
     }
     fn finish(mut self, slice: u64) -> SliceDecisions {
@@ -146,16 +150,11 @@ impl Out {
     }
 }
 
-/// Sets the status fields of a `Decision::Complete`.
-pub(crate) fn set_status(c: &mut Decision, s: i32, t: i32, b: u64) {
-    if let Decision::Complete {
-        source, tag, bytes, ..
-    } = c
-    {
-        *source = s;
-        *tag = t;
-        *bytes = b;
-    }
+/// Sets the status fields of a completion.
+pub(crate) fn set_status(c: &mut Completion, s: i32, t: i32, b: u64) {
+    c.source = s;
+    c.tag = t;
+    c.bytes = b;
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -293,4 +292,8 @@ impl Scheduler {
 }
 
 #[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod visit_tests;

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::{set_status, CommTable, Out, PendingOp, SchedConfig};
+use super::{set_status, Chunk, CommTable, Decision, Match, Out, PendingOp, SchedConfig};
 use crate::descriptor::{
     DescKind, DescRef, Descriptor, RtError, ANY_SOURCE, ANY_TAG, COMPLETION_CANCELLED,
     COMPLETION_FOUND, PROC_NULL,
@@ -129,9 +129,7 @@ impl P2p {
             let id = q.remove(pos).expect("position is in range");
             let r = live.remove(&id).expect("posted receives are live");
             out.complete(&r, RtError::Ok, |c| {
-                if let crate::sched::Decision::Complete { flags, .. } = c {
-                    *flags |= COMPLETION_CANCELLED;
-                }
+                c.flags |= COMPLETION_CANCELLED;
             });
         }
         if d.request != 0 {
@@ -200,12 +198,12 @@ impl P2p {
                 let bytes = s.bytes.min(r.bytes);
                 out.cite(&s);
                 out.cite(&r);
-                out.push(crate::sched::Decision::Match {
+                out.push(Decision::Match(Match {
                     send: sid,
                     recv: rid,
                     bytes,
                     truncated,
-                });
+                }));
                 self.transfers.push(Transfer {
                     send: sid,
                     recv: rid,
@@ -233,9 +231,7 @@ impl P2p {
             if p.peer == PROC_NULL {
                 out.complete(p, RtError::Ok, |c| {
                     set_status(c, PROC_NULL, ANY_TAG, 0);
-                    if let crate::sched::Decision::Complete { flags, .. } = c {
-                        *flags |= COMPLETION_FOUND;
-                    }
+                    c.flags |= COMPLETION_FOUND;
                 });
                 continue;
             }
@@ -253,9 +249,7 @@ impl P2p {
                     let src = view.rank_of(s.rank).map_or(-1, |x| x as i32);
                     out.complete(p, RtError::Ok, |c| {
                         set_status(c, src, s.tag, s.bytes);
-                        if let crate::sched::Decision::Complete { flags, .. } = c {
-                            *flags |= COMPLETION_FOUND;
-                        }
+                        c.flags |= COMPLETION_FOUND;
                     });
                 }
                 None => out.complete(p, RtError::Ok, |_| {}),
@@ -281,12 +275,12 @@ impl P2p {
                 let (s, r) = (live[&t.send], live[&t.recv]);
                 out.cite(&s);
                 out.cite(&r);
-                out.push(crate::sched::Decision::Chunk {
+                out.push(Decision::Chunk(Chunk {
                     send: t.send,
                     recv: t.recv,
                     offset: t.done,
                     len: take,
-                });
+                }));
                 t.done += take;
                 budget[node] -= take;
             }

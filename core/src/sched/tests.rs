@@ -71,27 +71,21 @@ fn matches(s: &SliceDecisions) -> Vec<(DescRef, DescRef)> {
     s.decisions
         .iter()
         .filter_map(|d| match d {
-            Decision::Match { send, recv, .. } => Some((*send, *recv)),
+            Decision::Match(m) => Some((m.send, m.recv)),
             _ => None,
         })
         .collect()
 }
 
 fn completion(s: &SliceDecisions, id: DescRef) -> Option<(i32, i32, u64, RtError, u32, u64, u64)> {
-    s.decisions.iter().find_map(|d| match d {
-        Decision::Complete {
-            desc,
-            source,
-            tag,
-            bytes,
-            error,
-            flags,
-            value,
-            value2,
-            ..
-        } if *desc == id => Some((*source, *tag, *bytes, *error, *flags, *value, *value2)),
-        _ => None,
-    })
+    s.decisions
+        .iter()
+        .filter_map(Decision::completion)
+        .find(|(desc, _)| *desc == id)
+        .map(|(_, c)| {
+            let error = RtError::from_u32(c.error);
+            (c.source, c.tag, c.bytes, error, c.flags, c.value, c.value2)
+        })
 }
 
 fn r(rank: u32, seq: u64) -> DescRef {
@@ -105,12 +99,12 @@ fn send_and_recv_in_one_slice_match_move_and_complete() {
     let rv = j.recv(1, 0, 7, 100);
     let out = j.slice(vec![rv, s]);
     assert_eq!(matches(&out), vec![(r(0, 0), r(1, 0))]);
-    assert!(out.decisions.contains(&Decision::Chunk {
+    assert!(out.decisions.contains(&Decision::Chunk(Chunk {
         send: r(0, 0),
         recv: r(1, 0),
         offset: 0,
         len: 100
-    }));
+    })));
     let (src, tag, bytes, err, ..) = completion(&out, r(1, 0)).unwrap();
     assert_eq!((src, tag, bytes, err), (0, 7, 100, RtError::Ok));
     assert_eq!(completion(&out, r(0, 0)).unwrap().3, RtError::Ok);
@@ -196,8 +190,8 @@ fn large_messages_are_chunked_over_slices_within_the_node_budget() {
     let mut out = j.slice(vec![s, rv]);
     for _ in 0..5 {
         for d in &out.decisions {
-            if let Decision::Chunk { offset, len, .. } = d {
-                chunks.push((*offset, *len));
+            if let Decision::Chunk(c) = d {
+                chunks.push((c.offset, c.len));
             }
         }
         if completion(&out, r(1, 0)).is_some() {
@@ -349,7 +343,7 @@ fn split_groups_by_colour_orders_by_key_and_numbers_comms_deterministically() {
         .decisions
         .iter()
         .filter_map(|d| match d {
-            Decision::NewComm { comm, members, .. } => Some((*comm, members.clone())),
+            Decision::NewComm(n) => Some((n.comm, n.members.clone())),
             _ => None,
         })
         .collect();

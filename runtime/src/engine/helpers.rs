@@ -112,16 +112,11 @@ fn local_chunks<'d>(
     local: &'d dyn Fn(u32) -> bool,
 ) -> impl Iterator<Item = (&'d Descriptor, &'d Descriptor, u64, u64)> + 'd {
     dec.decisions.iter().filter_map(move |d| match d {
-        Decision::Chunk {
-            send,
-            recv,
-            offset,
-            len,
-        } if local(recv.rank) => Some((
-            dec.descriptor(*send)?,
-            dec.descriptor(*recv)?,
-            *offset,
-            *len,
+        Decision::Chunk(c) if local(c.recv.rank) => Some((
+            dec.descriptor(c.send)?,
+            dec.descriptor(c.recv)?,
+            c.offset,
+            c.len,
         )),
         _ => None,
     })
@@ -182,10 +177,10 @@ pub fn run_collectives(
     let mut n = 0;
     for d in &dec.decisions {
         match d {
-            Decision::Collective {
-                kind, root, parts, ..
-            } if kind.is_reduction() == reductions => {
-                let parts: Vec<Descriptor> = parts
+            Decision::Collective(run) if run.kind.is_reduction() == reductions => {
+                let (kind, root) = (&run.kind, &run.root);
+                let parts: Vec<Descriptor> = run
+                    .parts
                     .iter()
                     .filter_map(|p| dec.descriptor(*p).copied())
                     .collect();
@@ -204,8 +199,8 @@ pub fn run_collectives(
                     }
                 }
             }
-            Decision::NewComm { comm, members, .. } if !reductions => {
-                write_members(dec, *comm, members, mem, errs);
+            Decision::NewComm(created) if !reductions => {
+                write_members(dec, created.comm, &created.members, mem, errs);
             }
             _ => {}
         }
@@ -223,13 +218,13 @@ fn write_members(
 ) {
     let bytes: Vec<u8> = members.iter().flat_map(|m| m.to_le_bytes()).collect();
     for d in &dec.decisions {
-        let Decision::Complete { desc, value, .. } = d else {
+        let Some((desc, done)) = d.completion() else {
             continue;
         };
-        if *value != comm as u64 || !(mem.local)(desc.rank) {
+        if done.value != comm as u64 || !(mem.local)(desc.rank) {
             continue;
         }
-        let Some(p) = dec.descriptor(*desc) else {
+        let Some(p) = dec.descriptor(desc) else {
             continue;
         };
         if !matches!(p.kind(), Some(DescKind::CommDup | DescKind::CommSplit)) || p.rbuf == 0 {

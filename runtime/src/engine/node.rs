@@ -381,10 +381,8 @@ impl NodeManager {
         local.t_schedule = ts.elapsed();
         for d in &dec.decisions {
             match d {
-                Decision::Chunk { recv, .. } if self.is_local(recv.rank) => local.np2pmsm += 1,
-                Decision::Collective { parts, .. }
-                    if parts.iter().any(|p| self.is_local(p.rank)) =>
-                {
+                Decision::Chunk(c) if self.is_local(c.recv.rank) => local.np2pmsm += 1,
+                Decision::Collective(run) if run.parts.iter().any(|p| self.is_local(p.rank)) => {
                     local.ncollmsm += 1
                 }
                 _ => {}
@@ -438,7 +436,7 @@ impl NodeManager {
             && dec
                 .decisions
                 .iter()
-                .any(|d| matches!(d, Decision::Collective { kind, .. } if kind.is_reduction()))
+                .any(|d| matches!(d, Decision::Collective(run) if run.kind.is_reduction()))
         {
             usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::RmRead)?;
         }
