@@ -4,6 +4,7 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::OnceLock;
+use strobe_runtime::calls::Call;
 
 use crate::comm::comm_of;
 use crate::consts::*;
@@ -46,7 +47,7 @@ fn predefined_value(key: c_int) -> Option<*mut c_void> {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MpiComm, name: *const c_char) -> c_int {
-    entry("MPI_Comm_set_name", comm, || {
+    entry(Call::CommSetName, comm, || {
         comm_of(comm)?;
         if name.is_null() {
             fail!(class::ARG, "comm_name is NULL");
@@ -67,7 +68,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
     name: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
-    entry("MPI_Comm_get_name", comm, || {
+    entry(Call::CommGetName, comm, || {
         comm_of(comm)?;
         let n = st()
             .comms
@@ -85,7 +86,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
     keyval: *mut c_int,
     extra: *mut c_void,
 ) -> c_int {
-    entry("MPI_Comm_create_keyval", COMM_WORLD, || {
+    entry(Call::CommCreateKeyval, COMM_WORLD, || {
         if keyval.is_null() {
             fail!(class::ARG, "comm_keyval is NULL");
         }
@@ -100,7 +101,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
-    entry("MPI_Comm_free_keyval", COMM_WORLD, || {
+    entry(Call::CommFreeKeyval, COMM_WORLD, || {
         if keyval.is_null() {
             fail!(class::ARG, "comm_keyval is NULL");
         }
@@ -142,7 +143,7 @@ fn call_delete(comm: MpiComm, k: c_int, kv: Keyval, val: usize) -> MpiResult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c_void) -> c_int {
-    entry("MPI_Comm_set_attr", comm, || {
+    entry(Call::CommSetAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
         let old = st()
@@ -158,7 +159,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int {
-    entry("MPI_Comm_delete_attr", comm, || {
+    entry(Call::CommDeleteAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
         let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.remove(&k));
@@ -198,7 +199,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_attr(
     out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    entry("MPI_Comm_get_attr", comm, || get_attr(comm, k, out, flag))
+    entry(Call::CommGetAttr, comm, || get_attr(comm, k, out, flag))
 }
 
 /// MPI-1 name of `MPI_Comm_get_attr`, still used by many programs for `MPI_TAG_UB`.
@@ -209,7 +210,7 @@ pub unsafe extern "C" fn PMPI_Attr_get(
     out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    entry("MPI_Attr_get", comm, || get_attr(comm, k, out, flag))
+    entry(Call::AttrGet, comm, || get_attr(comm, k, out, flag))
 }
 
 /// `MPI_Comm_dup`: copy `from`'s attributes to `to` through their copy callbacks.

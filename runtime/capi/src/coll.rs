@@ -4,6 +4,7 @@
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::Comm;
 
@@ -27,7 +28,7 @@ pub fn check_root(c: &Comm, root: c_int) -> MpiResult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Barrier(comm: MpiComm) -> c_int {
-    entry("MPI_Barrier", comm, || Ok(comm_of(comm)?.barrier()?))
+    entry(Call::Barrier, comm, || Ok(comm_of(comm)?.barrier()?))
 }
 
 #[unsafe(no_mangle)]
@@ -38,7 +39,7 @@ pub unsafe extern "C" fn PMPI_Bcast(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Bcast", comm, || {
+    entry(Call::Bcast, comm, || {
         let c = comm_of(comm)?;
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
@@ -75,7 +76,7 @@ pub unsafe extern "C" fn PMPI_Gather(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Gather", comm, || {
+    entry(Call::Gather, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let me_root = c.rank() == root;
@@ -118,7 +119,7 @@ pub unsafe extern "C" fn PMPI_Scatter(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Scatter", comm, || {
+    entry(Call::Scatter, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -272,7 +273,7 @@ pub unsafe extern "C" fn PMPI_Gatherv(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Gatherv", comm, || {
+    entry(Call::Gatherv, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -312,7 +313,7 @@ pub unsafe extern "C" fn PMPI_Scatterv(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Scatterv", comm, || {
+    entry(Call::Scatterv, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -368,7 +369,7 @@ pub unsafe extern "C" fn PMPI_Allgather(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Allgather", comm, || {
+    entry(Call::Allgather, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -404,7 +405,7 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Allgatherv", comm, || {
+    entry(Call::Allgatherv, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let me = c.rank() as usize;
@@ -445,7 +446,7 @@ pub unsafe extern "C" fn PMPI_Alltoall(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Alltoall", comm, || {
+    entry(Call::Alltoall, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -483,7 +484,7 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Alltoallv", comm, || {
+    entry(Call::Alltoallv, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;

@@ -4,6 +4,7 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::Comm;
 
@@ -60,21 +61,21 @@ fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_rank(comm: MpiComm, rank: *mut c_int) -> c_int {
-    entry("MPI_Comm_rank", comm, || {
+    entry(Call::CommRank, comm, || {
         put(rank, comm_of(comm)?.rank(), "rank")
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_size(comm: MpiComm, size: *mut c_int) -> c_int {
-    entry("MPI_Comm_size", comm, || {
+    entry(Call::CommSize, comm, || {
         put(size, comm_of(comm)?.size(), "size")
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_int {
-    entry("MPI_Comm_dup", comm, || {
+    entry(Call::CommDup, comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
@@ -93,7 +94,7 @@ pub unsafe extern "C" fn PMPI_Comm_split(
     key: c_int,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_split", comm, || {
+    entry(Call::CommSplit, comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
@@ -117,7 +118,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(
     group: MpiGroup,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_create", comm, || {
+    entry(Call::CommCreate, comm, || {
         let c = comm_of(comm)?;
         let g = group_of(group)?;
         if out.is_null() {
@@ -150,7 +151,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
     _tag: c_int,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_create_group", comm, || {
+    entry(Call::CommCreateGroup, comm, || {
         let c = comm_of(comm)?;
         let g = group_of(group)?;
         if out.is_null() {
@@ -179,7 +180,7 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
     } else {
         unsafe { *comm }
     };
-    entry("MPI_Comm_free", h, || {
+    entry(Call::CommFree, h, || {
         let c = comm_of(h)?;
         if h == COMM_WORLD || h == COMM_SELF {
             fail!(
@@ -210,7 +211,7 @@ fn compare(a: &[u32], b: &[u32]) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_compare(c1: MpiComm, c2: MpiComm, result: *mut c_int) -> c_int {
-    entry("MPI_Comm_compare", c1, || {
+    entry(Call::CommCompare, c1, || {
         let a = comm_of(c1)?;
         let b = comm_of(c2)?;
         let r = if c1 == c2 {
@@ -224,7 +225,7 @@ pub unsafe extern "C" fn PMPI_Comm_compare(c1: MpiComm, c2: MpiComm, result: *mu
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) -> c_int {
-    entry("MPI_Comm_group", comm, || {
+    entry(Call::CommGroup, comm, || {
         let c = comm_of(comm)?;
         if group.is_null() {
             fail!(class::ARG, "group is NULL");
@@ -235,7 +236,7 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) ->
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MpiComm, flag: *mut c_int) -> c_int {
-    entry("MPI_Comm_test_inter", comm, || {
+    entry(Call::CommTestInter, comm, || {
         comm_of(comm)?;
         put(flag, 0, "flag")
     })
@@ -243,7 +244,7 @@ pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MpiComm, flag: *mut c_int) -
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int) -> c_int {
-    entry("MPI_Comm_remote_size", comm, || {
+    entry(Call::CommRemoteSize, comm, || {
         comm_of(comm)?;
         fail!(
             class::COMM,
@@ -254,14 +255,14 @@ pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int)
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_size(group: MpiGroup, size: *mut c_int) -> c_int {
-    entry("MPI_Group_size", COMM_WORLD, || {
+    entry(Call::GroupSize, COMM_WORLD, || {
         put(size, group_of(group)?.len() as c_int, "size")
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_rank(group: MpiGroup, rank: *mut c_int) -> c_int {
-    entry("MPI_Group_rank", COMM_WORLD, || {
+    entry(Call::GroupRank, COMM_WORLD, || {
         let g = group_of(group)?;
         let me = comm_of(COMM_WORLD)?.rank() as u32;
         let r = g
@@ -299,7 +300,7 @@ pub unsafe extern "C" fn PMPI_Group_incl(
     ranks: *const c_int,
     out: *mut MpiGroup,
 ) -> c_int {
-    entry("MPI_Group_incl", COMM_WORLD, || {
+    entry(Call::GroupIncl, COMM_WORLD, || {
         let g = group_of(group)?;
         let r = array(ranks, count(n, "n")?, "ranks")?;
         check_ranks(&g, r)?;
@@ -314,7 +315,7 @@ pub unsafe extern "C" fn PMPI_Group_excl(
     ranks: *const c_int,
     out: *mut MpiGroup,
 ) -> c_int {
-    entry("MPI_Group_excl", COMM_WORLD, || {
+    entry(Call::GroupExcl, COMM_WORLD, || {
         let g = group_of(group)?;
         let r = array(ranks, count(n, "n")?, "ranks")?;
         check_ranks(&g, r)?;
@@ -333,7 +334,7 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
     ranges: *const [c_int; 3],
     out: *mut MpiGroup,
 ) -> c_int {
-    entry("MPI_Group_range_incl", COMM_WORLD, || {
+    entry(Call::GroupRangeIncl, COMM_WORLD, || {
         let g = group_of(group)?;
         let rs = array(ranges, count(n, "n")?, "ranges")?;
         let mut picked = Vec::new();
@@ -360,7 +361,7 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(
     g2: MpiGroup,
     r2: *mut c_int,
 ) -> c_int {
-    entry("MPI_Group_translate_ranks", COMM_WORLD, || {
+    entry(Call::GroupTranslateRanks, COMM_WORLD, || {
         let a = group_of(g1)?;
         let b = group_of(g2)?;
         let k = count(n, "n")?;
@@ -393,7 +394,7 @@ pub unsafe extern "C" fn PMPI_Group_compare(
     g2: MpiGroup,
     result: *mut c_int,
 ) -> c_int {
-    entry("MPI_Group_compare", COMM_WORLD, || {
+    entry(Call::GroupCompare, COMM_WORLD, || {
         let a = group_of(g1)?;
         let b = group_of(g2)?;
         let r = match compare(&a, &b) {
@@ -406,7 +407,7 @@ pub unsafe extern "C" fn PMPI_Group_compare(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_free(group: *mut MpiGroup) -> c_int {
-    entry("MPI_Group_free", COMM_WORLD, || {
+    entry(Call::GroupFree, COMM_WORLD, || {
         if group.is_null() {
             fail!(class::ARG, "group is NULL");
         }
@@ -430,7 +431,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
     _info: c_int,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_split_type", comm, || {
+    entry(Call::CommSplitType, comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
@@ -451,7 +452,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
 /// `MPI_Comm_get_parent`: strobe jobs are never spawned, so there is no parent.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MpiComm) -> c_int {
-    entry("MPI_Comm_get_parent", COMM_WORLD, || {
+    entry(Call::CommGetParent, COMM_WORLD, || {
         crate::env::ready()?;
         put(parent, COMM_NULL, "parent")
     })
@@ -491,7 +492,7 @@ pub fn balanced_dims(nnodes: usize, free: usize) -> Vec<usize> {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    entry("MPI_Dims_create", COMM_WORLD, || {
+    entry(Call::DimsCreate, COMM_WORLD, || {
         let n = count(nnodes, "nnodes")?;
         let k = count(ndims, "ndims")?;
         if k > 0 && dims.is_null() {

@@ -13,6 +13,7 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::datatype::ElemType;
 
@@ -298,7 +299,7 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_contiguous", COMM_WORLD, || {
+    entry(Call::TypeContiguous, COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
         store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out)
@@ -313,7 +314,7 @@ pub unsafe extern "C" fn PMPI_Type_vector(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_vector", COMM_WORLD, || {
+    entry(Call::TypeVector, COMM_WORLD, || {
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
@@ -332,7 +333,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_create_hvector", COMM_WORLD, || {
+    entry(Call::TypeCreateHvector, COMM_WORLD, || {
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
@@ -344,7 +345,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
 }
 
 fn indexed(
-    name: &'static str,
+    call: Call,
     n: c_int,
     blens: &dyn Fn(usize) -> c_int,
     disps: &dyn Fn(usize) -> isize,
@@ -353,7 +354,7 @@ fn indexed(
     combiner: c_int,
     env: (c_int, c_int, c_int),
 ) -> c_int {
-    entry(name, COMM_WORLD, || {
+    entry(call, COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
         let mut parts = Vec::with_capacity(n);
@@ -378,11 +379,11 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
         array(disps, k, "array_of_displacements"),
     ) {
         (Ok(b), Ok(d)) => (b, d),
-        (Err(e), _) | (_, Err(e)) => return entry("MPI_Type_indexed", COMM_WORLD, || Err(e)),
+        (Err(e), _) | (_, Err(e)) => return entry(Call::TypeIndexed, COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
     indexed(
-        "MPI_Type_indexed",
+        Call::TypeIndexed,
         n,
         &|i| b[i],
         &|i| d[i] as isize * ext,
@@ -407,12 +408,10 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
         array(disps, k, "array_of_displacements"),
     ) {
         (Ok(b), Ok(d)) => (b, d),
-        (Err(e), _) | (_, Err(e)) => {
-            return entry("MPI_Type_create_hindexed", COMM_WORLD, || Err(e))
-        }
+        (Err(e), _) | (_, Err(e)) => return entry(Call::TypeCreateHindexed, COMM_WORLD, || Err(e)),
     };
     indexed(
-        "MPI_Type_create_hindexed",
+        Call::TypeCreateHindexed,
         n,
         &|i| b[i],
         &|i| d[i],
@@ -434,11 +433,11 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
     let k = n.max(0) as usize;
     let d = match array(disps, k, "array_of_displacements") {
         Ok(d) => d,
-        Err(e) => return entry("MPI_Type_create_indexed_block", COMM_WORLD, || Err(e)),
+        Err(e) => return entry(Call::TypeCreateIndexedBlock, COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
     indexed(
-        "MPI_Type_create_indexed_block",
+        Call::TypeCreateIndexedBlock,
         n,
         &|_| blen,
         &|i| d[i] as isize * ext,
@@ -457,7 +456,7 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
     types: *const MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_create_struct", COMM_WORLD, || {
+    entry(Call::TypeCreateStruct, COMM_WORLD, || {
         let k = count(n, "count")?;
         let b = array(blens, k, "array_of_blocklengths")?;
         let d = array(disps, k, "array_of_displacements")?;
@@ -477,7 +476,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
     extent: MpiAint,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_create_resized", COMM_WORLD, || {
+    entry(Call::TypeCreateResized, COMM_WORLD, || {
         let mut t = (*any_type(old)?).clone();
         t.lb = lb;
         t.extent = extent;
@@ -492,7 +491,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
-    entry("MPI_Type_dup", COMM_WORLD, || {
+    entry(Call::TypeDup, COMM_WORLD, || {
         let src = any_type(old)?;
         let mut t = (*src).clone();
         t.name = "";
@@ -506,7 +505,7 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_commit(dt: *mut MpiDatatype) -> c_int {
-    entry("MPI_Type_commit", COMM_WORLD, || {
+    entry(Call::TypeCommit, COMM_WORLD, || {
         if dt.is_null() {
             fail!(class::ARG, "datatype is NULL");
         }
@@ -523,7 +522,7 @@ pub unsafe extern "C" fn PMPI_Type_commit(dt: *mut MpiDatatype) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
-    entry("MPI_Type_free", COMM_WORLD, || {
+    entry(Call::TypeFree, COMM_WORLD, || {
         if dt.is_null() {
             fail!(class::ARG, "datatype is NULL");
         }
@@ -541,7 +540,7 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_size(dt: MpiDatatype, size: *mut c_int) -> c_int {
-    entry("MPI_Type_size", COMM_WORLD, || {
+    entry(Call::TypeSize, COMM_WORLD, || {
         let t = any_type(dt)?;
         put(size, c_int::try_from(t.size).unwrap_or(UNDEFINED), "size")
     })
@@ -553,7 +552,7 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(
     lb: *mut MpiAint,
     extent: *mut MpiAint,
 ) -> c_int {
-    entry("MPI_Type_get_extent", COMM_WORLD, || {
+    entry(Call::TypeGetExtent, COMM_WORLD, || {
         let t = any_type(dt)?;
         put(lb, t.lb, "lb")?;
         put(extent, t.extent, "extent")
@@ -566,7 +565,7 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(
     lb: *mut MpiAint,
     extent: *mut MpiAint,
 ) -> c_int {
-    entry("MPI_Type_get_true_extent", COMM_WORLD, || {
+    entry(Call::TypeGetTrueExtent, COMM_WORLD, || {
         let t = any_type(dt)?;
         put(lb, t.true_lb, "true_lb")?;
         put(extent, t.true_ub - t.true_lb, "true_extent")
@@ -581,7 +580,7 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(
     nd: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
-    entry("MPI_Type_get_envelope", COMM_WORLD, || {
+    entry(Call::TypeGetEnvelope, COMM_WORLD, || {
         let t = any_type(dt)?;
         put(ni, t.envelope.0, "num_integers")?;
         put(na, t.envelope.1, "num_addresses")?;
@@ -595,7 +594,7 @@ pub unsafe extern "C" fn PMPI_Get_address(
     p: *const std::os::raw::c_void,
     addr: *mut MpiAint,
 ) -> c_int {
-    entry("MPI_Get_address", COMM_WORLD, || {
+    entry(Call::GetAddress, COMM_WORLD, || {
         put(addr, p as MpiAint, "address")
     })
 }

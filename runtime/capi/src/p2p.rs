@@ -4,6 +4,7 @@
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::Comm;
 
@@ -232,7 +233,7 @@ pub unsafe extern "C" fn PMPI_Send(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Send", comm, || {
+    entry(Call::Send, comm, || {
         blocking_send(Mode::Standard, buf, n, dt, dest, tag, comm)
     })
 }
@@ -246,7 +247,7 @@ pub unsafe extern "C" fn PMPI_Ssend(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Ssend", comm, || {
+    entry(Call::Ssend, comm, || {
         blocking_send(Mode::Sync, buf, n, dt, dest, tag, comm)
     })
 }
@@ -260,13 +261,13 @@ pub unsafe extern "C" fn PMPI_Rsend(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Rsend", comm, || {
+    entry(Call::Rsend, comm, || {
         blocking_send(Mode::Ready, buf, n, dt, dest, tag, comm)
     })
 }
 
 fn isend_like(
-    name: &'static str,
+    call: Call,
     mode: Mode,
     buf: *const c_void,
     n: c_int,
@@ -276,7 +277,7 @@ fn isend_like(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    entry(name, comm, || {
+    entry(call, comm, || {
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
         }
@@ -296,7 +297,7 @@ pub unsafe extern "C" fn PMPI_Isend(
     req: *mut MpiRequest,
 ) -> c_int {
     isend_like(
-        "MPI_Isend",
+        Call::Isend,
         Mode::Standard,
         buf,
         n,
@@ -318,7 +319,7 @@ pub unsafe extern "C" fn PMPI_Issend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like("MPI_Issend", Mode::Sync, buf, n, dt, dest, tag, comm, req)
+    isend_like(Call::Issend, Mode::Sync, buf, n, dt, dest, tag, comm, req)
 }
 
 #[unsafe(no_mangle)]
@@ -331,7 +332,7 @@ pub unsafe extern "C" fn PMPI_Irsend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like("MPI_Irsend", Mode::Ready, buf, n, dt, dest, tag, comm, req)
+    isend_like(Call::Irsend, Mode::Ready, buf, n, dt, dest, tag, comm, req)
 }
 
 /// `MPI_Bsend`: the data is copied at once, so the call returns without waiting for the
@@ -347,7 +348,7 @@ pub unsafe extern "C" fn PMPI_Bsend(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Bsend", comm, || {
+    entry(Call::Bsend, comm, || {
         let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
         let Some((_, cap)) = st().bsend_buffer else {
             fail!(
@@ -386,7 +387,7 @@ pub unsafe extern "C" fn PMPI_Bsend(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_int {
-    entry("MPI_Buffer_attach", COMM_WORLD, || {
+    entry(Call::BufferAttach, COMM_WORLD, || {
         let size = count(size, "size")?;
         let mut s = st();
         if s.bsend_buffer.is_some() {
@@ -403,7 +404,7 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_
 /// `MPI_Buffer_detach` blocks until every buffered message has been delivered.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int) -> c_int {
-    entry("MPI_Buffer_detach", COMM_WORLD, || {
+    entry(Call::BufferDetach, COMM_WORLD, || {
         crate::request::reap_bsends();
         let (a, n) = st().bsend_buffer.take().unwrap_or((0, 0));
         put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr")?;
@@ -437,7 +438,7 @@ pub unsafe extern "C" fn PMPI_Recv(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Recv", comm, || {
+    entry(Call::Recv, comm, || {
         let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
         let s = c.recv(into.bytes(), src, tag)?;
         into.finish(s.bytes as usize);
@@ -456,7 +457,7 @@ pub unsafe extern "C" fn PMPI_Irecv(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    entry("MPI_Irecv", comm, || {
+    entry(Call::Irecv, comm, || {
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
         }
@@ -490,7 +491,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Sendrecv", comm, || {
+    entry(Call::Sendrecv, comm, || {
         let (c, data) = send_args(sbuf, sn, sdt, dest, stag, comm)?;
         let (_, mut into) = recv_args(rbuf, rn, rdt, src, rtag, comm)?;
         let s = c.sendrecv(data.bytes(), dest, stag, into.bytes(), src, rtag)?;
@@ -513,7 +514,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Sendrecv_replace", comm, || {
+    entry(Call::SendrecvReplace, comm, || {
         let c = comm_of(comm)?;
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
@@ -538,7 +539,7 @@ pub unsafe extern "C" fn PMPI_Probe(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Probe", comm, || {
+    entry(Call::Probe, comm, || {
         let c = comm_of(comm)?;
         check_source(&c, src)?;
         check_recv_tag(tag)?;
@@ -558,7 +559,7 @@ pub unsafe extern "C" fn PMPI_Iprobe(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Iprobe", comm, || {
+    entry(Call::Iprobe, comm, || {
         let c = comm_of(comm)?;
         check_source(&c, src)?;
         check_recv_tag(tag)?;

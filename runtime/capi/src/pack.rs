@@ -2,6 +2,7 @@
 //! user buffers (the packed format is the bytes of the type map, in order, as sent).
 
 use std::os::raw::{c_int, c_void};
+use strobe_runtime::calls::Call;
 
 use crate::comm::comm_of;
 use crate::consts::*;
@@ -19,7 +20,7 @@ pub unsafe extern "C" fn PMPI_Pack(
     position: *mut c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Pack", comm, || {
+    entry(Call::Pack, comm, || {
         comm_of(comm)?;
         let k = count(incount, "incount")?;
         let cap = count(outsize, "outsize")?;
@@ -58,7 +59,7 @@ pub unsafe extern "C" fn PMPI_Unpack(
     dt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Unpack", comm, || {
+    entry(Call::Unpack, comm, || {
         comm_of(comm)?;
         let cap = count(insize, "insize")?;
         let k = count(outcount, "outcount")?;
@@ -94,7 +95,7 @@ pub unsafe extern "C" fn PMPI_Pack_size(
     comm: MpiComm,
     size: *mut c_int,
 ) -> c_int {
-    entry("MPI_Pack_size", comm, || {
+    entry(Call::PackSize, comm, || {
         comm_of(comm)?;
         let k = count(incount, "incount")?;
         let ty = comm_type(dt)?;

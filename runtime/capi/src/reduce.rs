@@ -10,6 +10,7 @@
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::{self, Comm};
 use strobe_runtime::datatype::{ElemType, ReduceOp};
@@ -404,7 +405,7 @@ pub unsafe extern "C" fn PMPI_Reduce(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Reduce", comm, || {
+    entry(Call::Reduce, comm, || {
         let a = args(comm, n, dt, op)?;
         check_root(&a.c, root)?;
         let me_root = a.c.rank() == root;
@@ -448,7 +449,7 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Allreduce", comm, || {
+    entry(Call::Allreduce, comm, || {
         let a = args(comm, n, dt, op)?;
         let mine = input(sbuf, rbuf, a.k, &a.ty)?;
         let res = match a.plan {
@@ -464,7 +465,7 @@ pub unsafe extern "C" fn PMPI_Allreduce(
 }
 
 fn scan_like(
-    name: &'static str,
+    call: Call,
     exclusive: bool,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -473,7 +474,7 @@ fn scan_like(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry(name, comm, || {
+    entry(call, comm, || {
         let a = args(comm, n, dt, op)?;
         let mine = input(sbuf, rbuf, a.k, &a.ty)?;
         let me = a.c.rank();
@@ -525,7 +526,7 @@ pub unsafe extern "C" fn PMPI_Scan(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    scan_like("MPI_Scan", false, sbuf, rbuf, n, dt, op, comm)
+    scan_like(Call::Scan, false, sbuf, rbuf, n, dt, op, comm)
 }
 
 #[unsafe(no_mangle)]
@@ -537,7 +538,7 @@ pub unsafe extern "C" fn PMPI_Exscan(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    scan_like("MPI_Exscan", true, sbuf, rbuf, n, dt, op, comm)
+    scan_like(Call::Exscan, true, sbuf, rbuf, n, dt, op, comm)
 }
 
 /// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
@@ -598,7 +599,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Reduce_scatter", comm, || {
+    entry(Call::ReduceScatter, comm, || {
         let n = comm_of(comm)?.size() as usize;
         let rc = array(rcounts, n, "recvcounts")?;
         let counts = rc
@@ -618,7 +619,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Reduce_scatter_block", comm, || {
+    entry(Call::ReduceScatterBlock, comm, || {
         let n = comm_of(comm)?.size() as usize;
         let k = count(rn, "recvcount")?;
         reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true)
@@ -633,7 +634,7 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
     dt: MpiDatatype,
     op: MpiOp,
 ) -> c_int {
-    entry("MPI_Reduce_local", COMM_WORLD, || {
+    entry(Call::ReduceLocal, COMM_WORLD, || {
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
         let plan = plan(op, &ty)?;
@@ -654,7 +655,7 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *mut MpiOp) -> c_int {
-    entry("MPI_Op_create", COMM_WORLD, || {
+    entry(Call::OpCreate, COMM_WORLD, || {
         if f.is_null() {
             fail!(class::ARG, "user_fn is NULL");
         }
@@ -674,7 +675,7 @@ pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *m
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
-    entry("MPI_Op_free", COMM_WORLD, || {
+    entry(Call::OpFree, COMM_WORLD, || {
         if op.is_null() {
             fail!(class::ARG, "op is NULL");
         }
@@ -696,7 +697,7 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> c_int {
-    entry("MPI_Op_commutative", COMM_WORLD, || {
+    entry(Call::OpCommutative, COMM_WORLD, || {
         let v = if builtin(op).is_some() {
             true
         } else {

@@ -9,6 +9,7 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api;
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
@@ -181,7 +182,7 @@ fn complete(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus) -> c_int {
-    entry("MPI_Wait", req_comm(req), || {
+    entry(Call::Wait, req_comm(req), || {
         ready()?;
         let hs = handles(req, 1)?;
         if hs[0] == REQUEST_NULL {
@@ -203,7 +204,7 @@ pub unsafe extern "C" fn PMPI_Test(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Test", req_comm(req), || {
+    entry(Call::Test, req_comm(req), || {
         ready()?;
         let hs = handles(req, 1)?;
         if hs[0] == REQUEST_NULL {
@@ -257,7 +258,7 @@ pub unsafe extern "C" fn PMPI_Waitall(
     reqs: *mut MpiRequest,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Waitall", first_comm(reqs, n), || {
+    entry(Call::Waitall, first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
@@ -280,7 +281,7 @@ pub unsafe extern "C" fn PMPI_Testall(
     flag: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Testall", first_comm(reqs, n), || {
+    entry(Call::Testall, first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
@@ -305,7 +306,7 @@ pub unsafe extern "C" fn PMPI_Waitany(
     index: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Waitany", first_comm(reqs, n), || {
+    entry(Call::Waitany, first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
@@ -331,7 +332,7 @@ pub unsafe extern "C" fn PMPI_Testany(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Testany", first_comm(reqs, n), || {
+    entry(Call::Testany, first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
@@ -356,7 +357,7 @@ pub unsafe extern "C" fn PMPI_Testany(
 }
 
 fn some(
-    name: &'static str,
+    call: Call,
     block: bool,
     n: c_int,
     reqs: *mut MpiRequest,
@@ -364,7 +365,7 @@ fn some(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    entry(name, first_comm(reqs, n), || {
+    entry(call, first_comm(reqs, n), || {
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
@@ -398,7 +399,7 @@ pub unsafe extern "C" fn PMPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    some("MPI_Waitsome", true, n, reqs, outcount, indices, statuses)
+    some(Call::Waitsome, true, n, reqs, outcount, indices, statuses)
 }
 
 #[unsafe(no_mangle)]
@@ -409,12 +410,12 @@ pub unsafe extern "C" fn PMPI_Testsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    some("MPI_Testsome", false, n, reqs, outcount, indices, statuses)
+    some(Call::Testsome, false, n, reqs, outcount, indices, statuses)
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Request_free(req: *mut MpiRequest) -> c_int {
-    entry("MPI_Request_free", req_comm(req), || {
+    entry(Call::RequestFree, req_comm(req), || {
         ready()?;
         let hs = handles(req, 1)?;
         if hs[0] == REQUEST_NULL {
@@ -433,7 +434,7 @@ pub unsafe extern "C" fn PMPI_Request_free(req: *mut MpiRequest) -> c_int {
 /// the runtime: they complete normally.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
-    entry("MPI_Cancel", req_comm(req), || {
+    entry(Call::Cancel, req_comm(req), || {
         ready()?;
         let hs = handles(req, 1)?;
         let (id, is_recv) = match st().reqs.get(&hs[0]) {
@@ -454,7 +455,7 @@ pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
-    entry("MPI_Test_cancelled", COMM_WORLD, || {
+    entry(Call::TestCancelled, COMM_WORLD, || {
         if status.is_null() || status as usize == STATUS_IGNORE {
             fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
         }
@@ -470,7 +471,7 @@ pub unsafe extern "C" fn PMPI_Get_count(
     dt: MpiDatatype,
     out: *mut c_int,
 ) -> c_int {
-    entry("MPI_Get_count", COMM_WORLD, || {
+    entry(Call::GetCount, COMM_WORLD, || {
         if status.is_null() || status as usize == STATUS_IGNORE {
             fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
         }
