@@ -11,7 +11,7 @@ use strobe_runtime::descriptor::{DescKind, Descriptor, RtError};
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
 use strobe_runtime::mmds::{Bucket, RankMmds};
 use strobe_runtime::sched::{Decision, DecisionCounts, SliceDecisions};
-use strobe_runtime::segment::call_name;
+use strobe_runtime::segment::BlockedCall;
 
 use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
@@ -51,7 +51,7 @@ pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
     /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
     pub decisions: SliceDecisions,
-    pub blocked: Vec<(u32, u32)>,
+    pub blocked: Vec<(u32, BlockedCall)>,
 }
 
 pub(crate) struct WriterDone {
@@ -249,7 +249,7 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
     let mut st =
         conn.prepare_cached("INSERT INTO blocked (slice, rank, call) VALUES (?1, ?2, ?3)")?;
     for (rank, call) in &sch.blocked {
-        st.execute(params![s.slice as i64, rank, call_name(*call)])?;
+        st.execute(params![s.slice as i64, rank, call.name()])?;
     }
     Ok(())
 }

@@ -9,15 +9,11 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
-use strobe_runtime::calls::Call;
+use strobe_runtime::calls::{Call, Primitive};
 
 use strobe_runtime::api;
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
 use strobe_runtime::rank::{RankCtx, Want};
-use strobe_runtime::segment::{
-    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL, CALL_WAITANY,
-    CALL_WAITSOME,
-};
 
 use crate::consts::*;
 use crate::datatype::{any_type, TypeInfo};
@@ -190,7 +186,7 @@ pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus)
             return Ok(());
         }
         let (_, ids) = active(hs)?;
-        ctx()?.wait_completed(CALL_WAIT, &ids, Want::Any);
+        ctx()?.wait_completed(Primitive::Wait, &ids, Want::Any);
         match complete(hs, &[0], status, |_, _| 0)? {
             Some(e) => Err(e),
             None => Ok(()),
@@ -212,7 +208,10 @@ pub unsafe extern "C" fn PMPI_Test(
             return put(flag, 1, "flag");
         }
         let (_, ids) = active(hs)?;
-        if ctx()?.poll_completed(CALL_TEST, &ids, Want::Any).is_empty() {
+        if ctx()?
+            .poll_completed(Primitive::Test, &ids, Want::Any)
+            .is_empty()
+        {
             return put(flag, 0, "flag");
         }
         put(flag, 1, "flag")?;
@@ -268,7 +267,7 @@ pub unsafe extern "C" fn PMPI_Waitall(
             }
         }
         if !ids.is_empty() {
-            ctx()?.wait_completed(CALL_WAITALL, &ids, Want::All);
+            ctx()?.wait_completed(Primitive::Waitall, &ids, Want::All);
         }
         in_status(complete(hs, &idx, statuses, |_, i| i)?)
     })
@@ -285,7 +284,7 @@ pub unsafe extern "C" fn PMPI_Testall(
         ready()?;
         let hs = handles(reqs, n)?;
         let (idx, ids) = active(hs)?;
-        let got = ctx()?.poll_completed(CALL_TESTALL, &ids, Want::All);
+        let got = ctx()?.poll_completed(Primitive::Testall, &ids, Want::All);
         if got.len() != ids.len() {
             return put(flag, 0, "flag");
         }
@@ -314,7 +313,7 @@ pub unsafe extern "C" fn PMPI_Waitany(
             write_status(status, 0, empty_status());
             return put(index, UNDEFINED, "index");
         }
-        let got = ctx()?.wait_completed(CALL_WAITANY, &ids, Want::Any);
+        let got = ctx()?.wait_completed(Primitive::Waitany, &ids, Want::Any);
         let i = idx[got[0]];
         put(index, i as c_int, "index")?;
         match complete(hs, &[i], status, |_, _| 0)? {
@@ -341,7 +340,7 @@ pub unsafe extern "C" fn PMPI_Testany(
             put(index, UNDEFINED, "index")?;
             return put(flag, 1, "flag");
         }
-        let got = ctx()?.poll_completed(CALL_TESTANY, &ids, Want::Any);
+        let got = ctx()?.poll_completed(Primitive::Testany, &ids, Want::Any);
         let Some(&k) = got.first() else {
             put(index, UNDEFINED, "index")?;
             return put(flag, 0, "flag");
@@ -374,9 +373,9 @@ fn some(
         }
         let c = ctx()?;
         let got = if block {
-            c.wait_completed(CALL_WAITSOME, &ids, Want::Some)
+            c.wait_completed(Primitive::Waitsome, &ids, Want::Some)
         } else {
-            c.poll_completed(CALL_TESTSOME, &ids, Want::Some)
+            c.poll_completed(Primitive::Testsome, &ids, Want::Some)
         };
         let done: Vec<usize> = got.iter().map(|&k| idx[k]).collect();
         put(outcount, done.len() as c_int, "outcount")?;
@@ -514,7 +513,7 @@ fn reap(list: Vec<ReqEntry>) {
     }
     if let Some(c) = RankCtx::get() {
         let ids: Vec<u64> = list.iter().map(|e| e.id).collect();
-        c.wait_completed(CALL_WAITALL, &ids, Want::All);
+        c.wait_completed(Primitive::Waitall, &ids, Want::All);
         for id in ids {
             c.take(id);
         }

@@ -7,10 +7,6 @@ use super::types::finish;
 use super::{ctx, Error, Result, Status};
 use crate::descriptor::{DescKind, Descriptor};
 use crate::rank::{RankCtx, Want};
-use crate::segment::{
-    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL, CALL_WAITANY,
-    CALL_WAITSOME,
-};
 
 /// A non-blocking operation in flight. It borrows its buffer for `'a`, so the buffer
 /// cannot be touched or freed while the runtime may still read or write it. Dropping an
@@ -53,7 +49,7 @@ impl Request<'_> {
         if self.completed {
             return Ok(Status::EMPTY);
         }
-        let c = ctx().wait(CALL_WAIT, self.id);
+        let c = ctx().wait(Primitive::Wait, self.id);
         self.completed = true;
         finish(&c)
     }
@@ -65,7 +61,7 @@ impl Request<'_> {
             return Ok(Some(Status::EMPTY));
         }
         let c = ctx();
-        if c.poll_completed(CALL_TEST, &[self.id], Want::Any)
+        if c.poll_completed(Primitive::Test, &[self.id], Want::Any)
             .is_empty()
         {
             return Ok(None);
@@ -99,7 +95,7 @@ impl Drop for Request<'_> {
             // Dropping an active request waits for it: measured as the wait it is.
             let _mmds = mmds::enter(Primitive::Wait);
             if let Some(c) = RankCtx::get() {
-                let _ = c.wait(CALL_WAIT, self.id);
+                let _ = c.wait(Primitive::Wait, self.id);
             }
             self.completed = true;
         }
@@ -117,7 +113,7 @@ fn active(reqs: &[Request<'_>]) -> (Vec<usize>, Vec<u64>) {
 
 /// Ask the rank context (the timing choke point) which active requests the call reports,
 /// as indices into `reqs`.
-fn reported(reqs: &[Request<'_>], call: u32, want: Want, block: bool) -> Vec<usize> {
+fn reported(reqs: &[Request<'_>], call: Primitive, want: Want, block: bool) -> Vec<usize> {
     let (idx, ids) = active(reqs);
     let c = ctx();
     let got = if block {
@@ -153,7 +149,7 @@ fn take_some(reqs: &mut [Request<'_>], idx: &[usize]) -> Result<Vec<(usize, Stat
 /// completed and the first error is returned.
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
     let _mmds = mmds::enter(Primitive::Waitall);
-    let idx = reported(&reqs, CALL_WAITALL, Want::All, true);
+    let idx = reported(&reqs, Primitive::Waitall, Want::All, true);
     let got = take_some(&mut reqs, &idx)?;
     let mut st = vec![Status::EMPTY; reqs.len()];
     for (i, s) in got {
@@ -169,7 +165,7 @@ pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
     if active(reqs).0.is_empty() {
         return Err(Error::Arg);
     }
-    let i = reported(reqs, CALL_WAITANY, Want::Any, true)[0];
+    let i = reported(reqs, Primitive::Waitany, Want::Any, true)[0];
     let r = take_some(reqs, &[i]);
     drop(reqs.remove(i));
     r.map(|v| v[0])
@@ -183,7 +179,7 @@ pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
     if active(reqs).0.is_empty() {
         return Ok(Vec::new());
     }
-    let idx = reported(reqs, CALL_WAITSOME, Want::Some, true);
+    let idx = reported(reqs, Primitive::Waitsome, Want::Some, true);
     let r = take_some(reqs, &idx);
     for &i in idx.iter().rev() {
         drop(reqs.remove(i));
@@ -196,7 +192,7 @@ pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
 pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
     let _mmds = mmds::enter(Primitive::Testall);
     let (act, _) = active(reqs);
-    let idx = reported(reqs, CALL_TESTALL, Want::All, false);
+    let idx = reported(reqs, Primitive::Testall, Want::All, false);
     if idx.len() != act.len() {
         return Ok(None);
     }
@@ -212,7 +208,7 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
 /// `None` if none has (or none is active).
 pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     let _mmds = mmds::enter(Primitive::Testany);
-    match reported(reqs, CALL_TESTANY, Want::Any, false).first() {
+    match reported(reqs, Primitive::Testany, Want::Any, false).first() {
         None => Ok(None),
         Some(&i) => take_some(reqs, &[i]).map(|v| Some(v[0])),
     }
@@ -221,6 +217,6 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 /// `MPI_Testsome`: every active request that completed (now inactive), ascending.
 pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     let _mmds = mmds::enter(Primitive::Testsome);
-    let idx = reported(reqs, CALL_TESTSOME, Want::Some, false);
+    let idx = reported(reqs, Primitive::Testsome, Want::Some, false);
     take_some(reqs, &idx)
 }
