@@ -233,14 +233,10 @@ impl VBuf {
         })
     }
 
-    fn bytes(&mut self) -> &'static mut [crate::util::RawByte] {
+    fn bytes(&mut self) -> &mut [crate::util::RawByte] {
         match &mut self.packed {
-            Some(p) => p.raw_static_mut(),
-            None => {
-                let len = self.direct.len();
-                // SAFETY: re-borrow of the user's buffer for one runtime call.
-                unsafe { raw_bytes_mut(self.direct.as_mut_ptr() as *mut u8, len) }
-            }
+            Some(p) => p.as_raw_mut(),
+            None => self.direct,
         }
     }
 

@@ -6,7 +6,7 @@ use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 use strobe_runtime::calls::Call;
 
-use strobe_runtime::api::Comm;
+use strobe_runtime::api::{Comm, SendMode};
 
 use crate::comm::comm_of;
 use crate::consts::*;
@@ -23,10 +23,10 @@ pub enum Outgoing {
 }
 
 impl Outgoing {
-    pub fn bytes(&self) -> &'static [RawByte] {
+    pub fn bytes(&self) -> &[RawByte] {
         match self {
             Outgoing::Borrowed(b) => b,
-            Outgoing::Packed(p) => p.raw_static(),
+            Outgoing::Packed(p) => p.as_raw(),
         }
     }
     pub fn into_tmp(self) -> Option<Bytes> {
@@ -87,14 +87,10 @@ pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Inc
 }
 
 impl Incoming {
-    pub fn bytes(&mut self) -> &'static mut [RawByte] {
+    pub fn bytes(&mut self) -> &mut [RawByte] {
         match self {
-            Incoming::Direct(b) => {
-                let len = b.len();
-                // SAFETY: re-borrow of the same user buffer for the runtime call.
-                unsafe { raw_bytes_mut(b.as_mut_ptr() as *mut u8, len) }
-            }
-            Incoming::Staged(u) => u.tmp.raw_static_mut(),
+            Incoming::Direct(b) => b,
+            Incoming::Staged(u) => u.tmp.as_raw_mut(),
         }
     }
     /// Copy staged data into the user's buffer (`bytes` received).
@@ -152,13 +148,6 @@ fn check_recv_tag(tag: c_int) -> MpiResult {
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Standard,
-    Sync,
-    Ready,
-}
-
 /// Checked arguments of a send.
 fn send_args(
     buf: *const c_void,
@@ -177,7 +166,7 @@ fn send_args(
 }
 
 fn blocking_send(
-    mode: Mode,
+    mode: SendMode,
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -188,16 +177,16 @@ fn blocking_send(
     let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
     let b = data.bytes();
     match mode {
-        Mode::Standard => c.send(b, dest, tag)?,
-        Mode::Sync => c.ssend(b, dest, tag)?,
-        Mode::Ready => c.rsend(b, dest, tag)?,
+        SendMode::Standard => c.send(b, dest, tag)?,
+        SendMode::Synchronous => c.ssend(b, dest, tag)?,
+        SendMode::Ready => c.rsend(b, dest, tag)?,
     }
     drop(data);
     Ok(())
 }
 
 fn post_send(
-    mode: Mode,
+    mode: SendMode,
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -206,15 +195,11 @@ fn post_send(
     comm: MpiComm,
 ) -> MpiResult<ReqEntry> {
     let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
-    let b = data.bytes();
-    let r = match mode {
-        Mode::Standard => c.isend(b, dest, tag)?,
-        Mode::Sync => c.issend(b, dest, tag)?,
-        Mode::Ready => c.irsend(b, dest, tag)?,
-    };
-    let id = r.id();
-    // The C table owns the request from here (its Drop would block until completion).
-    std::mem::forget(r);
+    // SAFETY: the memory stays valid until the request completes: a packed copy moves
+    // into the request table below (its heap block does not move) and is freed only once
+    // the request completed; the user's own buffer is MPI's contract (not to be freed or
+    // modified until the request completes).
+    let id = unsafe { c.post_send_unscoped(mode, data.bytes(), dest, tag)? };
     Ok(ReqEntry {
         id,
         comm,
@@ -234,7 +219,7 @@ pub unsafe extern "C" fn PMPI_Send(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Send, comm, || {
-        blocking_send(Mode::Standard, buf, n, dt, dest, tag, comm)
+        blocking_send(SendMode::Standard, buf, n, dt, dest, tag, comm)
     })
 }
 
@@ -248,7 +233,7 @@ pub unsafe extern "C" fn PMPI_Ssend(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Ssend, comm, || {
-        blocking_send(Mode::Sync, buf, n, dt, dest, tag, comm)
+        blocking_send(SendMode::Synchronous, buf, n, dt, dest, tag, comm)
     })
 }
 
@@ -262,13 +247,13 @@ pub unsafe extern "C" fn PMPI_Rsend(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Rsend, comm, || {
-        blocking_send(Mode::Ready, buf, n, dt, dest, tag, comm)
+        blocking_send(SendMode::Ready, buf, n, dt, dest, tag, comm)
     })
 }
 
 fn isend_like(
     call: Call,
-    mode: Mode,
+    mode: SendMode,
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -298,7 +283,7 @@ pub unsafe extern "C" fn PMPI_Isend(
 ) -> c_int {
     isend_like(
         Call::Isend,
-        Mode::Standard,
+        SendMode::Standard,
         buf,
         n,
         dt,
@@ -319,7 +304,17 @@ pub unsafe extern "C" fn PMPI_Issend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like(Call::Issend, Mode::Sync, buf, n, dt, dest, tag, comm, req)
+    isend_like(
+        Call::Issend,
+        SendMode::Synchronous,
+        buf,
+        n,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+    )
 }
 
 #[unsafe(no_mangle)]
@@ -332,7 +327,17 @@ pub unsafe extern "C" fn PMPI_Irsend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like(Call::Irsend, Mode::Ready, buf, n, dt, dest, tag, comm, req)
+    isend_like(
+        Call::Irsend,
+        SendMode::Ready,
+        buf,
+        n,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+    )
 }
 
 /// `MPI_Bsend`: the data is copied at once, so the call returns without waiting for the
@@ -369,9 +374,10 @@ pub unsafe extern "C" fn PMPI_Bsend(
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len())
         };
-        let r = c.isend(copy.raw_static(), dest, tag)?;
-        let id = r.id();
-        std::mem::forget(r);
+        // SAFETY: `copy` moves into `bsends` below (its heap block does not move) and is
+        // freed only once the request completed (`reap_bsends`, `MPI_Buffer_detach`,
+        // `MPI_Finalize`).
+        let id = unsafe { c.post_send_unscoped(SendMode::Standard, copy.as_raw(), dest, tag)? };
         let mut s = st();
         s.bsend_used += need;
         s.bsends.push(ReqEntry {
@@ -462,9 +468,10 @@ pub unsafe extern "C" fn PMPI_Irecv(
             fail!(class::ARG, "request is NULL");
         }
         let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
-        let r = c.irecv(into.bytes(), src, tag)?;
-        let id = r.id();
-        std::mem::forget(r);
+        // SAFETY: a staging buffer moves into the request table with `into` (its heap block
+        // does not move) and is unpacked and freed at completion; the user's own buffer is
+        // MPI's contract (not to be accessed until the request completes).
+        let id = unsafe { c.post_recv_unscoped(into.bytes(), src, tag)? };
         let e = ReqEntry {
             id,
             comm,
@@ -524,7 +531,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         // SAFETY: MPI's contract: `buf` holds `n` elements of `dt`.
         let copy = unsafe { ty.pack(buf as *const u8, k) };
         let (_, mut into) = recv_args(buf, n, dt, src, rtag, comm)?;
-        let s = c.sendrecv(copy.raw_static(), dest, stag, into.bytes(), src, rtag)?;
+        let s = c.sendrecv(copy.as_raw(), dest, stag, into.bytes(), src, rtag)?;
         drop(copy);
         into.finish(s.bytes as usize);
         write_status(status, 0, status_of(&s));

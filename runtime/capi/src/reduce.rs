@@ -303,11 +303,11 @@ fn gather_all(c: &Comm, mine: &Bytes, root: c_int) -> MpiResult<Option<Vec<Bytes
     let n = c.size() as usize;
     let len = mine.len();
     if c.rank() != root {
-        c.gather(mine.raw_static(), None, root)?;
+        c.gather(mine.as_raw(), None, root)?;
         return Ok(None);
     }
     let mut all = Bytes::zeroed(len * n);
-    c.gather(mine.raw_static(), Some(all.raw_static_mut()), root)?;
+    c.gather(mine.as_raw(), Some(all.as_raw_mut()), root)?;
     Ok(Some(
         (0..n)
             .map(|i| copy_of(&all.as_slice()[i * len..(i + 1) * len]))
@@ -348,7 +348,7 @@ fn local_allreduce(
         Some(mut p) => p.pop().expect("at least one rank"),
         None => Bytes::zeroed(mine.len()),
     };
-    c.bcast(res.raw_static_mut(), 0)?;
+    c.bcast(res.as_raw_mut(), 0)?;
     Ok(res)
 }
 
@@ -502,11 +502,7 @@ fn scan_like(
                     }
                     all
                 });
-                a.c.scatter(
-                    send.as_ref().map(|s| s.raw_static()),
-                    res.raw_static_mut(),
-                    0,
-                )?;
+                a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
             }
         }
         // Exscan leaves rank 0's receive buffer untouched.

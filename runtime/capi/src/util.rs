@@ -70,16 +70,14 @@ impl Bytes {
         // SAFETY: as in `typed`, exclusively borrowed.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr() as *mut T, n) }
     }
-    /// A 'static byte view for a request that outlives this borrow: the owner keeps the
-    /// `Bytes` alive in the request table until the request completes.
-    pub fn raw_static(&self) -> &'static [RawByte] {
-        // SAFETY: the caller keeps `self` alive (and unmoved: the Vec's heap block does not
-        // move with it) until the runtime is done with the request.
-        unsafe { raw_bytes(self.as_ptr(), self.len) }
+    /// The bytes as the runtime's opaque element type. A non-blocking call that must
+    /// outlive this borrow posts through the runtime's `unsafe` raw path, and the request
+    /// table keeps the `Bytes` (whose heap block does not move with it) until completion.
+    pub fn as_raw(&self) -> &[RawByte] {
+        self.typed::<RawByte>()
     }
-    pub fn raw_static_mut(&mut self) -> &'static mut [RawByte] {
-        // SAFETY: as in `raw_static`.
-        unsafe { raw_bytes_mut(self.as_mut_ptr(), self.len) }
+    pub fn as_raw_mut(&mut self) -> &mut [RawByte] {
+        self.typed_mut::<RawByte>()
     }
 }
 
