@@ -75,7 +75,8 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
             .get(&comm)
             .map(|c| c.name.clone())
             .unwrap_or_default();
-        put_str(name, MAX_OBJECT_NAME, &n, len)
+        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        unsafe { put_str(name, MAX_OBJECT_NAME, &n, len) }
     })
 }
 
@@ -95,7 +96,8 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
             delete: delete as usize,
             extra: extra as usize,
         });
-        put(keyval, k, "comm_keyval")
+        // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(keyval, k, "comm_keyval") }
     })
 }
 
@@ -110,7 +112,8 @@ pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
         if st().keyvals.remove(&k).is_none() {
             fail!(class::KEYVAL, "invalid keyval {k}");
         }
-        put(keyval, KEYVAL_INVALID, "comm_keyval")
+        // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(keyval, KEYVAL_INVALID, "comm_keyval") }
     })
 }
 
@@ -187,9 +190,11 @@ fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiR
         }
     };
     if let Some(v) = v {
-        put(out as *mut *mut c_void, v as *mut c_void, "attribute_val")?;
+        // SAFETY: `out as *mut *mut c_void` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out as *mut *mut c_void, v as *mut c_void, "attribute_val") }?;
     }
-    put(flag, v.is_some() as c_int, "flag")
+    // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(flag, v.is_some() as c_int, "flag") }
 }
 
 #[unsafe(no_mangle)]

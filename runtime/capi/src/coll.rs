@@ -253,8 +253,13 @@ impl VBuf {
     }
 }
 
-fn ints<'a>(p: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
-    array(p, n, what)
+/// A C input array of `n` ints (counts, displacements).
+///
+/// # Safety
+/// As [`array`]: `p` is NULL or points at `n` ints valid for `'a`.
+unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
+    // SAFETY: this function's contract.
+    unsafe { array(p, n, what) }
 }
 
 #[unsafe(no_mangle)]
@@ -279,8 +284,10 @@ pub unsafe extern "C" fn PMPI_Gatherv(
             return Ok(());
         }
         let rt = comm_type(rdt)?;
-        let rc = ints(rcounts, n, "recvcounts")?;
-        let rd = ints(displs, n, "displs")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { ints(rcounts, n, "recvcounts") }?;
+        // SAFETY: `displs` is a C input array of `n` elements, or NULL (MPI contract).
+        let rd = unsafe { ints(displs, n, "displs") }?;
         let data = if in_place(sbuf) {
             let k = count(rc[root as usize], "recvcount")?;
             let at = (rbuf as *const u8).wrapping_offset(rd[root as usize] as isize * rt.extent);
@@ -318,8 +325,10 @@ pub unsafe extern "C" fn PMPI_Scatterv(
             let st = comm_type(sdt)?;
             Some(VBuf::new(
                 sbuf,
-                ints(scounts, n, "sendcounts")?,
-                ints(displs, n, "displs")?,
+                // SAFETY: `scounts` is a C input array of `n` elements, or NULL (MPI contract).
+                unsafe { ints(scounts, n, "sendcounts") }?,
+                // SAFETY: `displs` is a C input array of `n` elements, or NULL (MPI contract).
+                unsafe { ints(displs, n, "displs") }?,
                 st,
                 true,
             )?)
@@ -406,8 +415,10 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
         let n = c.size() as usize;
         let me = c.rank() as usize;
         let rt = comm_type(rdt)?;
-        let rc = ints(rcounts, n, "recvcounts")?;
-        let rd = ints(displs, n, "displs")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { ints(rcounts, n, "recvcounts") }?;
+        // SAFETY: `displs` is a C input array of `n` elements, or NULL (MPI contract).
+        let rd = unsafe { ints(displs, n, "displs") }?;
         let data = if in_place(sbuf) {
             let k = count(rc[me], "recvcount")?;
             let at = (rbuf as *const u8).wrapping_offset(rd[me] as isize * rt.extent);
@@ -484,8 +495,10 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
-        let rc = ints(rcounts, n, "recvcounts")?;
-        let rd = ints(rdispls, n, "rdispls")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { ints(rcounts, n, "recvcounts") }?;
+        // SAFETY: `rdispls` is a C input array of `n` elements, or NULL (MPI contract).
+        let rd = unsafe { ints(rdispls, n, "rdispls") }?;
         let mut s = if in_place(sbuf) {
             VBuf::new(rbuf, rc, rd, rt.clone(), true).map(|mut v| {
                 // In place: the outgoing blocks must be a copy of the receive buffer.
@@ -502,8 +515,10 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
         } else {
             VBuf::new(
                 sbuf,
-                ints(scounts, n, "sendcounts")?,
-                ints(sdispls, n, "sdispls")?,
+                // SAFETY: `scounts` is a C input array of `n` elements, or NULL (MPI contract).
+                unsafe { ints(scounts, n, "sendcounts") }?,
+                // SAFETY: `sdispls` is a C input array of `n` elements, or NULL (MPI contract).
+                unsafe { ints(sdispls, n, "sdispls") }?,
                 comm_type(sdt)?,
                 true,
             )?

@@ -62,14 +62,16 @@ fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_rank(comm: MpiComm, rank: *mut c_int) -> c_int {
     entry(Call::CommRank, comm, || {
-        put(rank, comm_of(comm)?.rank(), "rank")
+        // SAFETY: `rank` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(rank, comm_of(comm)?.rank(), "rank") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_size(comm: MpiComm, size: *mut c_int) -> c_int {
     entry(Call::CommSize, comm, || {
-        put(size, comm_of(comm)?.size(), "size")
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, comm_of(comm)?.size(), "size") }
     })
 }
 
@@ -83,7 +85,8 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_in
         let d = c.dup()?;
         let h = new_comm_handle(comm, Some(d));
         copy_attrs(comm, h)?;
-        put(out, h, "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, h, "newcomm") }
     })
 }
 
@@ -108,7 +111,8 @@ pub unsafe extern "C" fn PMPI_Comm_split(
             k => Some(k),
         };
         let s = c.split(colour, key)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -137,7 +141,8 @@ pub unsafe extern "C" fn PMPI_Comm_create(
             None => (None, 0),
         };
         let s = c.split(colour, key)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -169,7 +174,8 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
             fail!(class::UNSUPPORTED_OPERATION, "MPI_Comm_create_group on a proper subset of the communicator is not supported yet; use MPI_Comm_create or MPI_Comm_split");
         }
         let s = c.split(Some(0), p as c_int)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -191,7 +197,8 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
         delete_attrs(h)?;
         c.free()?;
         st().comms.remove(&h);
-        put(comm, COMM_NULL, "comm")
+        // SAFETY: `comm` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(comm, COMM_NULL, "comm") }
     })
 }
 
@@ -219,7 +226,8 @@ pub unsafe extern "C" fn PMPI_Comm_compare(c1: MpiComm, c2: MpiComm, result: *mu
         } else {
             compare(&members(&a), &members(&b))
         };
-        put(result, r, "result")
+        // SAFETY: `result` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(result, r, "result") }
     })
 }
 
@@ -230,7 +238,8 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) ->
         if group.is_null() {
             fail!(class::ARG, "group is NULL");
         }
-        put(group, state::insert_group(Arc::from(members(&c))), "group")
+        // SAFETY: `group` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(group, state::insert_group(Arc::from(members(&c))), "group") }
     })
 }
 
@@ -238,7 +247,8 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) ->
 pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MpiComm, flag: *mut c_int) -> c_int {
     entry(Call::CommTestInter, comm, || {
         comm_of(comm)?;
-        put(flag, 0, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, 0, "flag") }
     })
 }
 
@@ -256,7 +266,8 @@ pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_size(group: MpiGroup, size: *mut c_int) -> c_int {
     entry(Call::GroupSize, COMM_WORLD, || {
-        put(size, group_of(group)?.len() as c_int, "size")
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, group_of(group)?.len() as c_int, "size") }
     })
 }
 
@@ -269,7 +280,8 @@ pub unsafe extern "C" fn PMPI_Group_rank(group: MpiGroup, rank: *mut c_int) -> c
             .iter()
             .position(|&w| w == me)
             .map_or(UNDEFINED, |p| p as c_int);
-        put(rank, r, "rank")
+        // SAFETY: `rank` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(rank, r, "rank") }
     })
 }
 
@@ -290,7 +302,8 @@ fn new_group(out: *mut MpiGroup, members: Vec<u32>) -> MpiResult {
     if out.is_null() {
         fail!(class::ARG, "newgroup is NULL");
     }
-    put(out, state::insert_group(Arc::from(members)), "newgroup")
+    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(out, state::insert_group(Arc::from(members)), "newgroup") }
 }
 
 #[unsafe(no_mangle)]
@@ -302,7 +315,8 @@ pub unsafe extern "C" fn PMPI_Group_incl(
 ) -> c_int {
     entry(Call::GroupIncl, COMM_WORLD, || {
         let g = group_of(group)?;
-        let r = array(ranks, count(n, "n")?, "ranks")?;
+        // SAFETY: `ranks` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
+        let r = unsafe { array(ranks, count(n, "n")?, "ranks") }?;
         check_ranks(&g, r)?;
         new_group(out, r.iter().map(|&i| g[i as usize]).collect())
     })
@@ -317,7 +331,8 @@ pub unsafe extern "C" fn PMPI_Group_excl(
 ) -> c_int {
     entry(Call::GroupExcl, COMM_WORLD, || {
         let g = group_of(group)?;
-        let r = array(ranks, count(n, "n")?, "ranks")?;
+        // SAFETY: `ranks` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
+        let r = unsafe { array(ranks, count(n, "n")?, "ranks") }?;
         check_ranks(&g, r)?;
         let keep = (0..g.len())
             .filter(|i| !r.contains(&(*i as c_int)))
@@ -336,7 +351,8 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
 ) -> c_int {
     entry(Call::GroupRangeIncl, COMM_WORLD, || {
         let g = group_of(group)?;
-        let rs = array(ranges, count(n, "n")?, "ranges")?;
+        // SAFETY: `ranges` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
+        let rs = unsafe { array(ranges, count(n, "n")?, "ranges") }?;
         let mut picked = Vec::new();
         for &[first, last, stride] in rs {
             if stride == 0 {
@@ -365,7 +381,8 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(
         let a = group_of(g1)?;
         let b = group_of(g2)?;
         let k = count(n, "n")?;
-        let src = array(r1, k, "ranks1")?;
+        // SAFETY: `r1` is a C input array of `k` elements, or NULL (MPI contract).
+        let src = unsafe { array(r1, k, "ranks1") }?;
         if k > 0 && r2.is_null() {
             fail!(class::ARG, "ranks2 is NULL");
         }
@@ -401,7 +418,8 @@ pub unsafe extern "C" fn PMPI_Group_compare(
             CONGRUENT => IDENT,
             x => x,
         };
-        put(result, r, "result")
+        // SAFETY: `result` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(result, r, "result") }
     })
 }
 
@@ -417,7 +435,8 @@ pub unsafe extern "C" fn PMPI_Group_free(group: *mut MpiGroup) -> c_int {
         if h != GROUP_EMPTY {
             st().groups.remove(&h);
         }
-        put(group, GROUP_NULL, "group")
+        // SAFETY: `group` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(group, GROUP_NULL, "group") }
     })
 }
 
@@ -445,7 +464,8 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
             ),
         };
         let s = c.split(colour, key)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -454,7 +474,8 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MpiComm) -> c_int {
     entry(Call::CommGetParent, COMM_WORLD, || {
         crate::env::ready()?;
-        put(parent, COMM_NULL, "parent")
+        // SAFETY: `parent` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(parent, COMM_NULL, "parent") }
     })
 }
 

@@ -290,7 +290,8 @@ fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
         fail!(class::ARG, "newtype is NULL");
     }
     let h = state::insert_type(t);
-    put(out, h, "newtype")
+    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(out, h, "newtype") }
 }
 
 #[unsafe(no_mangle)]
@@ -375,8 +376,10 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
 ) -> c_int {
     let k = n.max(0) as usize;
     let (b, d) = match (
-        array(blens, k, "array_of_blocklengths"),
-        array(disps, k, "array_of_displacements"),
+        // SAFETY: `blens` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(blens, k, "array_of_blocklengths") },
+        // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(disps, k, "array_of_displacements") },
     ) {
         (Ok(b), Ok(d)) => (b, d),
         (Err(e), _) | (_, Err(e)) => return entry(Call::TypeIndexed, COMM_WORLD, || Err(e)),
@@ -404,8 +407,10 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
 ) -> c_int {
     let k = n.max(0) as usize;
     let (b, d) = match (
-        array(blens, k, "array_of_blocklengths"),
-        array(disps, k, "array_of_displacements"),
+        // SAFETY: `blens` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(blens, k, "array_of_blocklengths") },
+        // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(disps, k, "array_of_displacements") },
     ) {
         (Ok(b), Ok(d)) => (b, d),
         (Err(e), _) | (_, Err(e)) => return entry(Call::TypeCreateHindexed, COMM_WORLD, || Err(e)),
@@ -431,7 +436,8 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
     out: *mut MpiDatatype,
 ) -> c_int {
     let k = n.max(0) as usize;
-    let d = match array(disps, k, "array_of_displacements") {
+    // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+    let d = match unsafe { array(disps, k, "array_of_displacements") } {
         Ok(d) => d,
         Err(e) => return entry(Call::TypeCreateIndexedBlock, COMM_WORLD, || Err(e)),
     };
@@ -458,9 +464,12 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
 ) -> c_int {
     entry(Call::TypeCreateStruct, COMM_WORLD, || {
         let k = count(n, "count")?;
-        let b = array(blens, k, "array_of_blocklengths")?;
-        let d = array(disps, k, "array_of_displacements")?;
-        let t = array(types, k, "array_of_types")?;
+        // SAFETY: `blens` is a C input array of `k` elements, or NULL (MPI contract).
+        let b = unsafe { array(blens, k, "array_of_blocklengths") }?;
+        // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+        let d = unsafe { array(disps, k, "array_of_displacements") }?;
+        // SAFETY: `types` is a C input array of `k` elements, or NULL (MPI contract).
+        let t = unsafe { array(types, k, "array_of_types") }?;
         let mut parts = Vec::with_capacity(k);
         for i in 0..k {
             parts.push((d[i], count(b[i], "blocklength")?, any_type(t[i])?));
@@ -534,7 +543,8 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
         }
         // Pending operations keep their own Arc of the type, as MPI requires.
         st().types.remove(&h);
-        put(dt, DATATYPE_NULL, "datatype")
+        // SAFETY: `dt` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(dt, DATATYPE_NULL, "datatype") }
     })
 }
 
@@ -542,7 +552,8 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
 pub unsafe extern "C" fn PMPI_Type_size(dt: MpiDatatype, size: *mut c_int) -> c_int {
     entry(Call::TypeSize, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(size, c_int::try_from(t.size).unwrap_or(UNDEFINED), "size")
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, c_int::try_from(t.size).unwrap_or(UNDEFINED), "size") }
     })
 }
 
@@ -554,8 +565,10 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(
 ) -> c_int {
     entry(Call::TypeGetExtent, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(lb, t.lb, "lb")?;
-        put(extent, t.extent, "extent")
+        // SAFETY: `lb` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(lb, t.lb, "lb") }?;
+        // SAFETY: `extent` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(extent, t.extent, "extent") }
     })
 }
 
@@ -567,8 +580,10 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(
 ) -> c_int {
     entry(Call::TypeGetTrueExtent, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(lb, t.true_lb, "true_lb")?;
-        put(extent, t.true_ub - t.true_lb, "true_extent")
+        // SAFETY: `lb` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(lb, t.true_lb, "true_lb") }?;
+        // SAFETY: `extent` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(extent, t.true_ub - t.true_lb, "true_extent") }
     })
 }
 
@@ -582,10 +597,14 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(
 ) -> c_int {
     entry(Call::TypeGetEnvelope, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(ni, t.envelope.0, "num_integers")?;
-        put(na, t.envelope.1, "num_addresses")?;
-        put(nd, t.envelope.2, "num_datatypes")?;
-        put(combiner, t.combiner, "combiner")
+        // SAFETY: `ni` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(ni, t.envelope.0, "num_integers") }?;
+        // SAFETY: `na` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(na, t.envelope.1, "num_addresses") }?;
+        // SAFETY: `nd` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(nd, t.envelope.2, "num_datatypes") }?;
+        // SAFETY: `combiner` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(combiner, t.combiner, "combiner") }
     })
 }
 
@@ -595,7 +614,8 @@ pub unsafe extern "C" fn PMPI_Get_address(
     addr: *mut MpiAint,
 ) -> c_int {
     entry(Call::GetAddress, COMM_WORLD, || {
-        put(addr, p as MpiAint, "address")
+        // SAFETY: `addr` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(addr, p as MpiAint, "address") }
     })
 }
 

@@ -69,7 +69,8 @@ pub unsafe extern "C" fn PMPI_Init_thread(
     entry(Call::InitThread, COMM_WORLD, || {
         let level = required.clamp(0, THREAD_FUNNELED);
         init(level)?;
-        put(provided, level, "provided")
+        // SAFETY: `provided` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(provided, level, "provided") }
     })
 }
 
@@ -77,7 +78,8 @@ pub unsafe extern "C" fn PMPI_Init_thread(
 pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
     entry(Call::QueryThread, COMM_WORLD, || {
         let level = st().thread_level;
-        put(provided, level, "provided")
+        // SAFETY: `provided` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(provided, level, "provided") }
     })
 }
 
@@ -86,7 +88,8 @@ pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
     entry(Call::IsThreadMain, COMM_WORLD, || {
         // SAFETY: gettid has no preconditions; the main thread's tid is the pid.
         let main = unsafe { libc::gettid() } == std::process::id() as libc::pid_t;
-        put(flag, main as c_int, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, main as c_int, "flag") }
     })
 }
 
@@ -94,7 +97,8 @@ pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
     entry(Call::Initialized, COMM_WORLD, || {
         let v = st().initialized;
-        put(flag, v as c_int, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, v as c_int, "flag") }
     })
 }
 
@@ -102,7 +106,8 @@ pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
     entry(Call::Finalized, COMM_WORLD, || {
         let v = st().finalized;
-        put(flag, v as c_int, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, v as c_int, "flag") }
     })
 }
 
@@ -137,15 +142,18 @@ pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, len: *mut c_
         } else {
             "localhost".to_string()
         };
-        put_str(name, MAX_PROCESSOR_NAME, &host, len)
+        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        unsafe { put_str(name, MAX_PROCESSOR_NAME, &host, len) }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
     entry(Call::GetVersion, COMM_WORLD, || {
-        put(version, 3, "version")?;
-        put(subversion, 1, "subversion")
+        // SAFETY: `version` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(version, 3, "version") }?;
+        // SAFETY: `subversion` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(subversion, 1, "subversion") }
     })
 }
 
@@ -156,7 +164,8 @@ pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, len: *mu
             "strobe {} (MPI 3.1 subset on a Buffered Coscheduling runtime, deterministic record/replay)",
             env!("CARGO_PKG_VERSION")
         );
-        put_str(version, MAX_LIBRARY_VERSION_STRING, &text, len)
+        // SAFETY: `version` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        unsafe { put_str(version, MAX_LIBRARY_VERSION_STRING, &text, len) }
     })
 }
 
@@ -204,7 +213,8 @@ pub unsafe extern "C" fn PMPI_Alloc_mem(
         if p.is_null() {
             fail!(class::NO_MEM, "cannot allocate {size} bytes");
         }
-        put(baseptr as *mut *mut c_void, p, "baseptr")
+        // SAFETY: `baseptr as *mut *mut c_void` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(baseptr as *mut *mut c_void, p, "baseptr") }
     })
 }
 
@@ -227,12 +237,15 @@ pub unsafe extern "C" fn PMPI_Error_string(
         let Some(text) = class_text(code) else {
             fail!(class::ARG, "unknown error code {code}");
         };
-        put_str(
-            string,
-            MAX_ERROR_STRING,
-            &format!("{}: {text}", class_name(code)),
-            len,
-        )
+        // SAFETY: `string` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        unsafe {
+            put_str(
+                string,
+                MAX_ERROR_STRING,
+                &format!("{}: {text}", class_name(code)),
+                len,
+            )
+        }
     })
 }
 
@@ -242,7 +255,8 @@ pub unsafe extern "C" fn PMPI_Error_class(code: c_int, out: *mut c_int) -> c_int
         if class_text(code).is_none() {
             fail!(class::ARG, "unknown error code {code}");
         }
-        put(out, code, "errorclass")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, code, "errorclass") }
     })
 }
 
@@ -269,13 +283,15 @@ pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MpiComm, eh: *mut MpiErr
             Some(c) => c.errhandler,
             None => fail!(class::COMM, "invalid communicator handle {comm}"),
         };
-        put(eh, h, "errhandler")
+        // SAFETY: `eh` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(eh, h, "errhandler") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Errhandler_free(eh: *mut MpiErrhandler) -> c_int {
     entry(Call::ErrhandlerFree, COMM_WORLD, || {
-        put(eh, ERRHANDLER_NULL, "errhandler")
+        // SAFETY: `eh` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(eh, ERRHANDLER_NULL, "errhandler") }
     })
 }

@@ -267,7 +267,8 @@ fn isend_like(
             fail!(class::ARG, "request is NULL");
         }
         let e = post_send(mode, buf, n, dt, dest, tag, comm)?;
-        put(req, register(e), "request")
+        // SAFETY: `req` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(req, register(e), "request") }
     })
 }
 
@@ -413,8 +414,10 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int)
     entry(Call::BufferDetach, COMM_WORLD, || {
         crate::request::reap_bsends();
         let (a, n) = st().bsend_buffer.take().unwrap_or((0, 0));
-        put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr")?;
-        put(size, n as c_int, "size")
+        // SAFETY: `addr as *mut *mut c_void` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr") }?;
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, n as c_int, "size") }
     })
 }
 
@@ -448,7 +451,8 @@ pub unsafe extern "C" fn PMPI_Recv(
         let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
         let s = c.recv(into.bytes(), src, tag)?;
         into.finish(s.bytes as usize);
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -479,7 +483,8 @@ pub unsafe extern "C" fn PMPI_Irecv(
             send_tmp: None,
             unpack: into.into_unpack(),
         };
-        put(req, register(e), "request")
+        // SAFETY: `req` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(req, register(e), "request") }
     })
 }
 
@@ -504,7 +509,8 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
         let s = c.sendrecv(data.bytes(), dest, stag, into.bytes(), src, rtag)?;
         drop(data);
         into.finish(s.bytes as usize);
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -534,7 +540,8 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         let s = c.sendrecv(copy.as_raw(), dest, stag, into.bytes(), src, rtag)?;
         drop(copy);
         into.finish(s.bytes as usize);
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -551,7 +558,8 @@ pub unsafe extern "C" fn PMPI_Probe(
         check_source(&c, src)?;
         check_recv_tag(tag)?;
         let s = c.probe(src, tag)?;
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -572,10 +580,13 @@ pub unsafe extern "C" fn PMPI_Iprobe(
         check_recv_tag(tag)?;
         match c.iprobe(src, tag)? {
             Some(s) => {
-                write_status(status, 0, status_of(&s));
-                put(flag, 1, "flag")
+                // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+                unsafe { write_status(status, 0, status_of(&s)) };
+                // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+                unsafe { put(flag, 1, "flag") }
             }
-            None => put(flag, 0, "flag"),
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            None => unsafe { put(flag, 0, "flag") },
         }
     })
 }

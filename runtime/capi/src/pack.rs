@@ -45,7 +45,8 @@ pub unsafe extern "C" fn PMPI_Pack(
             let p = ty.pack(inbuf as *const u8, k);
             std::ptr::copy_nonoverlapping(p.as_ptr(), (outbuf as *mut u8).add(pos), need);
         }
-        put(position, (pos + need) as c_int, "position")
+        // SAFETY: `position` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(position, (pos + need) as c_int, "position") }
     })
 }
 
@@ -84,7 +85,8 @@ pub unsafe extern "C" fn PMPI_Unpack(
             let src = std::slice::from_raw_parts((inbuf as *const u8).add(pos), need);
             ty.unpack(src, need, outbuf as *mut u8, k);
         }
-        put(position, (pos + need) as c_int, "position")
+        // SAFETY: `position` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(position, (pos + need) as c_int, "position") }
     })
 }
 
@@ -100,7 +102,8 @@ pub unsafe extern "C" fn PMPI_Pack_size(
         let k = count(incount, "incount")?;
         let ty = comm_type(dt)?;
         match c_int::try_from(k * ty.size) {
-            Ok(n) => put(size, n, "size"),
+            // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+            Ok(n) => unsafe { put(size, n, "size") },
             Err(_) => fail!(
                 class::COUNT,
                 "{k} elements of {} bytes do not fit an int",

@@ -597,7 +597,8 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
 ) -> c_int {
     entry(Call::ReduceScatter, comm, || {
         let n = comm_of(comm)?.size() as usize;
-        let rc = array(rcounts, n, "recvcounts")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { array(rcounts, n, "recvcounts") }?;
         let counts = rc
             .iter()
             .map(|&k| count(k, "recvcount"))
@@ -658,14 +659,17 @@ pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *m
         if op.is_null() {
             fail!(class::ARG, "op is NULL");
         }
-        put(
-            op,
-            state::insert_op(UserOp {
-                func: f as usize,
-                commute: commute != 0,
-            }),
-            "op",
-        )
+        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
+        unsafe {
+            put(
+                op,
+                state::insert_op(UserOp {
+                    func: f as usize,
+                    commute: commute != 0,
+                }),
+                "op",
+            )
+        }
     })
 }
 
@@ -687,7 +691,8 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
         if st().ops.remove(&h).is_none() {
             fail!(class::OP, "invalid op handle {h}");
         }
-        put(op, OP_NULL, "op")
+        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(op, OP_NULL, "op") }
     })
 }
 
@@ -702,6 +707,7 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> 
                 None => fail!(class::OP, "invalid op handle {op}"),
             }
         };
-        put(commute, v as c_int, "commute")
+        // SAFETY: `commute` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(commute, v as c_int, "commute") }
     })
 }
