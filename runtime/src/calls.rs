@@ -1,15 +1,15 @@
 //! The one table of MPI calls the product knows.
 //!
-//! [`for_each_mpi_call!`] holds every MPI function once: its identifier, its C name (without
-//! the `MPI_` prefix), whether the MMDS measures it and, if so, its primitive slot. Every
-//! list of MPI functions is derived from it:
+//! [`for_each_mpi_call!`](crate::for_each_mpi_call) holds every MPI function once: its
+//! identifier, its C name (without the `MPI_` prefix), whether the MMDS measures it and, if
+//! so, its primitive slot. Every list of MPI functions is derived from it:
 //!
 //! - [`Primitive`], the measured calls, whose values are slots in the MMDS block and are
 //!   stored in recordings: **append only, never renumber**;
 //! - [`Call`], every C entry point, which `strobe-mpi`'s `error::entry` takes (a typed
 //!   identity: no string lookup per call; [`Call::primitive`] is a `match`);
 //! - the weak `MPI_*` aliases of `strobe-mpi` (`runtime/capi/src/abi.rs` passes its alias
-//!   macro to [`for_each_mpi_call!`]);
+//!   macro to [`for_each_mpi_call!`](crate::for_each_mpi_call));
 //! - the prototypes `runtime/capi/include/mpi.h` must declare (a test in `strobe-mpi`
 //!   compares the header with [`Call::ALL`], both ways).
 //!
@@ -166,7 +166,8 @@ macro_rules! define_calls {
     ) => {
         /// A measured MPI call, as the MMDS counts it. Values are slots in
         /// [`crate::mmds::MmdsBlock`] and are stored in recordings: append new primitives
-        /// (below [`crate::mmds::PRIMITIVE_SLOTS`]) in [`for_each_mpi_call!`], never renumber.
+        /// (below [`crate::mmds::PRIMITIVE_SLOTS`]) in
+        /// [`for_each_mpi_call!`](crate::for_each_mpi_call), never renumber.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(u16)]
         pub enum Primitive { $($m = $slot,)* $($r = $rslot,)* }

@@ -75,7 +75,8 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
             .get(&comm)
             .map(|c| c.name.clone())
             .unwrap_or_default();
-        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument
+        // (MPI contract).
         unsafe { put_str(name, MAX_OBJECT_NAME, &n, len) }
     })
 }
@@ -190,7 +191,8 @@ fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiR
         }
     };
     if let Some(v) = v {
-        // SAFETY: `out as *mut *mut c_void` is a C output argument: NULL or writable (MPI contract).
+        // SAFETY: `out as *mut *mut c_void` is a C output argument: NULL or writable (MPI
+        // contract).
         unsafe { put(out as *mut *mut c_void, v as *mut c_void, "attribute_val") }?;
     }
     // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).

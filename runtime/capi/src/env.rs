@@ -142,7 +142,8 @@ pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, len: *mut c_
         } else {
             "localhost".to_string()
         };
-        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument
+        // (MPI contract).
         unsafe { put_str(name, MAX_PROCESSOR_NAME, &host, len) }
     })
 }
@@ -164,7 +165,8 @@ pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, len: *mu
             "strobe {} (MPI 3.1 subset on a Buffered Coscheduling runtime, deterministic record/replay)",
             env!("CARGO_PKG_VERSION")
         );
-        // SAFETY: `version` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        // SAFETY: `version` is a C string buffer of the given capacity, the length an output
+        // argument (MPI contract).
         unsafe { put_str(version, MAX_LIBRARY_VERSION_STRING, &text, len) }
     })
 }
@@ -213,7 +215,8 @@ pub unsafe extern "C" fn PMPI_Alloc_mem(
         if p.is_null() {
             fail!(class::NO_MEM, "cannot allocate {size} bytes");
         }
-        // SAFETY: `baseptr as *mut *mut c_void` is a C output argument: NULL or writable (MPI contract).
+        // SAFETY: `baseptr as *mut *mut c_void` is a C output argument: NULL or writable (MPI
+        // contract).
         unsafe { put(baseptr as *mut *mut c_void, p, "baseptr") }
     })
 }
@@ -237,7 +240,8 @@ pub unsafe extern "C" fn PMPI_Error_string(
         let Some(text) = class_text(code) else {
             fail!(class::ARG, "unknown error code {code}");
         };
-        // SAFETY: `string` is a C string buffer of the given capacity, the length an output argument (MPI contract).
+        // SAFETY: `string` is a C string buffer of the given capacity, the length an output
+        // argument (MPI contract).
         unsafe {
             put_str(
                 string,

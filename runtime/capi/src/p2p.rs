@@ -414,7 +414,8 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int)
     entry(Call::BufferDetach, COMM_WORLD, || {
         crate::request::reap_bsends();
         let (a, n) = st().bsend_buffer.take().unwrap_or((0, 0));
-        // SAFETY: `addr as *mut *mut c_void` is a C output argument: NULL or writable (MPI contract).
+        // SAFETY: `addr as *mut *mut c_void` is a C output argument: NULL or writable (MPI
+        // contract).
         unsafe { put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr") }?;
         // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(size, n as c_int, "size") }
@@ -451,7 +452,8 @@ pub unsafe extern "C" fn PMPI_Recv(
         let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
         let s = c.recv(into.bytes(), src, tag)?;
         into.finish(s.bytes as usize);
-        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
         unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
@@ -509,7 +511,8 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
         let s = c.sendrecv(data.bytes(), dest, stag, into.bytes(), src, rtag)?;
         drop(data);
         into.finish(s.bytes as usize);
-        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
         unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
@@ -540,7 +543,8 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         let s = c.sendrecv(copy.as_raw(), dest, stag, into.bytes(), src, rtag)?;
         drop(copy);
         into.finish(s.bytes as usize);
-        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
         unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
@@ -558,7 +562,8 @@ pub unsafe extern "C" fn PMPI_Probe(
         check_source(&c, src)?;
         check_recv_tag(tag)?;
         let s = c.probe(src, tag)?;
-        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
         unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
@@ -580,7 +585,8 @@ pub unsafe extern "C" fn PMPI_Iprobe(
         check_recv_tag(tag)?;
         match c.iprobe(src, tag)? {
             Some(s) => {
-                // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+                // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+                // contract).
                 unsafe { write_status(status, 0, status_of(&s)) };
                 // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
                 unsafe { put(flag, 1, "flag") }

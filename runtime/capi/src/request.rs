@@ -178,7 +178,8 @@ fn complete(
         let e = take_entry(hs[i])?;
         hs[i] = REQUEST_NULL;
         let (s, err) = finish(e);
-        // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+        // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
         unsafe { write_status(statuses, slot(k, i), s) };
         if first.is_none() {
             first = err;
@@ -195,7 +196,8 @@ pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus)
         // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(req, 1) }?;
         if hs[0] == REQUEST_NULL {
-            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
             unsafe { write_status(status, 0, empty_status()) };
             return Ok(());
         }
@@ -220,7 +222,8 @@ pub unsafe extern "C" fn PMPI_Test(
         // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(req, 1) }?;
         if hs[0] == REQUEST_NULL {
-            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
             unsafe { write_status(status, 0, empty_status()) };
             // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(flag, 1, "flag") };
@@ -290,7 +293,8 @@ pub unsafe extern "C" fn PMPI_Waitall(
         let (idx, ids) = active(hs)?;
         for (i, h) in hs.iter().enumerate() {
             if *h == REQUEST_NULL {
-                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request
+                // (MPI contract).
                 unsafe { write_status(statuses, i, empty_status()) };
             }
         }
@@ -323,7 +327,8 @@ pub unsafe extern "C" fn PMPI_Testall(
         unsafe { put(flag, 1, "flag") }?;
         for (i, h) in hs.iter().enumerate() {
             if *h == REQUEST_NULL {
-                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request
+                // (MPI contract).
                 unsafe { write_status(statuses, i, empty_status()) };
             }
         }
@@ -345,7 +350,8 @@ pub unsafe extern "C" fn PMPI_Waitany(
         let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
         if ids.is_empty() {
-            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
             unsafe { write_status(status, 0, empty_status()) };
             // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(index, UNDEFINED, "index") };
@@ -376,7 +382,8 @@ pub unsafe extern "C" fn PMPI_Testany(
         let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
         if ids.is_empty() {
-            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI contract).
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
             unsafe { write_status(status, 0, empty_status()) };
             // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
             unsafe { put(index, UNDEFINED, "index") }?;

@@ -11,52 +11,12 @@
 //! before every request posted in it has completed, whether it was waited on, dropped,
 //! forgotten or leaked. The buffers are therefore borrowed until nothing can touch them.
 //!
-//! ```no_run
-//! use strobe_runtime::api;
-//! let world = api::init().expect("init");
-//! let mut got = [0i32; 4];
-//! let mine = [world.rank(); 4];
-//! let peer = (world.rank() + 1) % world.size();
-//! let from = (world.rank() + world.size() - 1) % world.size();
-//! api::scope(|s| -> api::Result<()> {
-//!     let r = world.irecv(s, &mut got, from, 0)?;
-//!     let q = world.isend(s, &mine, peer, 0)?;
-//!     api::wait_all(vec![r, q])?;
-//!     Ok(())
-//! })
-//! .expect("exchange");
-//! api::finalize();
-//! ```
-//!
-//! A buffer must outlive the scope, so a request cannot outlive its buffer:
-//!
-//! ```compile_fail,E0597
-//! use strobe_runtime::api;
-//! let world = api::init().expect("init");
-//! api::scope(|s| {
-//!     let buf = vec![0u8; 16];
-//!     let r = world.isend(s, &buf, 0, 0).expect("isend");
-//!     std::mem::forget(r);
-//!     // `buf` is dropped here, but the scope borrows it until its end: does not compile.
-//! });
-//! ```
-//!
-//! and a forgotten request still keeps its buffer borrowed until the scope ends:
-//!
-//! ```compile_fail,E0506
-//! use strobe_runtime::api;
-//! let world = api::init().expect("init");
-//! let mut buf = [0u8; 16];
-//! api::scope(|s| {
-//!     let r = world.irecv(s, &mut buf, 0, 0).expect("irecv");
-//!     std::mem::forget(r);
-//!     buf[0] = 1; // the runtime may still write here: does not compile.
-//! });
-//! ```
+//! See [`scope`] for examples, including what does not compile.
 //!
 //! The C ABI cannot use scopes (an `MPI_Request` outlives any Rust frame); it posts through
-//! the `unsafe` raw path ([`Comm::post_send_unscoped`], [`Comm::post_recv_unscoped`]), whose
-//! caller promises the memory stays valid until completion.
+//! the `unsafe` raw path ([`super::Comm::post_send_unscoped`],
+//! [`super::Comm::post_recv_unscoped`]), whose caller promises the memory stays valid until
+//! completion.
 
 use std::collections::HashSet;
 use std::marker::PhantomData;
@@ -126,6 +86,50 @@ impl<'scope> Scope<'scope, '_> {
 /// waited for here). Buffers given to non-blocking calls are borrowed for the whole scope,
 /// so safe code cannot free or touch them while the runtime may use them, even if a
 /// request is forgotten.
+///
+/// ```no_run
+/// use strobe_runtime::api;
+/// let world = api::init().expect("init");
+/// let mut got = [0i32; 4];
+/// let mine = [world.rank(); 4];
+/// let peer = (world.rank() + 1) % world.size();
+/// let from = (world.rank() + world.size() - 1) % world.size();
+/// api::scope(|s| -> api::Result<()> {
+///     let r = world.irecv(s, &mut got, from, 0)?;
+///     let q = world.isend(s, &mine, peer, 0)?;
+///     api::wait_all(vec![r, q])?;
+///     Ok(())
+/// })
+/// .expect("exchange");
+/// api::finalize();
+/// ```
+///
+/// A buffer must outlive the scope, so a request cannot outlive its buffer:
+///
+/// ```compile_fail,E0597
+/// use strobe_runtime::api;
+/// let world = api::init().expect("init");
+/// api::scope(|s| {
+///     let buf = vec![0u8; 16];
+///     let r = world.isend(s, &buf, 0, 0).expect("isend");
+///     std::mem::forget(r);
+///     // `buf` is dropped here, but the scope borrows it until its end: does not compile.
+/// });
+/// ```
+///
+/// and a forgotten request still keeps its buffer borrowed until the scope ends:
+///
+/// ```compile_fail,E0506
+/// use strobe_runtime::api;
+/// let world = api::init().expect("init");
+/// let mut buf = [0u8; 16];
+/// api::scope(|s| {
+///     let r = world.irecv(s, &mut buf, 0, 0).expect("irecv");
+///     std::mem::forget(r);
+///     buf[0] = 1; // the runtime may still write here: does not compile.
+/// });
+/// ```
+///
 pub fn scope<'env, F, R>(f: F) -> R
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
