@@ -177,7 +177,12 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int
     })
 }
 
-fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiResult {
+/// Look attribute `k` up on `comm` and store it in `*out`, `*flag` saying whether it is set.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing a pointer, `flag` NULL or valid for writing an
+/// int (C output arguments).
+unsafe fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiResult {
     comm_of(comm)?;
     let v = match predefined_value(k) {
         Some(p) if comm == COMM_WORLD => Some(p as usize),
@@ -206,7 +211,10 @@ pub unsafe extern "C" fn PMPI_Comm_get_attr(
     out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    entry(Call::CommGetAttr, comm, || get_attr(comm, k, out, flag))
+    // SAFETY: `out` and `flag` are C output arguments: NULL or writable (MPI contract).
+    entry(Call::CommGetAttr, comm, || unsafe {
+        get_attr(comm, k, out, flag)
+    })
 }
 
 /// MPI-1 name of `MPI_Comm_get_attr`, still used by many programs for `MPI_TAG_UB`.
@@ -217,7 +225,10 @@ pub unsafe extern "C" fn PMPI_Attr_get(
     out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    entry(Call::AttrGet, comm, || get_attr(comm, k, out, flag))
+    // SAFETY: `out` and `flag` are C output arguments: NULL or writable (MPI contract).
+    entry(Call::AttrGet, comm, || unsafe {
+        get_attr(comm, k, out, flag)
+    })
 }
 
 /// `MPI_Comm_dup`: copy `from`'s attributes to `to` through their copy callbacks.

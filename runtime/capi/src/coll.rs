@@ -44,7 +44,9 @@ pub unsafe extern "C" fn PMPI_Bcast(
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
         check_root(&c, root)?;
-        let mut into = incoming(buf, k, &ty)?;
+        // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        let mut into = unsafe { incoming(buf, k, &ty) }?;
         if let crate::p2p::Incoming::Staged(u) = &mut into {
             if c.rank() == root {
                 // SAFETY: the root's buffer holds `k` elements of `ty` (MPI contract).
@@ -59,7 +61,10 @@ pub unsafe extern "C" fn PMPI_Bcast(
 
 /// The caller's own block of a uniform collective, from the receive buffer
 /// (`MPI_IN_PLACE`): `k` elements at block `i`.
-fn own_block(rbuf: *const c_void, i: usize, k: usize, ty: &TypeInfo) -> Outgoing {
+///
+/// # Safety
+/// `rbuf` must hold at least `i + 1` blocks of `k` elements of `ty`, readable.
+unsafe fn own_block(rbuf: *const c_void, i: usize, k: usize, ty: &TypeInfo) -> Outgoing {
     let at = (rbuf as *const u8).wrapping_offset((i * k) as isize * ty.extent);
     // SAFETY: the receive buffer holds `size` blocks of `k` elements (MPI contract).
     Outgoing::Packed(unsafe { ty.pack(at, k) })
@@ -83,9 +88,12 @@ pub unsafe extern "C" fn PMPI_Gather(
         let n = c.size() as usize;
         let data = if me_root && in_place(sbuf) {
             let rt = comm_type(rdt)?;
-            own_block(rbuf, root as usize, count(rn, "recvcount")?, &rt)
+            // SAFETY: `rbuf` is the receive buffer, which holds a block per rank (MPI contract).
+            unsafe { own_block(rbuf, root as usize, count(rn, "recvcount")?, &rt) }
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
         if me_root {
             let rt = comm_type(rdt)?;
@@ -98,7 +106,9 @@ pub unsafe extern "C" fn PMPI_Gather(
                     data.bytes().len()
                 );
             }
-            let mut into = incoming(rbuf, rk * n, &rt)?;
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
             c.gather(data.bytes(), Some(into.bytes()), root)?;
             into.finish(rk * n * rt.size);
         } else {
@@ -126,7 +136,9 @@ pub unsafe extern "C" fn PMPI_Scatter(
         let me_root = c.rank() == root;
         let send = if me_root {
             let st = comm_type(sdt)?;
-            Some(outgoing(sbuf, count(sn, "sendcount")? * n, &st)?)
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            Some(unsafe { outgoing(sbuf, count(sn, "sendcount")? * n, &st) }?)
         } else {
             None
         };
@@ -145,7 +157,9 @@ pub unsafe extern "C" fn PMPI_Scatter(
         } else {
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
-            (incoming(rbuf, rk, &rt)?, rk * rt.size)
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            (unsafe { incoming(rbuf, rk, &rt) }?, rk * rt.size)
         };
         c.scatter(send.as_ref().map(|s| s.bytes()), into.bytes(), root)?;
         into.finish(bytes);
@@ -279,7 +293,9 @@ pub unsafe extern "C" fn PMPI_Gatherv(
         check_root(&c, root)?;
         let n = c.size() as usize;
         if c.rank() != root {
-            let data = outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?;
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            let data = unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?;
             c.gatherv(data.bytes(), None, root)?;
             return Ok(());
         }
@@ -294,7 +310,9 @@ pub unsafe extern "C" fn PMPI_Gatherv(
             // SAFETY: MPI's contract: the root's block lies in its receive buffer.
             Outgoing::Packed(unsafe { rt.pack(at, k) })
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
         let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
@@ -349,7 +367,9 @@ pub unsafe extern "C" fn PMPI_Scatterv(
         } else {
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
-            (incoming(rbuf, rk, &rt)?, rk * rt.size)
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            (unsafe { incoming(rbuf, rk, &rt) }?, rk * rt.size)
         };
         match &mut v {
             Some(v) => {
@@ -380,9 +400,12 @@ pub unsafe extern "C" fn PMPI_Allgather(
         let rt = comm_type(rdt)?;
         let rk = count(rn, "recvcount")?;
         let data = if in_place(sbuf) {
-            own_block(rbuf, c.rank() as usize, rk, &rt)
+            // SAFETY: `rbuf` is the receive buffer, which holds a block per rank (MPI contract).
+            unsafe { own_block(rbuf, c.rank() as usize, rk, &rt) }
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
         if data.bytes().len() != rk * rt.size {
             fail!(
@@ -392,7 +415,9 @@ pub unsafe extern "C" fn PMPI_Allgather(
                 data.bytes().len()
             );
         }
-        let mut into = incoming(rbuf, rk * n, &rt)?;
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
         c.allgather(data.bytes(), into.bytes())?;
         into.finish(rk * n * rt.size);
         Ok(())
@@ -425,7 +450,9 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
             // SAFETY: MPI's contract: my block lies in the receive buffer.
             Outgoing::Packed(unsafe { rt.pack(at, k) })
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
         let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
@@ -462,7 +489,9 @@ pub unsafe extern "C" fn PMPI_Alltoall(
             // SAFETY: the receive buffer holds n blocks of rk elements (MPI contract).
             Outgoing::Packed(unsafe { rt.pack(rbuf as *const u8, rk * n) })
         } else {
-            outgoing(sbuf, count(sn, "sendcount")? * n, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")? * n, &*comm_type(sdt)?) }?
         };
         if data.bytes().len() != rk * n * rt.size {
             fail!(
@@ -472,7 +501,9 @@ pub unsafe extern "C" fn PMPI_Alltoall(
                 data.bytes().len() / n.max(1)
             );
         }
-        let mut into = incoming(rbuf, rk * n, &rt)?;
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
         c.alltoall(data.bytes(), into.bytes())?;
         into.finish(rk * n * rt.size);
         Ok(())

@@ -298,7 +298,11 @@ fn check_ranks(g: &[u32], ranks: &[c_int]) -> MpiResult {
     Ok(())
 }
 
-fn new_group(out: *mut MpiGroup, members: Vec<u32>) -> MpiResult {
+/// Register a group of `members` and store its handle in `*out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one handle (a C output argument).
+unsafe fn new_group(out: *mut MpiGroup, members: Vec<u32>) -> MpiResult {
     if out.is_null() {
         fail!(class::ARG, "newgroup is NULL");
     }
@@ -318,7 +322,8 @@ pub unsafe extern "C" fn PMPI_Group_incl(
         // SAFETY: `ranks` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
         let r = unsafe { array(ranks, count(n, "n")?, "ranks") }?;
         check_ranks(&g, r)?;
-        new_group(out, r.iter().map(|&i| g[i as usize]).collect())
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { new_group(out, r.iter().map(|&i| g[i as usize]).collect()) }
     })
 }
 
@@ -338,7 +343,8 @@ pub unsafe extern "C" fn PMPI_Group_excl(
             .filter(|i| !r.contains(&(*i as c_int)))
             .map(|i| g[i])
             .collect();
-        new_group(out, keep)
+        // SAFETY: `keep` is a C output argument: NULL or writable (MPI contract).
+        unsafe { new_group(out, keep) }
     })
 }
 
@@ -365,7 +371,8 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
             }
         }
         check_ranks(&g, &picked)?;
-        new_group(out, picked.iter().map(|&i| g[i as usize]).collect())
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { new_group(out, picked.iter().map(|&i| g[i as usize]).collect()) }
     })
 }
 

@@ -285,7 +285,11 @@ fn derive(
     }
 }
 
-fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
+/// Register datatype `t` and store its handle in `*out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one handle (a C output argument).
+unsafe fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
     if out.is_null() {
         fail!(class::ARG, "newtype is NULL");
     }
@@ -303,7 +307,8 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
     entry(Call::TypeContiguous, COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
-        store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out) }
     })
 }
 
@@ -322,7 +327,8 @@ pub unsafe extern "C" fn PMPI_Type_vector(
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride as isize * old.extent, blen, old.clone()))
             .collect();
-        store(derive(&parts, COMBINER_VECTOR, (3, 0, 1)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, COMBINER_VECTOR, (3, 0, 1)), out) }
     })
 }
 
@@ -341,7 +347,8 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride, blen, old.clone()))
             .collect();
-        store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out) }
     })
 }
 
@@ -362,7 +369,8 @@ fn indexed(
         for i in 0..n {
             parts.push((disps(i), count(blens(i), "blocklength")?, old.clone()));
         }
-        store(derive(&parts, combiner, env), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, combiner, env), out) }
     })
 }
 
@@ -474,7 +482,8 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
         for i in 0..k {
             parts.push((d[i], count(b[i], "blocklength")?, any_type(t[i])?));
         }
-        store(derive(&parts, COMBINER_STRUCT, (n + 1, n, n)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, COMBINER_STRUCT, (n + 1, n, n)), out) }
     })
 }
 
@@ -494,7 +503,8 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
         t.committed = false;
         t.combiner = COMBINER_RESIZED;
         t.envelope = (0, 2, 1);
-        store(t, out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(t, out) }
     })
 }
 
@@ -508,7 +518,8 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
         t.committed = src.committed;
         t.combiner = COMBINER_DUP;
         t.envelope = (0, 0, 1);
-        store(t, out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(t, out) }
     })
 }
 

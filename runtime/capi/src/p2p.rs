@@ -38,7 +38,12 @@ impl Outgoing {
 }
 
 /// `count` elements of `ty` at `buf`, ready to hand to the runtime.
-pub fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoing> {
+///
+/// # Safety
+/// `buf` must be NULL, `MPI_IN_PLACE` or hold `n` readable elements of `ty` that stay valid
+/// and unmodified for as long as the result (which may borrow them) is used, including by
+/// a non-blocking operation until it completes.
+pub unsafe fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoing> {
     if crate::util::in_place(buf) {
         fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
     }
@@ -63,7 +68,13 @@ pub enum Incoming {
     Staged(Unpack),
 }
 
-pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Incoming> {
+/// A receive buffer of `n` elements of `ty` at `buf`, ready to hand to the runtime.
+///
+/// # Safety
+/// `buf` must be NULL, `MPI_IN_PLACE` or hold `n` writable elements of `ty` that stay valid,
+/// and are accessed by no one else, for as long as the result is used (until
+/// [`Incoming::finish`], or the completion of a non-blocking operation).
+pub unsafe fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Incoming> {
     if crate::util::in_place(buf) {
         fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
     }
@@ -162,7 +173,9 @@ fn send_args(
     let ty = comm_type(dt)?;
     check_dest(&c, dest)?;
     check_send_tag(tag)?;
-    Ok((c, outgoing(buf, n, &ty)?))
+    // SAFETY: `buf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    Ok((c, unsafe { outgoing(buf, n, &ty) }?))
 }
 
 fn blocking_send(
@@ -435,7 +448,9 @@ fn recv_args(
     let ty = comm_type(dt)?;
     check_source(&c, src)?;
     check_recv_tag(tag)?;
-    Ok((c, incoming(buf, n, &ty)?))
+    // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
+    // operation completes (MPI contract).
+    Ok((c, unsafe { incoming(buf, n, &ty) }?))
 }
 
 #[unsafe(no_mangle)]

@@ -353,7 +353,16 @@ fn local_allreduce(
 }
 
 /// Pack `k` elements of the input (the receive buffer when `MPI_IN_PLACE`).
-fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> MpiResult<Bytes> {
+///
+/// # Safety
+/// The buffer used (`sbuf`, or `rbuf` for `MPI_IN_PLACE`) must be NULL or hold `k`
+/// readable elements of `ty`.
+unsafe fn input(
+    sbuf: *const c_void,
+    rbuf: *const c_void,
+    k: usize,
+    ty: &TypeInfo,
+) -> MpiResult<Bytes> {
     let src = if in_place(sbuf) { rbuf } else { sbuf };
     if in_place(src) {
         fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
@@ -365,7 +374,11 @@ fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> M
     Ok(unsafe { ty.pack(src as *const u8, k) })
 }
 
-fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
+/// Unpack the result into the caller's receive buffer.
+///
+/// # Safety
+/// `rbuf` must be NULL or hold `k` writable elements of `ty`.
+unsafe fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
     if in_place(rbuf) {
         fail!(
             class::BUFFER,
@@ -409,12 +422,16 @@ pub unsafe extern "C" fn PMPI_Reduce(
         let a = args(comm, n, dt, op)?;
         check_root(&a.c, root)?;
         let me_root = a.c.rank() == root;
-        let mine = input(
-            sbuf,
-            if me_root { rbuf } else { std::ptr::null_mut() },
-            a.k,
-            &a.ty,
-        )?;
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let mine = unsafe {
+            input(
+                sbuf,
+                if me_root { rbuf } else { std::ptr::null_mut() },
+                a.k,
+                &a.ty,
+            )
+        }?;
         match a.plan {
             Plan::Node(o, e) => {
                 if me_root {
@@ -425,14 +442,18 @@ pub unsafe extern "C" fn PMPI_Reduce(
                         o,
                         root
                     ))?;
-                    output(&res, rbuf, a.k, &a.ty)?;
+                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                    // until the operation completes (MPI contract).
+                    unsafe { output(&res, rbuf, a.k, &a.ty) }?;
                 } else {
                     with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))?;
                 }
             }
             Plan::Local(l) => {
                 if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
-                    output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty)?;
+                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                    // until the operation completes (MPI contract).
+                    unsafe { output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty) }?;
                 }
             }
         }
@@ -451,7 +472,9 @@ pub unsafe extern "C" fn PMPI_Allreduce(
 ) -> c_int {
     entry(Call::Allreduce, comm, || {
         let a = args(comm, n, dt, op)?;
-        let mine = input(sbuf, rbuf, a.k, &a.ty)?;
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
         let res = match a.plan {
             Plan::Node(o, e) => {
                 let mut res = Bytes::zeroed(mine.len());
@@ -460,7 +483,9 @@ pub unsafe extern "C" fn PMPI_Allreduce(
             }
             Plan::Local(l) => local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?,
         };
-        output(&res, rbuf, a.k, &a.ty)
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        unsafe { output(&res, rbuf, a.k, &a.ty) }
     })
 }
 
@@ -476,7 +501,9 @@ fn scan_like(
 ) -> c_int {
     entry(call, comm, || {
         let a = args(comm, n, dt, op)?;
-        let mine = input(sbuf, rbuf, a.k, &a.ty)?;
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
         let me = a.c.rank();
         let mut res = Bytes::zeroed(mine.len());
         match a.plan {
@@ -507,7 +534,9 @@ fn scan_like(
         }
         // Exscan leaves rank 0's receive buffer untouched.
         if !(exclusive && me == 0) {
-            output(&res, rbuf, a.k, &a.ty)?;
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            unsafe { output(&res, rbuf, a.k, &a.ty) }?;
         }
         Ok(())
     })
@@ -553,9 +582,13 @@ fn reduce_scatter(
     let mine_k = counts[me];
     let off: usize = counts[..me].iter().sum::<usize>() * a.ty.size;
     let mine = if in_place(sbuf) {
-        input(rbuf, rbuf, total, &a.ty)?
+        // SAFETY: `rbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        unsafe { input(rbuf, rbuf, total, &a.ty) }?
     } else {
-        input(sbuf, rbuf, total, &a.ty)?
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        unsafe { input(sbuf, rbuf, total, &a.ty) }?
     };
     let res = match a.plan {
         Plan::Node(o, e) => {
@@ -583,7 +616,9 @@ fn reduce_scatter(
             copy_of(&all.as_slice()[off..off + mine_k * a.ty.size])
         }
     };
-    output(&res, rbuf, mine_k, &a.ty)
+    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+    // operation completes (MPI contract).
+    unsafe { output(&res, rbuf, mine_k, &a.ty) }
 }
 
 #[unsafe(no_mangle)]
@@ -635,8 +670,12 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
         let plan = plan(op, &ty)?;
-        let acc = input(inbuf, inbuf, k, &ty)?;
-        let mut x = input(inoutbuf, inoutbuf, k, &ty)?;
+        // SAFETY: `inbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let acc = unsafe { input(inbuf, inbuf, k, &ty) }?;
+        // SAFETY: `inoutbuf` is a C send buffer of the given count and type, valid until the
+        // operation completes (MPI contract).
+        let mut x = unsafe { input(inoutbuf, inoutbuf, k, &ty) }?;
         match plan {
             Plan::Node(o, e) => {
                 let mut a = copy_of(acc.as_slice());
@@ -646,7 +685,9 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
             }
             Plan::Local(l) => combine(l, &ty, dt, k, acc.as_slice(), &mut x)?,
         }
-        output(&x, inoutbuf, k, &ty)
+        // SAFETY: `inoutbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        unsafe { output(&x, inoutbuf, k, &ty) }
     })
 }
 
