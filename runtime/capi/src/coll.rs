@@ -190,7 +190,12 @@ struct VBuf {
 
 impl VBuf {
     /// `fill`: pack the user's blocks (send side); otherwise start zeroed (receive side).
-    fn new(
+    ///
+    /// # Safety
+    /// `buf` must be NULL or hold the blocks `counts` and `displs` describe (in elements of
+    /// `ty`), readable, and writable for the receive side, valid until the result is
+    /// finished (MPI's rules for v-collective buffers).
+    unsafe fn new(
         buf: *const c_void,
         counts: &[c_int],
         displs: &[c_int],
@@ -314,7 +319,8 @@ pub unsafe extern "C" fn PMPI_Gatherv(
             // operation completes (MPI contract).
             unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
-        let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
+        // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+        let mut v = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
         c.gatherv(data.bytes(), Some((v.bytes(), &counts, &ds)), root)?;
         v.finish();
@@ -341,15 +347,11 @@ pub unsafe extern "C" fn PMPI_Scatterv(
         let me_root = c.rank() == root;
         let mut v = if me_root {
             let st = comm_type(sdt)?;
-            Some(VBuf::new(
-                sbuf,
-                // SAFETY: `scounts` is a C input array of `n` elements, or NULL (MPI contract).
-                unsafe { ints(scounts, n, "sendcounts") }?,
-                // SAFETY: `displs` is a C input array of `n` elements, or NULL (MPI contract).
-                unsafe { ints(displs, n, "displs") }?,
-                st,
-                true,
-            )?)
+            // SAFETY: `scounts` and `displs` are C input arrays of `n` elements, or NULL
+            // (MPI contract).
+            let (sc, sd) = unsafe { (ints(scounts, n, "sendcounts")?, ints(displs, n, "displs")?) };
+            // SAFETY: `sbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+            Some(unsafe { VBuf::new(sbuf, sc, sd, st, true) }?)
         } else {
             None
         };
@@ -454,7 +456,8 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
             // operation completes (MPI contract).
             unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
-        let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
+        // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+        let mut v = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
         if data.bytes().len() != counts[me] {
             fail!(
@@ -531,7 +534,8 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
         // SAFETY: `rdispls` is a C input array of `n` elements, or NULL (MPI contract).
         let rd = unsafe { ints(rdispls, n, "rdispls") }?;
         let mut s = if in_place(sbuf) {
-            VBuf::new(rbuf, rc, rd, rt.clone(), true).map(|mut v| {
+            // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+            unsafe { VBuf::new(rbuf, rc, rd, rt.clone(), true) }.map(|mut v| {
                 // In place: the outgoing blocks must be a copy of the receive buffer.
                 if v.packed.is_none() {
                     let mut p = Bytes::zeroed(v.direct.len());
@@ -544,17 +548,19 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
                 v
             })?
         } else {
-            VBuf::new(
-                sbuf,
-                // SAFETY: `scounts` is a C input array of `n` elements, or NULL (MPI contract).
-                unsafe { ints(scounts, n, "sendcounts") }?,
-                // SAFETY: `sdispls` is a C input array of `n` elements, or NULL (MPI contract).
-                unsafe { ints(sdispls, n, "sdispls") }?,
-                comm_type(sdt)?,
-                true,
-            )?
+            // SAFETY: `scounts` and `sdispls` are C input arrays of `n` elements, or NULL
+            // (MPI contract).
+            let (sc, sd) = unsafe {
+                (
+                    ints(scounts, n, "sendcounts")?,
+                    ints(sdispls, n, "sdispls")?,
+                )
+            };
+            // SAFETY: `sbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+            unsafe { VBuf::new(sbuf, sc, sd, comm_type(sdt)?, true) }?
         };
-        let mut r = VBuf::new(rbuf, rc, rd, rt, false)?;
+        // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+        let mut r = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (sc, sd, rcb, rdb) = (
             s.counts.clone(),
             s.displs.clone(),

@@ -352,7 +352,9 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
     })
 }
 
-fn indexed(
+/// # Safety
+/// `out` must be NULL or valid for writing one handle (a C output argument).
+unsafe fn indexed(
     call: Call,
     n: c_int,
     blens: &dyn Fn(usize) -> c_int,
@@ -393,16 +395,19 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
         (Err(e), _) | (_, Err(e)) => return entry(Call::TypeIndexed, COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
-    indexed(
-        Call::TypeIndexed,
-        n,
-        &|i| b[i],
-        &|i| d[i] as isize * ext,
-        old,
-        out,
-        COMBINER_INDEXED,
-        (2 * n + 1, 0, 1),
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        indexed(
+            Call::TypeIndexed,
+            n,
+            &|i| b[i],
+            &|i| d[i] as isize * ext,
+            old,
+            out,
+            COMBINER_INDEXED,
+            (2 * n + 1, 0, 1),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -423,16 +428,19 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
         (Ok(b), Ok(d)) => (b, d),
         (Err(e), _) | (_, Err(e)) => return entry(Call::TypeCreateHindexed, COMM_WORLD, || Err(e)),
     };
-    indexed(
-        Call::TypeCreateHindexed,
-        n,
-        &|i| b[i],
-        &|i| d[i],
-        old,
-        out,
-        COMBINER_HINDEXED,
-        (n + 1, n, 1),
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        indexed(
+            Call::TypeCreateHindexed,
+            n,
+            &|i| b[i],
+            &|i| d[i],
+            old,
+            out,
+            COMBINER_HINDEXED,
+            (n + 1, n, 1),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -450,16 +458,19 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
         Err(e) => return entry(Call::TypeCreateIndexedBlock, COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
-    indexed(
-        Call::TypeCreateIndexedBlock,
-        n,
-        &|_| blen,
-        &|i| d[i] as isize * ext,
-        old,
-        out,
-        COMBINER_INDEXED_BLOCK,
-        (n + 2, 0, 1),
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        indexed(
+            Call::TypeCreateIndexedBlock,
+            n,
+            &|_| blen,
+            &|i| d[i] as isize * ext,
+            old,
+            out,
+            COMBINER_INDEXED_BLOCK,
+            (n + 2, 0, 1),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]

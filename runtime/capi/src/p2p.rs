@@ -160,7 +160,10 @@ fn check_recv_tag(tag: c_int) -> MpiResult {
 }
 
 /// Checked arguments of a send.
-fn send_args(
+///
+/// # Safety
+/// `buf` must be NULL, or hold `n` elements of `dt` valid and unmodified until the send completes (MPI's rule for send buffers).
+unsafe fn send_args(
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -178,7 +181,9 @@ fn send_args(
     Ok((c, unsafe { outgoing(buf, n, &ty) }?))
 }
 
-fn blocking_send(
+/// # Safety
+/// As [`send_args`].
+unsafe fn blocking_send(
     mode: SendMode,
     buf: *const c_void,
     n: c_int,
@@ -187,7 +192,8 @@ fn blocking_send(
     tag: c_int,
     comm: MpiComm,
 ) -> MpiResult {
-    let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
     let b = data.bytes();
     match mode {
         SendMode::Standard => c.send(b, dest, tag)?,
@@ -198,7 +204,9 @@ fn blocking_send(
     Ok(())
 }
 
-fn post_send(
+/// # Safety
+/// As [`send_args`]: the send buffer stays valid and unmodified until the request completes.
+unsafe fn post_send(
     mode: SendMode,
     buf: *const c_void,
     n: c_int,
@@ -207,7 +215,8 @@ fn post_send(
     tag: c_int,
     comm: MpiComm,
 ) -> MpiResult<ReqEntry> {
-    let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
     // SAFETY: the memory stays valid until the request completes: a packed copy moves
     // into the request table below (its heap block does not move) and is freed only once
     // the request completed; the user's own buffer is MPI's contract (not to be freed or
@@ -232,7 +241,8 @@ pub unsafe extern "C" fn PMPI_Send(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Send, comm, || {
-        blocking_send(SendMode::Standard, buf, n, dt, dest, tag, comm)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { blocking_send(SendMode::Standard, buf, n, dt, dest, tag, comm) }
     })
 }
 
@@ -246,7 +256,8 @@ pub unsafe extern "C" fn PMPI_Ssend(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Ssend, comm, || {
-        blocking_send(SendMode::Synchronous, buf, n, dt, dest, tag, comm)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { blocking_send(SendMode::Synchronous, buf, n, dt, dest, tag, comm) }
     })
 }
 
@@ -260,11 +271,14 @@ pub unsafe extern "C" fn PMPI_Rsend(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Rsend, comm, || {
-        blocking_send(SendMode::Ready, buf, n, dt, dest, tag, comm)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { blocking_send(SendMode::Ready, buf, n, dt, dest, tag, comm) }
     })
 }
 
-fn isend_like(
+/// # Safety
+/// As [`post_send`]; `req` must be NULL or valid for writing one handle.
+unsafe fn isend_like(
     call: Call,
     mode: SendMode,
     buf: *const c_void,
@@ -279,7 +293,8 @@ fn isend_like(
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
         }
-        let e = post_send(mode, buf, n, dt, dest, tag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let e = unsafe { post_send(mode, buf, n, dt, dest, tag, comm) }?;
         // SAFETY: `req` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(req, register(e), "request") }
     })
@@ -295,17 +310,20 @@ pub unsafe extern "C" fn PMPI_Isend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like(
-        Call::Isend,
-        SendMode::Standard,
-        buf,
-        n,
-        dt,
-        dest,
-        tag,
-        comm,
-        req,
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        isend_like(
+            Call::Isend,
+            SendMode::Standard,
+            buf,
+            n,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -318,17 +336,20 @@ pub unsafe extern "C" fn PMPI_Issend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like(
-        Call::Issend,
-        SendMode::Synchronous,
-        buf,
-        n,
-        dt,
-        dest,
-        tag,
-        comm,
-        req,
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        isend_like(
+            Call::Issend,
+            SendMode::Synchronous,
+            buf,
+            n,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -341,17 +362,20 @@ pub unsafe extern "C" fn PMPI_Irsend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like(
-        Call::Irsend,
-        SendMode::Ready,
-        buf,
-        n,
-        dt,
-        dest,
-        tag,
-        comm,
-        req,
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        isend_like(
+            Call::Irsend,
+            SendMode::Ready,
+            buf,
+            n,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+        )
+    }
 }
 
 /// `MPI_Bsend`: the data is copied at once, so the call returns without waiting for the
@@ -368,7 +392,8 @@ pub unsafe extern "C" fn PMPI_Bsend(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Bsend, comm, || {
-        let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
         let Some((_, cap)) = st().bsend_buffer else {
             fail!(
                 class::BUFFER,
@@ -435,7 +460,9 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int)
     })
 }
 
-fn recv_args(
+/// # Safety
+/// `buf` must be NULL, or hold `n` writable elements of `dt` that nobody else accesses until the receive completes (MPI's rule for receive buffers).
+unsafe fn recv_args(
     buf: *mut c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -464,7 +491,8 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     entry(Call::Recv, comm, || {
-        let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, mut into) = unsafe { recv_args(buf, n, dt, src, tag, comm) }?;
         let s = c.recv(into.bytes(), src, tag)?;
         into.finish(s.bytes as usize);
         // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
@@ -488,7 +516,8 @@ pub unsafe extern "C" fn PMPI_Irecv(
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
         }
-        let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, mut into) = unsafe { recv_args(buf, n, dt, src, tag, comm) }?;
         // SAFETY: a staging buffer moves into the request table with `into` (its heap block
         // does not move) and is unpacked and freed at completion; the user's own buffer is
         // MPI's contract (not to be accessed until the request completes).
@@ -521,8 +550,10 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
     status: *mut MpiStatus,
 ) -> c_int {
     entry(Call::Sendrecv, comm, || {
-        let (c, data) = send_args(sbuf, sn, sdt, dest, stag, comm)?;
-        let (_, mut into) = recv_args(rbuf, rn, rdt, src, rtag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, data) = unsafe { send_args(sbuf, sn, sdt, dest, stag, comm) }?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (_, mut into) = unsafe { recv_args(rbuf, rn, rdt, src, rtag, comm) }?;
         let s = c.sendrecv(data.bytes(), dest, stag, into.bytes(), src, rtag)?;
         drop(data);
         into.finish(s.bytes as usize);
@@ -554,7 +585,8 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         // The outgoing data is always copied: the same buffer receives.
         // SAFETY: MPI's contract: `buf` holds `n` elements of `dt`.
         let copy = unsafe { ty.pack(buf as *const u8, k) };
-        let (_, mut into) = recv_args(buf, n, dt, src, rtag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (_, mut into) = unsafe { recv_args(buf, n, dt, src, rtag, comm) }?;
         let s = c.sendrecv(copy.as_raw(), dest, stag, into.bytes(), src, rtag)?;
         drop(copy);
         into.finish(s.bytes as usize);

@@ -489,7 +489,9 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     })
 }
 
-fn scan_like(
+/// # Safety
+/// `sbuf` and `rbuf` must be NULL, `MPI_IN_PLACE` (`sbuf`) or hold `n` elements of `dt`, `rbuf` writable (MPI's rules for reduction buffers).
+unsafe fn scan_like(
     call: Call,
     exclusive: bool,
     sbuf: *const c_void,
@@ -551,7 +553,8 @@ pub unsafe extern "C" fn PMPI_Scan(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    scan_like(Call::Scan, false, sbuf, rbuf, n, dt, op, comm)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { scan_like(Call::Scan, false, sbuf, rbuf, n, dt, op, comm) }
 }
 
 #[unsafe(no_mangle)]
@@ -563,11 +566,15 @@ pub unsafe extern "C" fn PMPI_Exscan(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    scan_like(Call::Exscan, true, sbuf, rbuf, n, dt, op, comm)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { scan_like(Call::Exscan, true, sbuf, rbuf, n, dt, op, comm) }
 }
 
 /// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
-fn reduce_scatter(
+///
+/// # Safety
+/// As for `MPI_Reduce_scatter`: `sbuf` holds the sum of `counts` elements of `dt` (or is `MPI_IN_PLACE`), `rbuf` this rank's count, writable.
+unsafe fn reduce_scatter(
     comm: MpiComm,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -638,7 +645,8 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
             .iter()
             .map(|&k| count(k, "recvcount"))
             .collect::<MpiResult<Vec<_>>>()?;
-        reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false) }
     })
 }
 
@@ -654,7 +662,8 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     entry(Call::ReduceScatterBlock, comm, || {
         let n = comm_of(comm)?.size() as usize;
         let k = count(rn, "recvcount")?;
-        reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
     })
 }
 

@@ -167,7 +167,10 @@ fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
 
 /// Finish the requests at `done` (positions in `hs`), store their statuses, null their
 /// handles. Returns the first error.
-fn complete(
+///
+/// # Safety
+/// `statuses` must be NULL, `MPI_STATUS(ES)_IGNORE` or hold a status for every slot `slot` gives.
+unsafe fn complete(
     hs: &mut [MpiRequest],
     done: &[usize],
     statuses: *mut MpiStatus,
@@ -203,7 +206,8 @@ pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus)
         }
         let (_, ids) = active(hs)?;
         ctx()?.wait_completed(Primitive::Wait, &ids, Want::Any);
-        match complete(hs, &[0], status, |_, _| 0)? {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -238,7 +242,8 @@ pub unsafe extern "C" fn PMPI_Test(
         }
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
-        match complete(hs, &[0], status, |_, _| 0)? {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -301,7 +306,8 @@ pub unsafe extern "C" fn PMPI_Waitall(
         if !ids.is_empty() {
             ctx()?.wait_completed(Primitive::Waitall, &ids, Want::All);
         }
-        in_status(complete(hs, &idx, statuses, |_, i| i)?)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        in_status(unsafe { complete(hs, &idx, statuses, |_, i| i) }?)
     })
 }
 
@@ -332,7 +338,8 @@ pub unsafe extern "C" fn PMPI_Testall(
                 unsafe { write_status(statuses, i, empty_status()) };
             }
         }
-        in_status(complete(hs, &idx, statuses, |_, i| i)?)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        in_status(unsafe { complete(hs, &idx, statuses, |_, i| i) }?)
     })
 }
 
@@ -360,7 +367,8 @@ pub unsafe extern "C" fn PMPI_Waitany(
         let i = idx[got[0]];
         // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(index, i as c_int, "index") }?;
-        match complete(hs, &[i], status, |_, _| 0)? {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -402,14 +410,17 @@ pub unsafe extern "C" fn PMPI_Testany(
         unsafe { put(index, i as c_int, "index") }?;
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
-        match complete(hs, &[i], status, |_, _| 0)? {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
     })
 }
 
-fn some(
+/// # Safety
+/// `reqs` must hold `n` handles; `outcount`, `indices` (room for `n`) and `statuses` (room for `n`, or ignore) must be NULL or writable.
+unsafe fn some(
     call: Call,
     block: bool,
     n: c_int,
@@ -444,7 +455,8 @@ fn some(
             // SAFETY: MPI requires room for `incount` indices; k < incount.
             unsafe { indices.add(k).write(i as c_int) };
         }
-        in_status(complete(hs, &done, statuses, |k, _| k)?)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        in_status(unsafe { complete(hs, &done, statuses, |k, _| k) }?)
     })
 }
 
@@ -456,7 +468,8 @@ pub unsafe extern "C" fn PMPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    some(Call::Waitsome, true, n, reqs, outcount, indices, statuses)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { some(Call::Waitsome, true, n, reqs, outcount, indices, statuses) }
 }
 
 #[unsafe(no_mangle)]
@@ -467,7 +480,8 @@ pub unsafe extern "C" fn PMPI_Testsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    some(Call::Testsome, false, n, reqs, outcount, indices, statuses)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { some(Call::Testsome, false, n, reqs, outcount, indices, statuses) }
 }
 
 #[unsafe(no_mangle)]
