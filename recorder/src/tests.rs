@@ -106,7 +106,7 @@ fn record(i: u64) -> SliceRecord {
         descriptors: vec![desc(0, i, DescKind::Send, 1), desc(1, i, DescKind::Recv, 0)],
         digest: decisions.digest(),
         decisions,
-        blocked: vec![(1, DescKind::Recv as u32)],
+        blocked: vec![(1, DescKind::Recv.into())],
     }
 }
 

@@ -14,7 +14,7 @@ pub use strobe_runtime::sched::error_name;
 use strobe_runtime::sched::{
     Decision, DecisionCounts, DecisionKind, DecisionVisitor, SliceDecisions,
 };
-use strobe_runtime::segment::call_name;
+use strobe_runtime::segment::BlockedCall;
 
 use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
@@ -54,7 +54,7 @@ pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
     /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
     pub decisions: SliceDecisions,
-    pub blocked: Vec<(u32, u32)>,
+    pub blocked: Vec<(u32, BlockedCall)>,
 }
 
 pub(crate) struct WriterDone {
@@ -252,7 +252,7 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
     let mut st =
         conn.prepare_cached("INSERT INTO blocked (slice, rank, call) VALUES (?1, ?2, ?3)")?;
     for (rank, call) in &sch.blocked {
-        st.execute(params![s.slice as i64, rank, call_name(*call)])?;
+        st.execute(params![s.slice as i64, rank, call.name()])?;
     }
     Ok(())
 }

@@ -9,10 +9,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use strobe_runtime::engine::Gate;
-use strobe_runtime::segment::{
-    call_name, JobSegment, STATE_BLOCKED, STATE_COMPUTING, STATE_EXITED, STATE_FINALIZED,
-    STATE_HELD,
-};
+use strobe_runtime::segment::JobSegment;
 
 /// Where a replay stops by itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,15 +303,8 @@ pub fn rank_views(seg: &JobSegment) -> Vec<RankView> {
             RankView {
                 rank: r,
                 pid: slot.pid.load(Ordering::Acquire),
-                state: match slot.state.load(Ordering::Acquire) {
-                    STATE_COMPUTING => "computing",
-                    STATE_BLOCKED => "blocked",
-                    STATE_HELD => "held",
-                    STATE_FINALIZED => "finalized",
-                    STATE_EXITED => "exited",
-                    _ => "?",
-                },
-                call: call_name(slot.blocked_call.load(Ordering::Acquire)),
+                state: slot.state().name(),
+                call: slot.blocked_call().name(),
                 posted: slot.posted.load(Ordering::Acquire),
             }
         })

@@ -12,13 +12,8 @@ use strobe_recorder::replay_log::{blocking_of, completions_of, BlockedPredictor,
 use strobe_runtime::descriptor::Descriptor;
 use strobe_runtime::engine::{Gate, LocalMetrics, SliceRecord, SliceSink, SliceSource};
 use strobe_runtime::outcome::OutcomeRec;
-use strobe_runtime::rank::{
-    DIVERGED_BAD_INDEX, DIVERGED_BAD_LOG, DIVERGED_LOG_EXHAUSTED, DIVERGED_OUTCOME_KIND,
-};
 use strobe_runtime::sched::Decision;
-use strobe_runtime::segment::{
-    call_name, JobSegment, STATE_BLOCKED, STATE_EXITED, STATE_FINALIZED, STATE_HELD,
-};
+use strobe_runtime::segment::{JobSegment, RankState};
 
 use crate::control::Controller;
 
@@ -202,15 +197,8 @@ impl ReplaySource {
         }
         // A replaying rank that found its program off the recorded path.
         for r in 0..self.ranks() {
-            let code = seg.slot(r).diverged.load(Ordering::Acquire);
-            if code != 0 {
-                let what = match code {
-                    DIVERGED_OUTCOME_KIND => "made a different timing-dependent call",
-                    DIVERGED_LOG_EXHAUSTED => "made more timing-dependent calls than recorded",
-                    DIVERGED_BAD_INDEX => "made a test/wait over a different set of requests",
-                    DIVERGED_BAD_LOG => "met a damaged outcome log",
-                    _ => "diverged",
-                };
+            if let Some(why) = seg.slot(r).diverged() {
+                let what = why.reason();
                 let posted = seg.slot(r).posted.load(Ordering::Acquire);
                 return self.diverge(
                     next - 1,
@@ -230,17 +218,13 @@ impl ReplaySource {
             }
             // The job must now end as recorded (finalize, a crash); ranks that block or
             // wait for more slices forever mean it does not.
-            let all_waiting = (0..self.ranks()).all(|r| {
-                matches!(
-                    seg.slot(r).state.load(Ordering::Acquire),
-                    STATE_BLOCKED | STATE_HELD | STATE_FINALIZED | STATE_EXITED
-                )
-            });
+            let all_waiting =
+                (0..self.ranks()).all(|r| seg.slot(r).state() != RankState::Computing);
             if !all_waiting {
                 w.end_since = None;
             } else if now - *w.end_since.get_or_insert(now) > END_GRACE {
                 let r = (0..self.ranks())
-                    .find(|&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_HELD)
+                    .find(|&r| seg.slot(r).state() == RankState::Held)
                     .unwrap_or(0);
                 return self.diverge(
                     self.last_slice,
@@ -262,10 +246,12 @@ impl ReplaySource {
                 continue;
             }
             ready = false;
-            let state = slot.state.load(Ordering::Acquire);
+            let state = slot.state();
             let stuck = match state {
-                STATE_EXITED | STATE_FINALIZED => true,
-                STATE_BLOCKED => now - *w.stuck_since[r as usize].get_or_insert(now) > STUCK_GRACE,
+                RankState::Exited | RankState::Finalized => true,
+                RankState::Blocked => {
+                    now - *w.stuck_since[r as usize].get_or_insert(now) > STUCK_GRACE
+                }
                 _ => {
                     w.stuck_since[r as usize] = None;
                     false
@@ -273,11 +259,8 @@ impl ReplaySource {
             };
             if stuck {
                 let how = match state {
-                    STATE_BLOCKED => format!(
-                        "is blocked in {}",
-                        call_name(slot.blocked_call.load(Ordering::Acquire))
-                    ),
-                    STATE_FINALIZED => "finalized".into(),
+                    RankState::Blocked => format!("is blocked in {}", slot.blocked_call().name()),
+                    RankState::Finalized => "finalized".into(),
                     _ => "exited".into(),
                 };
                 return self.diverge(
@@ -311,11 +294,7 @@ impl ReplaySource {
                 let posts = self.cum(r, next) > self.cum(r, next - 1)
                     && seg.slot(r).last_post_blocking.load(Ordering::Relaxed) != 0;
                 let expected = (predicted[r as usize] || posts) != self.differs_at(r, next);
-                expected
-                    && !matches!(
-                        seg.slot(r).state.load(Ordering::Acquire),
-                        STATE_BLOCKED | STATE_HELD | STATE_FINALIZED | STATE_EXITED
-                    )
+                expected && seg.slot(r).state() == RankState::Computing
             });
             if late {
                 return Gate::Wait;

@@ -25,7 +25,7 @@ fn main() {
             bytes: 32,
             ..Default::default()
         });
-        ctx.wait(100, s);
+        ctx.wait(strobe_runtime::mmds::Primitive::Wait, s);
         assert_eq!(c.error, 0);
         assert_eq!(
             got[0],

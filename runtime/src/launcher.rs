@@ -21,8 +21,7 @@ use crate::engine::{
     DeadlockReport, Engine, EngineConfig, EngineOutcome, JobShared, SliceSink, SliceSource,
 };
 use crate::segment::{
-    leave_computing, ring_doorbell, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE, STATE_EXITED,
-    STATE_FINALIZED,
+    leave_computing, ring_doorbell, RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE,
 };
 
 /// Exit status of `strobe run` when the job deadlocked.
@@ -337,8 +336,8 @@ pub fn launch(
         status[rank] = Some(raw);
         let rank = rank as u32;
         let slot = shared.seg.slot(rank);
-        let finalized = slot.state.load(Ordering::Acquire) == STATE_FINALIZED;
-        if leave_computing(&shared.seg, rank, STATE_EXITED) {
+        let finalized = slot.state() == RankState::Finalized;
+        if leave_computing(&shared.seg, rank, RankState::Exited) {
             ring_doorbell(&shared.seg);
         }
         if outcome.is_some() {

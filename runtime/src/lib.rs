@@ -7,7 +7,7 @@
 //! - [`engine`]: the slice engine: Strobe Sender, Strobe Receiver, Buffer Sender/Receiver,
 //!   DMA Helper, Collective and Reduce Helpers, running microphases DEM, MSM, P2P, BBM, RM.
 //! - [`rank`]: the rank side of a job: posting descriptors, sleeping until woken.
-//! - [`api`]: the Rust API for MPI programs.
+//! - [`api`]: the Rust API for MPI programs; [`calls`]: the one table of MPI calls.
 //! - [`launcher`]: the Machine Manager: creates the job, spawns ranks, watches them.
 
 // The deterministic core lives in `strobe-core` (pure: no libc, no unsafe, no I/O, no
@@ -15,6 +15,7 @@
 pub use strobe_core::{datatype, descriptor, ops, sched, slice};
 
 pub mod api;
+pub mod calls;
 pub mod engine;
 pub mod futex;
 pub mod launcher;

@@ -51,89 +51,7 @@ pub fn parse_resolution(s: &str) -> Result<u32, String> {
     }
 }
 
-macro_rules! primitives {
-    ($($v:ident = $n:literal $name:literal,)*) => {
-        /// An MPI call, as the MMDS counts it. Values are slots in [`MmdsBlock`]; append new
-        /// primitives (below [`PRIMITIVE_SLOTS`]), never renumber.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u16)]
-        pub enum Primitive { $($v = $n,)* }
-
-        impl Primitive {
-            pub const ALL: &'static [Primitive] = &[$(Primitive::$v,)*];
-
-            /// The MPI function name (`MPI_Send`, ...).
-            pub fn mpi_name(self) -> &'static str {
-                match self { $(Primitive::$v => $name,)* }
-            }
-
-            pub fn from_slot(slot: usize) -> Option<Primitive> {
-                match slot { $($n => Some(Primitive::$v),)* _ => None }
-            }
-
-            /// The primitive an MPI function name counts as (`None` for local calls such
-            /// as `MPI_Comm_rank`, whose time stays computation).
-            pub fn from_mpi_name(name: &str) -> Option<Primitive> {
-                match name { $($name => Some(Primitive::$v),)* _ => None }
-            }
-        }
-    };
-}
-
-primitives! {
-    Init = 0 "MPI_Init",
-    Finalize = 1 "MPI_Finalize",
-    Abort = 2 "MPI_Abort",
-    Wtime = 3 "MPI_Wtime",
-    Send = 4 "MPI_Send",
-    Ssend = 5 "MPI_Ssend",
-    Rsend = 6 "MPI_Rsend",
-    Recv = 7 "MPI_Recv",
-    Isend = 8 "MPI_Isend",
-    Issend = 9 "MPI_Issend",
-    Irsend = 10 "MPI_Irsend",
-    Irecv = 11 "MPI_Irecv",
-    Sendrecv = 12 "MPI_Sendrecv",
-    SendrecvReplace = 13 "MPI_Sendrecv_replace",
-    Probe = 14 "MPI_Probe",
-    Iprobe = 15 "MPI_Iprobe",
-    Cancel = 16 "MPI_Cancel",
-    Wait = 17 "MPI_Wait",
-    Waitall = 18 "MPI_Waitall",
-    Waitany = 19 "MPI_Waitany",
-    Waitsome = 20 "MPI_Waitsome",
-    Test = 21 "MPI_Test",
-    Testall = 22 "MPI_Testall",
-    Testany = 23 "MPI_Testany",
-    Testsome = 24 "MPI_Testsome",
-    Barrier = 25 "MPI_Barrier",
-    Bcast = 26 "MPI_Bcast",
-    Reduce = 27 "MPI_Reduce",
-    Allreduce = 28 "MPI_Allreduce",
-    Scan = 29 "MPI_Scan",
-    Exscan = 30 "MPI_Exscan",
-    ReduceScatter = 31 "MPI_Reduce_scatter",
-    ReduceScatterBlock = 32 "MPI_Reduce_scatter_block",
-    Scatter = 33 "MPI_Scatter",
-    Scatterv = 34 "MPI_Scatterv",
-    Gather = 35 "MPI_Gather",
-    Gatherv = 36 "MPI_Gatherv",
-    Allgather = 37 "MPI_Allgather",
-    Allgatherv = 38 "MPI_Allgatherv",
-    Alltoall = 39 "MPI_Alltoall",
-    Alltoallv = 40 "MPI_Alltoallv",
-    CommDup = 41 "MPI_Comm_dup",
-    CommSplit = 42 "MPI_Comm_split",
-    CommFree = 43 "MPI_Comm_free",
-    RequestFree = 44 "MPI_Request_free",
-    Bsend = 45 "MPI_Bsend",
-    Ibsend = 46 "MPI_Ibsend",
-    CommCreate = 47 "MPI_Comm_create",
-    CommCreateGroup = 48 "MPI_Comm_create_group",
-    CommSplitType = 49 "MPI_Comm_split_type",
-    BufferDetach = 50 "MPI_Buffer_detach",
-    InitThread = 51 "MPI_Init_thread",
-}
+pub use crate::calls::Primitive;
 
 /// One histogram in shared memory; bucket `i` counts values in [`bucket_bounds`]`(i)`.
 #[repr(C)]
@@ -534,17 +452,5 @@ mod tests {
         assert!(parse_resolution("16").is_err());
         assert!(parse_resolution("0").is_err());
         assert!(parse_resolution("x").is_err());
-    }
-
-    #[test]
-    fn primitive_names_are_unique_and_slots_fit() {
-        let mut names: Vec<_> = Primitive::ALL.iter().map(|p| p.mpi_name()).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), Primitive::ALL.len());
-        for p in Primitive::ALL {
-            assert!((*p as usize) < PRIMITIVE_SLOTS);
-            assert_eq!(Primitive::from_slot(*p as usize), Some(*p));
-        }
     }
 }

@@ -12,20 +12,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::calls::Primitive;
 use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
 use crate::outcome::{Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
-    self, call_name, leave_computing, resume_computing, ring_doorbell, JobSegment, RankQueues,
-    ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE, STATE_BLOCKED, STATE_COMPUTING, STATE_FINALIZED,
-    STATE_HELD,
+    self, leave_computing, resume_computing, resume_computing_from, ring_doorbell, BlockedCall,
+    Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE,
 };
-
-/// Why a replaying rank stopped (the value of `RankSlot::diverged`).
-pub const DIVERGED_OUTCOME_KIND: u32 = 1;
-pub const DIVERGED_LOG_EXHAUSTED: u32 = 2;
-pub const DIVERGED_BAD_INDEX: u32 = 3;
-pub const DIVERGED_BAD_LOG: u32 = 4;
 
 /// Capacity of each rank's descriptor queue.
 pub const DESC_CAPACITY: usize = 1024;
@@ -194,7 +188,7 @@ impl RankCtx {
             let seq = g.next_seq;
             drop(g);
             let blocking = d.flags & crate::descriptor::FLAG_BLOCKING != 0;
-            self.hold_until_allowed(seq, blocking.then_some(d.kind as u32));
+            self.hold_until_allowed(seq, blocking.then(|| BlockedCall::posted(d.kind)));
             g = self.inner.lock().expect("rank context lock");
         }
         d.rank = self.rank;
@@ -234,16 +228,16 @@ impl RankCtx {
     /// the blocking call about to be made, published as the call the rank is in (with
     /// several nodes a recording may see a rank already blocked in a call whose descriptor
     /// another node drains only in the next slice; the replay holds it at the post).
-    fn hold_until_allowed(&self, seq: u64, call: Option<u32>) {
+    fn hold_until_allowed(&self, seq: u64, call: Option<BlockedCall>) {
         let slot = self.seg.slot(self.rank);
         let allowed = |limit: u64| limit == 0 || seq + 1 < limit;
         if allowed(slot.post_limit.load(Ordering::Acquire)) {
             return;
         }
         if let Some(c) = call {
-            slot.blocked_call.store(c, Ordering::Release);
+            slot.set_blocked_call(c);
         }
-        if leave_computing(&self.seg, self.rank, STATE_HELD) {
+        if leave_computing(&self.seg, self.rank, RankState::Held) {
             ring_doorbell(&self.seg);
         }
         ring_doorbell(&self.seg);
@@ -257,18 +251,7 @@ impl RankCtx {
             }
             futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
         }
-        if slot
-            .state
-            .compare_exchange(
-                STATE_HELD,
-                STATE_COMPUTING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
-        {
-            self.seg.header().computing.fetch_add(1, Ordering::AcqRel);
-        }
+        resume_computing_from(&self.seg, self.rank, RankState::Held);
     }
 
     /// Capture: append outcome records to the rank's outcome ring, closing the open run of
@@ -316,24 +299,24 @@ impl RankCtx {
         match got {
             (Ok(Some(o)), _) => o,
             (Ok(None), n) => self.diverge(
-                DIVERGED_LOG_EXHAUSTED,
+                Divergence::LogExhausted,
                 &format!("{call} is timing-dependent call number {} of this rank, but the recording holds only {n}", n + 1),
             ),
-            (Err(e), _) => self.diverge(DIVERGED_BAD_LOG, &format!("the recording is damaged: {e}")),
+            (Err(e), _) => self.diverge(Divergence::BadLog, &format!("the recording is damaged: {e}")),
         }
     }
 
     /// Replay: the program left the recorded path. Say so, flag it for the replayer (which
     /// stops the job with a divergence report), and wait to be stopped.
-    fn diverge(&self, code: u32, what: &str) -> ! {
+    fn diverge(&self, why: Divergence, what: &str) -> ! {
         let slot = self.seg.slot(self.rank);
         eprintln!(
             "strobe: replay divergence on rank {} (descriptor seq {}): {what}",
             self.rank,
             slot.posted.load(Ordering::Acquire)
         );
-        slot.diverged.store(code, Ordering::Release);
-        if leave_computing(&self.seg, self.rank, STATE_HELD) {
+        slot.set_diverged(why);
+        if leave_computing(&self.seg, self.rank, RankState::Held) {
             ring_doorbell(&self.seg);
         }
         ring_doorbell(&self.seg);
@@ -356,8 +339,14 @@ impl RankCtx {
 
     /// Replay: force a recorded test/wait outcome: block until the recorded requests are
     /// complete (a recorded success waits for completion) and report exactly them.
-    fn forced_indices(&self, call: u32, ids: &[u64], want: Want, blocking: bool) -> Vec<usize> {
-        let name = call_name(call);
+    fn forced_indices(
+        &self,
+        call: Primitive,
+        ids: &[u64],
+        want: Want,
+        blocking: bool,
+    ) -> Vec<usize> {
+        let name = call.mpi_name();
         match self.next_recorded(name) {
             Outcome::Fail if !blocking => Vec::new(),
             Outcome::Indices(idx) => {
@@ -366,7 +355,7 @@ impl RankCtx {
                     || (want == Want::Any && idx.len() != 1)
                 {
                     self.diverge(
-                        DIVERGED_BAD_INDEX,
+                        Divergence::BadIndex,
                         &format!(
                             "{name} over {} requests was recorded reporting {idx:?}",
                             ids.len()
@@ -374,11 +363,13 @@ impl RankCtx {
                     );
                 }
                 let want_ids: Vec<u64> = idx.iter().map(|&i| ids[i]).collect();
-                self.block_until(call, |done| want_ids.iter().all(|i| done.contains_key(i)));
+                self.block_until(call.into(), |done| {
+                    want_ids.iter().all(|i| done.contains_key(i))
+                });
                 idx
             }
             other => self.diverge(
-                DIVERGED_OUTCOME_KIND,
+                Divergence::OutcomeKind,
                 &format!(
                     "the program called {name}, the recording has {} here",
                     other.describe()
@@ -388,8 +379,12 @@ impl RankCtx {
     }
 
     /// Sleep until `ready` holds over the set of completed requests. `call` names the MPI
-    /// call for deadlock reports (`segment::CALL_*` or a `DescKind`).
-    pub fn block_until(&self, call: u32, mut ready: impl FnMut(&HashMap<u64, Completion>) -> bool) {
+    /// call for deadlock reports.
+    pub fn block_until(
+        &self,
+        call: BlockedCall,
+        mut ready: impl FnMut(&HashMap<u64, Completion>) -> bool,
+    ) {
         let slot = self.seg.slot(self.rank);
         loop {
             let seen = slot.wake.load(Ordering::Acquire);
@@ -400,10 +395,10 @@ impl RankCtx {
                     return;
                 }
             }
-            slot.blocked_call.store(call, Ordering::Release);
+            slot.set_blocked_call(call);
             // A replaying Strobe Sender may be waiting for this rank to block (the recorded
             // blocked set of the next slice): tell it even if others still compute.
-            if leave_computing(&self.seg, self.rank, STATE_BLOCKED) || self.replaying() {
+            if leave_computing(&self.seg, self.rank, RankState::Blocked) || self.replaying() {
                 ring_doorbell(&self.seg);
             }
             // Re-check after announcing the block: a completion may have landed in between,
@@ -432,7 +427,7 @@ impl RankCtx {
     /// Completions are not consumed (use [`RankCtx::take`]). Every test-like call of every
     /// API (Rust and C) goes through here, so the recorder captures each outcome and the
     /// replayer forces it in one place.
-    pub fn poll_completed(&self, call: u32, ids: &[u64], want: Want) -> Vec<usize> {
+    pub fn poll_completed(&self, call: Primitive, ids: &[u64], want: Want) -> Vec<usize> {
         if self.replaying() {
             return self.forced_indices(call, ids, want, false);
         }
@@ -452,14 +447,14 @@ impl RankCtx {
     /// The blocking counterpart of [`RankCtx::poll_completed`] (`MPI_Wait*`): sleeps until
     /// `want` is satisfied and returns the indices the call reports. Waitany's index and
     /// Waitsome's set depend on timing; they too are captured and forced here.
-    pub fn wait_completed(&self, call: u32, ids: &[u64], want: Want) -> Vec<usize> {
+    pub fn wait_completed(&self, call: Primitive, ids: &[u64], want: Want) -> Vec<usize> {
         // Only Waitany/Waitsome over several requests can report different sets depending on
         // timing; Wait and Waitall always report everything.
         let timing_dependent = want != Want::All && ids.len() > 1;
         if timing_dependent && self.replaying() {
             return self.forced_indices(call, ids, want, true);
         }
-        self.block_until(call, |done| want.satisfied(ids, done));
+        self.block_until(call.into(), |done| want.satisfied(ids, done));
         let got = {
             let mut g = self.inner.lock().expect("rank context lock");
             g.pump();
@@ -479,7 +474,7 @@ impl RankCtx {
             return match self.next_recorded("MPI_Wtime") {
                 Outcome::Wtime(ns) => ns_to_seconds(ns),
                 other => self.diverge(
-                    DIVERGED_OUTCOME_KIND,
+                    Divergence::OutcomeKind,
                     &format!(
                         "the program called MPI_Wtime, the recording has {} here",
                         other.describe()
@@ -493,8 +488,8 @@ impl RankCtx {
     }
 
     /// Wait for one request and consume its completion.
-    pub fn wait(&self, call: u32, request: u64) -> Completion {
-        self.block_until(call, |done| done.contains_key(&request));
+    pub fn wait(&self, call: impl Into<BlockedCall>, request: u64) -> Completion {
+        self.block_until(call.into(), |done| done.contains_key(&request));
         self.take(request).expect("completion present after wait")
     }
 
@@ -510,9 +505,9 @@ impl RankCtx {
     /// Post a blocking descriptor and wait for its completion.
     pub fn call(&self, mut d: Descriptor) -> Completion {
         d.flags |= crate::descriptor::FLAG_BLOCKING;
-        let kind = d.kind as u32;
+        let call = BlockedCall::posted(d.kind);
         let req = self.post(d);
-        self.wait(kind, req)
+        self.wait(call, req)
     }
 
     /// `MPI_Finalize`: the last descriptor; the rank stops counting as computing.
@@ -526,7 +521,7 @@ impl RankCtx {
             ..Default::default()
         };
         self.call(d);
-        if leave_computing(&self.seg, self.rank, STATE_FINALIZED) {
+        if leave_computing(&self.seg, self.rank, RankState::Finalized) {
             ring_doorbell(&self.seg);
         }
     }

@@ -9,7 +9,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::descriptor::{Completion, Descriptor};
+use crate::calls::Primitive;
+use crate::descriptor::{Completion, DescKind, Descriptor};
 use crate::outcome::{OutcomeRec, OUTCOME_CAPACITY};
 use crate::ring::{ring_bytes, Ring};
 use crate::shm_region::ShmRegion;
@@ -17,14 +18,196 @@ use crate::shm_region::ShmRegion;
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 pub const LAYOUT_VERSION: u32 = 4;
 
-/// Rank states, in `RankSlot::state`.
-pub const STATE_COMPUTING: u32 = 0;
-pub const STATE_BLOCKED: u32 = 1;
-pub const STATE_FINALIZED: u32 = 2;
-pub const STATE_EXITED: u32 = 3;
-/// Replay only: the rank tried to post a descriptor that belongs to a later slice than the
-/// one running and is held at that call until the slice comes (not computing, not blocked).
-pub const STATE_HELD: u32 = 4;
+/// What a rank is doing, as its slot publishes it. The values are the shared-memory
+/// encoding (layout version 4): never renumber.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum RankState {
+    /// Running application code (counted in `JobHeader::computing`).
+    Computing = 0,
+    /// Inside a blocking call, asleep until a completion arrives.
+    Blocked = 1,
+    /// `MPI_Finalize` returned.
+    Finalized = 2,
+    /// The process is gone (set by the launcher's reaper).
+    Exited = 3,
+    /// Replay only: the rank tried to post a descriptor that belongs to a later slice than
+    /// the one running and is held at that call until the slice comes (not computing, not
+    /// blocked).
+    Held = 4,
+}
+
+impl RankState {
+    /// Decode a slot word. A rank process can scribble on its own mapping of the segment,
+    /// so a value we never write is read as [`RankState::Exited`]: nobody waits for such
+    /// a rank, and the launcher reports how its process ended.
+    const fn from_raw(v: u32) -> RankState {
+        match v {
+            0 => RankState::Computing,
+            1 => RankState::Blocked,
+            2 => RankState::Finalized,
+            4 => RankState::Held,
+            _ => RankState::Exited,
+        }
+    }
+
+    /// Lower-case name for reports and the replay control API (`"blocked"`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            RankState::Computing => "computing",
+            RankState::Blocked => "blocked",
+            RankState::Finalized => "finalized",
+            RankState::Exited => "exited",
+            RankState::Held => "held",
+        }
+    }
+
+    /// Still in the job: computing, blocked or held (not finalized, not exited).
+    pub const fn is_live(self) -> bool {
+        matches!(
+            self,
+            RankState::Computing | RankState::Blocked | RankState::Held
+        )
+    }
+
+    /// Done with MPI: finalized or exited.
+    pub const fn is_done(self) -> bool {
+        matches!(self, RankState::Finalized | RankState::Exited)
+    }
+}
+
+/// Why a replaying rank stopped (`RankSlot::diverged`). The values are the shared-memory
+/// encoding (0 = not diverged): never renumber.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Divergence {
+    /// The program made a different kind of timing-dependent call than recorded.
+    OutcomeKind = 1,
+    /// The program made more timing-dependent calls than recorded.
+    LogExhausted = 2,
+    /// A test or wait over a different set of requests than recorded.
+    BadIndex = 3,
+    /// The rank's outcome log is damaged.
+    BadLog = 4,
+    /// A code this build does not know (a newer rank library, or a scribbled slot).
+    Unknown = u32::MAX,
+}
+
+impl Divergence {
+    const fn from_raw(v: u32) -> Option<Divergence> {
+        match v {
+            0 => None,
+            1 => Some(Divergence::OutcomeKind),
+            2 => Some(Divergence::LogExhausted),
+            3 => Some(Divergence::BadIndex),
+            4 => Some(Divergence::BadLog),
+            _ => Some(Divergence::Unknown),
+        }
+    }
+
+    /// What the rank did, for the replayer's divergence report ("rank 3 {reason}").
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Divergence::OutcomeKind => "made a different timing-dependent call",
+            Divergence::LogExhausted => "made more timing-dependent calls than recorded",
+            Divergence::BadIndex => "made a test/wait over a different set of requests",
+            Divergence::BadLog => "met a damaged outcome log",
+            Divergence::Unknown => "diverged",
+        }
+    }
+}
+
+/// The call a rank is blocked (or held) in, as its slot publishes it for deadlock reports,
+/// the recorder's blocked table and the replayer. Its own type: a posted descriptor's kind
+/// and the table's MPI calls (`calls::Primitive`) are different variants, not one shared
+/// number space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockedCall {
+    /// Waiting for the completion of a blocking descriptor of this kind.
+    Posted(DescKind),
+    /// Inside a completion call of the request API (`MPI_Wait`, `MPI_Waitall`, ...).
+    Call(Primitive),
+    /// Waiting for room in the descriptor queue.
+    QueueFull,
+    /// A slot word this build does not know (never written by this build).
+    Unknown(u32),
+}
+
+/// Slot encoding of [`BlockedCall`] (layout version 4): a descriptor kind is its `DescKind`
+/// value (below 100); the completion calls keep the codes they had as `CALL_*` constants
+/// (100..=108); any other primitive is `CALL_BASE + slot`, slots being append-only.
+const QUEUE_FULL_CODE: u32 = 104;
+const CALL_BASE: u32 = 200;
+const LEGACY_CALL_CODES: [(Primitive, u32); 8] = [
+    (Primitive::Wait, 100),
+    (Primitive::Waitall, 101),
+    (Primitive::Waitany, 102),
+    (Primitive::Waitsome, 103),
+    (Primitive::Test, 105),
+    (Primitive::Testall, 106),
+    (Primitive::Testany, 107),
+    (Primitive::Testsome, 108),
+];
+
+impl BlockedCall {
+    fn to_raw(self) -> u32 {
+        match self {
+            BlockedCall::Posted(k) => k as u32,
+            BlockedCall::Call(p) => LEGACY_CALL_CODES
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map_or(CALL_BASE + p as u32, |&(_, code)| code),
+            BlockedCall::QueueFull => QUEUE_FULL_CODE,
+            BlockedCall::Unknown(v) => v,
+        }
+    }
+
+    fn from_raw(v: u32) -> BlockedCall {
+        if v == QUEUE_FULL_CODE {
+            return BlockedCall::QueueFull;
+        }
+        if let Some(&(p, _)) = LEGACY_CALL_CODES.iter().find(|(_, code)| *code == v) {
+            return BlockedCall::Call(p);
+        }
+        let primitive = v
+            .checked_sub(CALL_BASE)
+            .and_then(|slot| Primitive::from_slot(slot as usize));
+        if let Some(p) = primitive {
+            return BlockedCall::Call(p);
+        }
+        u8::try_from(v)
+            .ok()
+            .and_then(DescKind::from_u8)
+            .map_or(BlockedCall::Unknown(v), BlockedCall::Posted)
+    }
+
+    /// Waiting for a blocking descriptor whose `kind` byte is `kind`.
+    pub fn posted(kind: u8) -> BlockedCall {
+        DescKind::from_u8(kind).map_or(BlockedCall::Unknown(kind as u32), BlockedCall::Posted)
+    }
+
+    /// The MPI function name (`MPI_Recv`, `MPI_Waitall`, ...) for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockedCall::Posted(k) => k.mpi_name(),
+            BlockedCall::Call(p) => p.mpi_name(),
+            BlockedCall::QueueFull => "(descriptor queue full)",
+            BlockedCall::Unknown(_) => "?",
+        }
+    }
+}
+
+impl From<DescKind> for BlockedCall {
+    fn from(k: DescKind) -> Self {
+        BlockedCall::Posted(k)
+    }
+}
+
+impl From<Primitive> for BlockedCall {
+    fn from(p: Primitive) -> Self {
+        BlockedCall::Call(p)
+    }
+}
 
 /// Environment variables through which the launcher hands a rank its job.
 pub const ENV_FD: &str = "STROBE_JOB_FD";
@@ -59,41 +242,15 @@ pub struct JobHeader {
     _p3: [u8; 60],
 }
 
-/// What a rank is blocked in, for deadlock reports: a `DescKind` value or one of these.
-pub const CALL_WAIT: u32 = 100;
-pub const CALL_WAITALL: u32 = 101;
-pub const CALL_WAITANY: u32 = 102;
-pub const CALL_WAITSOME: u32 = 103;
-pub const CALL_QUEUE_FULL: u32 = 104;
-/// Non-blocking test calls (never blocked in; they name timing-dependent outcomes).
-pub const CALL_TEST: u32 = 105;
-pub const CALL_TESTALL: u32 = 106;
-pub const CALL_TESTANY: u32 = 107;
-pub const CALL_TESTSOME: u32 = 108;
-
-pub fn call_name(call: u32) -> &'static str {
-    match call {
-        CALL_WAIT => "MPI_Wait",
-        CALL_WAITALL => "MPI_Waitall",
-        CALL_WAITANY => "MPI_Waitany",
-        CALL_WAITSOME => "MPI_Waitsome",
-        CALL_QUEUE_FULL => "(descriptor queue full)",
-        CALL_TEST => "MPI_Test",
-        CALL_TESTALL => "MPI_Testall",
-        CALL_TESTANY => "MPI_Testany",
-        CALL_TESTSOME => "MPI_Testsome",
-        c => crate::descriptor::DescKind::from_u8(c as u8).map_or("?", |k| k.mpi_name()),
-    }
-}
-
 #[repr(C, align(64))]
 pub struct RankSlot {
     pub pid: AtomicU32,
-    pub state: AtomicU32,
+    /// A [`RankState`] (see [`RankSlot::state`]).
+    state: AtomicU32,
     /// Futex word the rank sleeps on; the node manager bumps it to wake the rank.
     pub wake: AtomicU32,
-    /// The call the rank is blocked in (`CALL_*` or a `DescKind`).
-    pub blocked_call: AtomicU32,
+    /// The call the rank is blocked in (a [`BlockedCall`], see [`RankSlot::blocked_call`]).
+    blocked_call: AtomicU32,
     /// Descriptors posted so far (the next sequence number).
     pub posted: AtomicU64,
     /// Set when the rank called `MPI_Abort`: the error code plus one.
@@ -108,8 +265,8 @@ pub struct RankSlot {
     /// `outcome.rs`). Written only by the rank; read by the launcher after the rank is gone.
     pub pending_fails: AtomicU32,
     /// Replay: non-zero once the rank found its program diverging from the recording (the
-    /// rank then waits to be stopped; the replayer reports it).
-    pub diverged: AtomicU32,
+    /// rank then waits to be stopped; the replayer reports it). A [`Divergence`].
+    diverged: AtomicU32,
     /// Replay: the rank may post descriptors with sequence numbers below `post_limit - 1`
     /// (the recorded descriptors up to the next slice); 0 means no limit (live runs).
     pub post_limit: AtomicU64,
@@ -120,6 +277,38 @@ pub struct RankSlot {
 }
 
 const _: () = assert!(std::mem::size_of::<RankSlot>() == 64);
+
+impl RankSlot {
+    /// What the rank is doing.
+    pub fn state(&self) -> RankState {
+        RankState::from_raw(self.state.load(Ordering::Acquire))
+    }
+
+    /// Publish the rank's state. Moves in and out of [`RankState::Computing`] must go
+    /// through [`leave_computing`] / [`resume_computing`], which keep
+    /// `JobHeader::computing` in step.
+    pub fn set_state(&self, s: RankState) {
+        self.state.store(s as u32, Ordering::Release);
+    }
+
+    /// The call the rank is (or was last) blocked or held in.
+    pub fn blocked_call(&self) -> BlockedCall {
+        BlockedCall::from_raw(self.blocked_call.load(Ordering::Acquire))
+    }
+
+    pub fn set_blocked_call(&self, call: BlockedCall) {
+        self.blocked_call.store(call.to_raw(), Ordering::Release);
+    }
+
+    /// Replay: why the rank stopped, once it diverged from the recording.
+    pub fn diverged(&self) -> Option<Divergence> {
+        Divergence::from_raw(self.diverged.load(Ordering::Acquire))
+    }
+
+    pub fn set_diverged(&self, why: Divergence) {
+        self.diverged.store(why as u32, Ordering::Release);
+    }
+}
 
 /// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
 /// `src_addr` in process `src_pid` straight into this rank's memory at `dst_addr`, with
@@ -339,18 +528,17 @@ impl JobSegment {
 }
 
 /// Count of ranks in the given state (reports, metrics).
-pub fn count_state(seg: &JobSegment, ranks: impl Iterator<Item = u32>, state: u32) -> u32 {
-    ranks
-        .filter(|&r| seg.slot(r).state.load(Ordering::Acquire) == state)
-        .count() as u32
+pub fn count_state(seg: &JobSegment, ranks: impl Iterator<Item = u32>, state: RankState) -> u32 {
+    ranks.filter(|&r| seg.slot(r).state() == state).count() as u32
 }
 
-/// Mark `rank` no longer computing (blocked, finalized or exited): returns true when it
-/// was the last computing rank, so the caller rings the doorbell.
-pub fn leave_computing(seg: &JobSegment, rank: u32, new_state: u32) -> bool {
+/// Mark `rank` no longer computing (blocked, held, finalized or exited): returns true when
+/// it was the last computing rank, so the caller rings the doorbell.
+pub fn leave_computing(seg: &JobSegment, rank: u32, new_state: RankState) -> bool {
+    debug_assert_ne!(new_state, RankState::Computing);
     let slot = seg.slot(rank);
-    let prev = slot.state.swap(new_state, Ordering::AcqRel);
-    if prev == STATE_COMPUTING {
+    let prev = slot.state.swap(new_state as u32, Ordering::AcqRel);
+    if prev == RankState::Computing as u32 {
         return seg.header().computing.fetch_sub(1, Ordering::AcqRel) == 1;
     }
     false
@@ -359,12 +547,18 @@ pub fn leave_computing(seg: &JobSegment, rank: u32, new_state: u32) -> bool {
 /// Move `rank` from blocked back to computing; exactly one of the rank and its node manager
 /// wins this for a given block, so `computing` is never counted twice.
 pub fn resume_computing(seg: &JobSegment, rank: u32) -> bool {
+    resume_computing_from(seg, rank, RankState::Blocked)
+}
+
+/// Move `rank` from `from` (blocked or held) back to computing, if it is still in `from`;
+/// true if this call did it (and counted the rank as computing again).
+pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bool {
     let slot = seg.slot(rank);
     if slot
         .state
         .compare_exchange(
-            STATE_BLOCKED,
-            STATE_COMPUTING,
+            from as u32,
+            RankState::Computing as u32,
             Ordering::AcqRel,
             Ordering::Acquire,
         )
@@ -381,4 +575,100 @@ pub fn ring_doorbell(seg: &JobSegment) {
     let h = seg.header();
     h.doorbell.fetch_add(1, Ordering::Release);
     crate::futex::wake_all(&h.doorbell);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocked_calls_keep_their_slot_codes() {
+        // The codes the slot held when they were bare `CALL_*` constants.
+        let legacy = [
+            (BlockedCall::Call(Primitive::Wait), 100),
+            (BlockedCall::Call(Primitive::Waitall), 101),
+            (BlockedCall::Call(Primitive::Waitany), 102),
+            (BlockedCall::Call(Primitive::Waitsome), 103),
+            (BlockedCall::QueueFull, 104),
+            (BlockedCall::Call(Primitive::Test), 105),
+            (BlockedCall::Call(Primitive::Testall), 106),
+            (BlockedCall::Call(Primitive::Testany), 107),
+            (BlockedCall::Call(Primitive::Testsome), 108),
+            (BlockedCall::Posted(DescKind::Recv), DescKind::Recv as u32),
+            (
+                BlockedCall::Posted(DescKind::Barrier),
+                DescKind::Barrier as u32,
+            ),
+        ];
+        for (call, code) in legacy {
+            assert_eq!(call.to_raw(), code, "{call:?}");
+            assert_eq!(BlockedCall::from_raw(code), call);
+        }
+        assert_eq!(BlockedCall::Call(Primitive::Waitall).name(), "MPI_Waitall");
+        assert_eq!(BlockedCall::Posted(DescKind::Recv).name(), "MPI_Recv");
+        assert_eq!(BlockedCall::from_raw(99_999).name(), "?");
+    }
+
+    #[test]
+    fn every_blocked_call_round_trips() {
+        let kinds = (0..=u8::MAX).filter_map(DescKind::from_u8);
+        for k in kinds {
+            assert!(
+                (k as u32) < 100,
+                "descriptor kinds stay below the call codes"
+            );
+            let c = BlockedCall::Posted(k);
+            assert_eq!(BlockedCall::from_raw(c.to_raw()), c);
+        }
+        for &p in Primitive::ALL {
+            let c = BlockedCall::Call(p);
+            assert_eq!(BlockedCall::from_raw(c.to_raw()), c, "{}", p.mpi_name());
+        }
+    }
+
+    #[test]
+    fn states_and_divergences_keep_their_codes_and_unknown_words_are_safe() {
+        for (s, v) in [
+            (RankState::Computing, 0),
+            (RankState::Blocked, 1),
+            (RankState::Finalized, 2),
+            (RankState::Exited, 3),
+            (RankState::Held, 4),
+        ] {
+            assert_eq!(s as u32, v);
+            assert_eq!(RankState::from_raw(v), s);
+        }
+        assert_eq!(RankState::from_raw(77), RankState::Exited);
+        assert_eq!(Divergence::from_raw(0), None);
+        for d in [
+            Divergence::OutcomeKind,
+            Divergence::LogExhausted,
+            Divergence::BadIndex,
+            Divergence::BadLog,
+        ] {
+            assert_eq!(Divergence::from_raw(d as u32), Some(d));
+        }
+        assert_eq!(Divergence::from_raw(9), Some(Divergence::Unknown));
+    }
+
+    #[test]
+    fn slot_accessors_track_the_computing_count() {
+        let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
+        assert_eq!(seg.slot(1).state(), RankState::Computing);
+        assert!(!leave_computing(&seg, 0, RankState::Blocked));
+        assert!(
+            leave_computing(&seg, 1, RankState::Held),
+            "the last one rings"
+        );
+        assert_eq!(count_state(&seg, 0..2, RankState::Blocked), 1);
+        assert!(!resume_computing(&seg, 1), "held, not blocked");
+        assert!(resume_computing_from(&seg, 1, RankState::Held));
+        assert!(resume_computing(&seg, 0));
+        assert_eq!(seg.header().computing.load(Ordering::Acquire), 2);
+        seg.slot(0).set_blocked_call(Primitive::Waitany.into());
+        assert_eq!(seg.slot(0).blocked_call().name(), "MPI_Waitany");
+        assert_eq!(seg.slot(0).diverged(), None);
+        seg.slot(0).set_diverged(Divergence::BadIndex);
+        assert_eq!(seg.slot(0).diverged(), Some(Divergence::BadIndex));
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::OnceLock;
+use strobe_runtime::calls::Call;
 
 use crate::comm::comm_of;
 use crate::consts::*;
@@ -46,7 +47,7 @@ fn predefined_value(key: c_int) -> Option<*mut c_void> {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MpiComm, name: *const c_char) -> c_int {
-    entry("MPI_Comm_set_name", comm, || {
+    entry(Call::CommSetName, comm, || {
         comm_of(comm)?;
         if name.is_null() {
             fail!(class::ARG, "comm_name is NULL");
@@ -67,14 +68,16 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
     name: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
-    entry("MPI_Comm_get_name", comm, || {
+    entry(Call::CommGetName, comm, || {
         comm_of(comm)?;
         let n = st()
             .comms
             .get(&comm)
             .map(|c| c.name.clone())
             .unwrap_or_default();
-        put_str(name, MAX_OBJECT_NAME, &n, len)
+        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument
+        // (MPI contract).
+        unsafe { put_str(name, MAX_OBJECT_NAME, &n, len) }
     })
 }
 
@@ -85,7 +88,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
     keyval: *mut c_int,
     extra: *mut c_void,
 ) -> c_int {
-    entry("MPI_Comm_create_keyval", COMM_WORLD, || {
+    entry(Call::CommCreateKeyval, COMM_WORLD, || {
         if keyval.is_null() {
             fail!(class::ARG, "comm_keyval is NULL");
         }
@@ -94,13 +97,14 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
             delete: delete as usize,
             extra: extra as usize,
         });
-        put(keyval, k, "comm_keyval")
+        // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(keyval, k, "comm_keyval") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
-    entry("MPI_Comm_free_keyval", COMM_WORLD, || {
+    entry(Call::CommFreeKeyval, COMM_WORLD, || {
         if keyval.is_null() {
             fail!(class::ARG, "comm_keyval is NULL");
         }
@@ -109,7 +113,8 @@ pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
         if st().keyvals.remove(&k).is_none() {
             fail!(class::KEYVAL, "invalid keyval {k}");
         }
-        put(keyval, KEYVAL_INVALID, "comm_keyval")
+        // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(keyval, KEYVAL_INVALID, "comm_keyval") }
     })
 }
 
@@ -142,7 +147,7 @@ fn call_delete(comm: MpiComm, k: c_int, kv: Keyval, val: usize) -> MpiResult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c_void) -> c_int {
-    entry("MPI_Comm_set_attr", comm, || {
+    entry(Call::CommSetAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
         let old = st()
@@ -158,7 +163,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int {
-    entry("MPI_Comm_delete_attr", comm, || {
+    entry(Call::CommDeleteAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
         let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.remove(&k));
@@ -172,7 +177,12 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int
     })
 }
 
-fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiResult {
+/// Look attribute `k` up on `comm` and store it in `*out`, `*flag` saying whether it is set.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing a pointer, `flag` NULL or valid for writing an
+/// int (C output arguments).
+unsafe fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiResult {
     comm_of(comm)?;
     let v = match predefined_value(k) {
         Some(p) if comm == COMM_WORLD => Some(p as usize),
@@ -186,9 +196,12 @@ fn get_attr(comm: MpiComm, k: c_int, out: *mut c_void, flag: *mut c_int) -> MpiR
         }
     };
     if let Some(v) = v {
-        put(out as *mut *mut c_void, v as *mut c_void, "attribute_val")?;
+        // SAFETY: `out as *mut *mut c_void` is a C output argument: NULL or writable (MPI
+        // contract).
+        unsafe { put(out as *mut *mut c_void, v as *mut c_void, "attribute_val") }?;
     }
-    put(flag, v.is_some() as c_int, "flag")
+    // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(flag, v.is_some() as c_int, "flag") }
 }
 
 #[unsafe(no_mangle)]
@@ -198,7 +211,10 @@ pub unsafe extern "C" fn PMPI_Comm_get_attr(
     out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    entry("MPI_Comm_get_attr", comm, || get_attr(comm, k, out, flag))
+    // SAFETY: `out` and `flag` are C output arguments: NULL or writable (MPI contract).
+    entry(Call::CommGetAttr, comm, || unsafe {
+        get_attr(comm, k, out, flag)
+    })
 }
 
 /// MPI-1 name of `MPI_Comm_get_attr`, still used by many programs for `MPI_TAG_UB`.
@@ -209,7 +225,10 @@ pub unsafe extern "C" fn PMPI_Attr_get(
     out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    entry("MPI_Attr_get", comm, || get_attr(comm, k, out, flag))
+    // SAFETY: `out` and `flag` are C output arguments: NULL or writable (MPI contract).
+    entry(Call::AttrGet, comm, || unsafe {
+        get_attr(comm, k, out, flag)
+    })
 }
 
 /// `MPI_Comm_dup`: copy `from`'s attributes to `to` through their copy callbacks.

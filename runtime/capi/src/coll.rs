@@ -4,6 +4,7 @@
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::Comm;
 
@@ -27,7 +28,7 @@ pub fn check_root(c: &Comm, root: c_int) -> MpiResult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Barrier(comm: MpiComm) -> c_int {
-    entry("MPI_Barrier", comm, || Ok(comm_of(comm)?.barrier()?))
+    entry(Call::Barrier, comm, || Ok(comm_of(comm)?.barrier()?))
 }
 
 #[unsafe(no_mangle)]
@@ -38,12 +39,14 @@ pub unsafe extern "C" fn PMPI_Bcast(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Bcast", comm, || {
+    entry(Call::Bcast, comm, || {
         let c = comm_of(comm)?;
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
         check_root(&c, root)?;
-        let mut into = incoming(buf, k, &ty)?;
+        // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        let mut into = unsafe { incoming(buf, k, &ty) }?;
         if let crate::p2p::Incoming::Staged(u) = &mut into {
             if c.rank() == root {
                 // SAFETY: the root's buffer holds `k` elements of `ty` (MPI contract).
@@ -58,7 +61,10 @@ pub unsafe extern "C" fn PMPI_Bcast(
 
 /// The caller's own block of a uniform collective, from the receive buffer
 /// (`MPI_IN_PLACE`): `k` elements at block `i`.
-fn own_block(rbuf: *const c_void, i: usize, k: usize, ty: &TypeInfo) -> Outgoing {
+///
+/// # Safety
+/// `rbuf` must hold at least `i + 1` blocks of `k` elements of `ty`, readable.
+unsafe fn own_block(rbuf: *const c_void, i: usize, k: usize, ty: &TypeInfo) -> Outgoing {
     let at = (rbuf as *const u8).wrapping_offset((i * k) as isize * ty.extent);
     // SAFETY: the receive buffer holds `size` blocks of `k` elements (MPI contract).
     Outgoing::Packed(unsafe { ty.pack(at, k) })
@@ -75,16 +81,19 @@ pub unsafe extern "C" fn PMPI_Gather(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Gather", comm, || {
+    entry(Call::Gather, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let me_root = c.rank() == root;
         let n = c.size() as usize;
         let data = if me_root && in_place(sbuf) {
             let rt = comm_type(rdt)?;
-            own_block(rbuf, root as usize, count(rn, "recvcount")?, &rt)
+            // SAFETY: `rbuf` is the receive buffer, which holds a block per rank (MPI contract).
+            unsafe { own_block(rbuf, root as usize, count(rn, "recvcount")?, &rt) }
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
         if me_root {
             let rt = comm_type(rdt)?;
@@ -97,7 +106,9 @@ pub unsafe extern "C" fn PMPI_Gather(
                     data.bytes().len()
                 );
             }
-            let mut into = incoming(rbuf, rk * n, &rt)?;
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
             c.gather(data.bytes(), Some(into.bytes()), root)?;
             into.finish(rk * n * rt.size);
         } else {
@@ -118,14 +129,16 @@ pub unsafe extern "C" fn PMPI_Scatter(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Scatter", comm, || {
+    entry(Call::Scatter, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
         let me_root = c.rank() == root;
         let send = if me_root {
             let st = comm_type(sdt)?;
-            Some(outgoing(sbuf, count(sn, "sendcount")? * n, &st)?)
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            Some(unsafe { outgoing(sbuf, count(sn, "sendcount")? * n, &st) }?)
         } else {
             None
         };
@@ -144,7 +157,9 @@ pub unsafe extern "C" fn PMPI_Scatter(
         } else {
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
-            (incoming(rbuf, rk, &rt)?, rk * rt.size)
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            (unsafe { incoming(rbuf, rk, &rt) }?, rk * rt.size)
         };
         c.scatter(send.as_ref().map(|s| s.bytes()), into.bytes(), root)?;
         into.finish(bytes);
@@ -175,7 +190,12 @@ struct VBuf {
 
 impl VBuf {
     /// `fill`: pack the user's blocks (send side); otherwise start zeroed (receive side).
-    fn new(
+    ///
+    /// # Safety
+    /// `buf` must be NULL or hold the blocks `counts` and `displs` describe (in elements of
+    /// `ty`), readable, and writable for the receive side, valid until the result is
+    /// finished (MPI's rules for v-collective buffers).
+    unsafe fn new(
         buf: *const c_void,
         counts: &[c_int],
         displs: &[c_int],
@@ -232,14 +252,10 @@ impl VBuf {
         })
     }
 
-    fn bytes(&mut self) -> &'static mut [crate::util::RawByte] {
+    fn bytes(&mut self) -> &mut [crate::util::RawByte] {
         match &mut self.packed {
-            Some(p) => p.raw_static_mut(),
-            None => {
-                let len = self.direct.len();
-                // SAFETY: re-borrow of the user's buffer for one runtime call.
-                unsafe { raw_bytes_mut(self.direct.as_mut_ptr() as *mut u8, len) }
-            }
+            Some(p) => p.as_raw_mut(),
+            None => self.direct,
         }
     }
 
@@ -256,8 +272,13 @@ impl VBuf {
     }
 }
 
-fn ints<'a>(p: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
-    array(p, n, what)
+/// A C input array of `n` ints (counts, displacements).
+///
+/// # Safety
+/// As [`array`]: `p` is NULL or points at `n` ints valid for `'a`.
+unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
+    // SAFETY: this function's contract.
+    unsafe { array(p, n, what) }
 }
 
 #[unsafe(no_mangle)]
@@ -272,27 +293,34 @@ pub unsafe extern "C" fn PMPI_Gatherv(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Gatherv", comm, || {
+    entry(Call::Gatherv, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
         if c.rank() != root {
-            let data = outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?;
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            let data = unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?;
             c.gatherv(data.bytes(), None, root)?;
             return Ok(());
         }
         let rt = comm_type(rdt)?;
-        let rc = ints(rcounts, n, "recvcounts")?;
-        let rd = ints(displs, n, "displs")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { ints(rcounts, n, "recvcounts") }?;
+        // SAFETY: `displs` is a C input array of `n` elements, or NULL (MPI contract).
+        let rd = unsafe { ints(displs, n, "displs") }?;
         let data = if in_place(sbuf) {
             let k = count(rc[root as usize], "recvcount")?;
             let at = (rbuf as *const u8).wrapping_offset(rd[root as usize] as isize * rt.extent);
             // SAFETY: MPI's contract: the root's block lies in its receive buffer.
             Outgoing::Packed(unsafe { rt.pack(at, k) })
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
-        let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
+        // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+        let mut v = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
         c.gatherv(data.bytes(), Some((v.bytes(), &counts, &ds)), root)?;
         v.finish();
@@ -312,20 +340,18 @@ pub unsafe extern "C" fn PMPI_Scatterv(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Scatterv", comm, || {
+    entry(Call::Scatterv, comm, || {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
         let me_root = c.rank() == root;
         let mut v = if me_root {
             let st = comm_type(sdt)?;
-            Some(VBuf::new(
-                sbuf,
-                ints(scounts, n, "sendcounts")?,
-                ints(displs, n, "displs")?,
-                st,
-                true,
-            )?)
+            // SAFETY: `scounts` and `displs` are C input arrays of `n` elements, or NULL
+            // (MPI contract).
+            let (sc, sd) = unsafe { (ints(scounts, n, "sendcounts")?, ints(displs, n, "displs")?) };
+            // SAFETY: `sbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+            Some(unsafe { VBuf::new(sbuf, sc, sd, st, true) }?)
         } else {
             None
         };
@@ -343,7 +369,9 @@ pub unsafe extern "C" fn PMPI_Scatterv(
         } else {
             let rt = comm_type(rdt)?;
             let rk = count(rn, "recvcount")?;
-            (incoming(rbuf, rk, &rt)?, rk * rt.size)
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            (unsafe { incoming(rbuf, rk, &rt) }?, rk * rt.size)
         };
         match &mut v {
             Some(v) => {
@@ -368,15 +396,18 @@ pub unsafe extern "C" fn PMPI_Allgather(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Allgather", comm, || {
+    entry(Call::Allgather, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
         let rk = count(rn, "recvcount")?;
         let data = if in_place(sbuf) {
-            own_block(rbuf, c.rank() as usize, rk, &rt)
+            // SAFETY: `rbuf` is the receive buffer, which holds a block per rank (MPI contract).
+            unsafe { own_block(rbuf, c.rank() as usize, rk, &rt) }
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
         if data.bytes().len() != rk * rt.size {
             fail!(
@@ -386,7 +417,9 @@ pub unsafe extern "C" fn PMPI_Allgather(
                 data.bytes().len()
             );
         }
-        let mut into = incoming(rbuf, rk * n, &rt)?;
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
         c.allgather(data.bytes(), into.bytes())?;
         into.finish(rk * n * rt.size);
         Ok(())
@@ -404,22 +437,27 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Allgatherv", comm, || {
+    entry(Call::Allgatherv, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let me = c.rank() as usize;
         let rt = comm_type(rdt)?;
-        let rc = ints(rcounts, n, "recvcounts")?;
-        let rd = ints(displs, n, "displs")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { ints(rcounts, n, "recvcounts") }?;
+        // SAFETY: `displs` is a C input array of `n` elements, or NULL (MPI contract).
+        let rd = unsafe { ints(displs, n, "displs") }?;
         let data = if in_place(sbuf) {
             let k = count(rc[me], "recvcount")?;
             let at = (rbuf as *const u8).wrapping_offset(rd[me] as isize * rt.extent);
             // SAFETY: MPI's contract: my block lies in the receive buffer.
             Outgoing::Packed(unsafe { rt.pack(at, k) })
         } else {
-            outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?
         };
-        let mut v = VBuf::new(rbuf, rc, rd, rt, false)?;
+        // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+        let mut v = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
         if data.bytes().len() != counts[me] {
             fail!(
@@ -445,7 +483,7 @@ pub unsafe extern "C" fn PMPI_Alltoall(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Alltoall", comm, || {
+    entry(Call::Alltoall, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -454,7 +492,9 @@ pub unsafe extern "C" fn PMPI_Alltoall(
             // SAFETY: the receive buffer holds n blocks of rk elements (MPI contract).
             Outgoing::Packed(unsafe { rt.pack(rbuf as *const u8, rk * n) })
         } else {
-            outgoing(sbuf, count(sn, "sendcount")? * n, &*comm_type(sdt)?)?
+            // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
+            // operation completes (MPI contract).
+            unsafe { outgoing(sbuf, count(sn, "sendcount")? * n, &*comm_type(sdt)?) }?
         };
         if data.bytes().len() != rk * n * rt.size {
             fail!(
@@ -464,7 +504,9 @@ pub unsafe extern "C" fn PMPI_Alltoall(
                 data.bytes().len() / n.max(1)
             );
         }
-        let mut into = incoming(rbuf, rk * n, &rt)?;
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
         c.alltoall(data.bytes(), into.bytes())?;
         into.finish(rk * n * rt.size);
         Ok(())
@@ -483,14 +525,17 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
     rdt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Alltoallv", comm, || {
+    entry(Call::Alltoallv, comm, || {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
-        let rc = ints(rcounts, n, "recvcounts")?;
-        let rd = ints(rdispls, n, "rdispls")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { ints(rcounts, n, "recvcounts") }?;
+        // SAFETY: `rdispls` is a C input array of `n` elements, or NULL (MPI contract).
+        let rd = unsafe { ints(rdispls, n, "rdispls") }?;
         let mut s = if in_place(sbuf) {
-            VBuf::new(rbuf, rc, rd, rt.clone(), true).map(|mut v| {
+            // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+            unsafe { VBuf::new(rbuf, rc, rd, rt.clone(), true) }.map(|mut v| {
                 // In place: the outgoing blocks must be a copy of the receive buffer.
                 if v.packed.is_none() {
                     let mut p = Bytes::zeroed(v.direct.len());
@@ -503,15 +548,19 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
                 v
             })?
         } else {
-            VBuf::new(
-                sbuf,
-                ints(scounts, n, "sendcounts")?,
-                ints(sdispls, n, "sdispls")?,
-                comm_type(sdt)?,
-                true,
-            )?
+            // SAFETY: `scounts` and `sdispls` are C input arrays of `n` elements, or NULL
+            // (MPI contract).
+            let (sc, sd) = unsafe {
+                (
+                    ints(scounts, n, "sendcounts")?,
+                    ints(sdispls, n, "sdispls")?,
+                )
+            };
+            // SAFETY: `sbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+            unsafe { VBuf::new(sbuf, sc, sd, comm_type(sdt)?, true) }?
         };
-        let mut r = VBuf::new(rbuf, rc, rd, rt, false)?;
+        // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
+        let mut r = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (sc, sd, rcb, rdb) = (
             s.counts.clone(),
             s.displs.clone(),

@@ -4,6 +4,7 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::Comm;
 
@@ -60,21 +61,23 @@ fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_rank(comm: MpiComm, rank: *mut c_int) -> c_int {
-    entry("MPI_Comm_rank", comm, || {
-        put(rank, comm_of(comm)?.rank(), "rank")
+    entry(Call::CommRank, comm, || {
+        // SAFETY: `rank` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(rank, comm_of(comm)?.rank(), "rank") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_size(comm: MpiComm, size: *mut c_int) -> c_int {
-    entry("MPI_Comm_size", comm, || {
-        put(size, comm_of(comm)?.size(), "size")
+    entry(Call::CommSize, comm, || {
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, comm_of(comm)?.size(), "size") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_int {
-    entry("MPI_Comm_dup", comm, || {
+    entry(Call::CommDup, comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
@@ -82,7 +85,8 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_in
         let d = c.dup()?;
         let h = new_comm_handle(comm, Some(d));
         copy_attrs(comm, h)?;
-        put(out, h, "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, h, "newcomm") }
     })
 }
 
@@ -93,7 +97,7 @@ pub unsafe extern "C" fn PMPI_Comm_split(
     key: c_int,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_split", comm, || {
+    entry(Call::CommSplit, comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
@@ -107,7 +111,8 @@ pub unsafe extern "C" fn PMPI_Comm_split(
             k => Some(k),
         };
         let s = c.split(colour, key)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -117,7 +122,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(
     group: MpiGroup,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_create", comm, || {
+    entry(Call::CommCreate, comm, || {
         let c = comm_of(comm)?;
         let g = group_of(group)?;
         if out.is_null() {
@@ -136,7 +141,8 @@ pub unsafe extern "C" fn PMPI_Comm_create(
             None => (None, 0),
         };
         let s = c.split(colour, key)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -150,7 +156,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
     _tag: c_int,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_create_group", comm, || {
+    entry(Call::CommCreateGroup, comm, || {
         let c = comm_of(comm)?;
         let g = group_of(group)?;
         if out.is_null() {
@@ -168,7 +174,8 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
             fail!(class::UNSUPPORTED_OPERATION, "MPI_Comm_create_group on a proper subset of the communicator is not supported yet; use MPI_Comm_create or MPI_Comm_split");
         }
         let s = c.split(Some(0), p as c_int)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
@@ -179,7 +186,7 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
     } else {
         unsafe { *comm }
     };
-    entry("MPI_Comm_free", h, || {
+    entry(Call::CommFree, h, || {
         let c = comm_of(h)?;
         if h == COMM_WORLD || h == COMM_SELF {
             fail!(
@@ -190,7 +197,8 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
         delete_attrs(h)?;
         c.free()?;
         st().comms.remove(&h);
-        put(comm, COMM_NULL, "comm")
+        // SAFETY: `comm` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(comm, COMM_NULL, "comm") }
     })
 }
 
@@ -210,7 +218,7 @@ fn compare(a: &[u32], b: &[u32]) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_compare(c1: MpiComm, c2: MpiComm, result: *mut c_int) -> c_int {
-    entry("MPI_Comm_compare", c1, || {
+    entry(Call::CommCompare, c1, || {
         let a = comm_of(c1)?;
         let b = comm_of(c2)?;
         let r = if c1 == c2 {
@@ -218,32 +226,35 @@ pub unsafe extern "C" fn PMPI_Comm_compare(c1: MpiComm, c2: MpiComm, result: *mu
         } else {
             compare(&members(&a), &members(&b))
         };
-        put(result, r, "result")
+        // SAFETY: `result` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(result, r, "result") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) -> c_int {
-    entry("MPI_Comm_group", comm, || {
+    entry(Call::CommGroup, comm, || {
         let c = comm_of(comm)?;
         if group.is_null() {
             fail!(class::ARG, "group is NULL");
         }
-        put(group, state::insert_group(Arc::from(members(&c))), "group")
+        // SAFETY: `group` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(group, state::insert_group(Arc::from(members(&c))), "group") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MpiComm, flag: *mut c_int) -> c_int {
-    entry("MPI_Comm_test_inter", comm, || {
+    entry(Call::CommTestInter, comm, || {
         comm_of(comm)?;
-        put(flag, 0, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, 0, "flag") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int) -> c_int {
-    entry("MPI_Comm_remote_size", comm, || {
+    entry(Call::CommRemoteSize, comm, || {
         comm_of(comm)?;
         fail!(
             class::COMM,
@@ -254,21 +265,23 @@ pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int)
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_size(group: MpiGroup, size: *mut c_int) -> c_int {
-    entry("MPI_Group_size", COMM_WORLD, || {
-        put(size, group_of(group)?.len() as c_int, "size")
+    entry(Call::GroupSize, COMM_WORLD, || {
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, group_of(group)?.len() as c_int, "size") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_rank(group: MpiGroup, rank: *mut c_int) -> c_int {
-    entry("MPI_Group_rank", COMM_WORLD, || {
+    entry(Call::GroupRank, COMM_WORLD, || {
         let g = group_of(group)?;
         let me = comm_of(COMM_WORLD)?.rank() as u32;
         let r = g
             .iter()
             .position(|&w| w == me)
             .map_or(UNDEFINED, |p| p as c_int);
-        put(rank, r, "rank")
+        // SAFETY: `rank` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(rank, r, "rank") }
     })
 }
 
@@ -285,11 +298,16 @@ fn check_ranks(g: &[u32], ranks: &[c_int]) -> MpiResult {
     Ok(())
 }
 
-fn new_group(out: *mut MpiGroup, members: Vec<u32>) -> MpiResult {
+/// Register a group of `members` and store its handle in `*out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one handle (a C output argument).
+unsafe fn new_group(out: *mut MpiGroup, members: Vec<u32>) -> MpiResult {
     if out.is_null() {
         fail!(class::ARG, "newgroup is NULL");
     }
-    put(out, state::insert_group(Arc::from(members)), "newgroup")
+    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(out, state::insert_group(Arc::from(members)), "newgroup") }
 }
 
 #[unsafe(no_mangle)]
@@ -299,11 +317,13 @@ pub unsafe extern "C" fn PMPI_Group_incl(
     ranks: *const c_int,
     out: *mut MpiGroup,
 ) -> c_int {
-    entry("MPI_Group_incl", COMM_WORLD, || {
+    entry(Call::GroupIncl, COMM_WORLD, || {
         let g = group_of(group)?;
-        let r = array(ranks, count(n, "n")?, "ranks")?;
+        // SAFETY: `ranks` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
+        let r = unsafe { array(ranks, count(n, "n")?, "ranks") }?;
         check_ranks(&g, r)?;
-        new_group(out, r.iter().map(|&i| g[i as usize]).collect())
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { new_group(out, r.iter().map(|&i| g[i as usize]).collect()) }
     })
 }
 
@@ -314,15 +334,17 @@ pub unsafe extern "C" fn PMPI_Group_excl(
     ranks: *const c_int,
     out: *mut MpiGroup,
 ) -> c_int {
-    entry("MPI_Group_excl", COMM_WORLD, || {
+    entry(Call::GroupExcl, COMM_WORLD, || {
         let g = group_of(group)?;
-        let r = array(ranks, count(n, "n")?, "ranks")?;
+        // SAFETY: `ranks` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
+        let r = unsafe { array(ranks, count(n, "n")?, "ranks") }?;
         check_ranks(&g, r)?;
         let keep = (0..g.len())
             .filter(|i| !r.contains(&(*i as c_int)))
             .map(|i| g[i])
             .collect();
-        new_group(out, keep)
+        // SAFETY: `keep` is a C output argument: NULL or writable (MPI contract).
+        unsafe { new_group(out, keep) }
     })
 }
 
@@ -333,9 +355,10 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
     ranges: *const [c_int; 3],
     out: *mut MpiGroup,
 ) -> c_int {
-    entry("MPI_Group_range_incl", COMM_WORLD, || {
+    entry(Call::GroupRangeIncl, COMM_WORLD, || {
         let g = group_of(group)?;
-        let rs = array(ranges, count(n, "n")?, "ranges")?;
+        // SAFETY: `ranges` is a C input array of `count(n, "n")?` elements, or NULL (MPI contract).
+        let rs = unsafe { array(ranges, count(n, "n")?, "ranges") }?;
         let mut picked = Vec::new();
         for &[first, last, stride] in rs {
             if stride == 0 {
@@ -348,7 +371,8 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
             }
         }
         check_ranks(&g, &picked)?;
-        new_group(out, picked.iter().map(|&i| g[i as usize]).collect())
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { new_group(out, picked.iter().map(|&i| g[i as usize]).collect()) }
     })
 }
 
@@ -360,11 +384,12 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(
     g2: MpiGroup,
     r2: *mut c_int,
 ) -> c_int {
-    entry("MPI_Group_translate_ranks", COMM_WORLD, || {
+    entry(Call::GroupTranslateRanks, COMM_WORLD, || {
         let a = group_of(g1)?;
         let b = group_of(g2)?;
         let k = count(n, "n")?;
-        let src = array(r1, k, "ranks1")?;
+        // SAFETY: `r1` is a C input array of `k` elements, or NULL (MPI contract).
+        let src = unsafe { array(r1, k, "ranks1") }?;
         if k > 0 && r2.is_null() {
             fail!(class::ARG, "ranks2 is NULL");
         }
@@ -393,20 +418,21 @@ pub unsafe extern "C" fn PMPI_Group_compare(
     g2: MpiGroup,
     result: *mut c_int,
 ) -> c_int {
-    entry("MPI_Group_compare", COMM_WORLD, || {
+    entry(Call::GroupCompare, COMM_WORLD, || {
         let a = group_of(g1)?;
         let b = group_of(g2)?;
         let r = match compare(&a, &b) {
             CONGRUENT => IDENT,
             x => x,
         };
-        put(result, r, "result")
+        // SAFETY: `result` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(result, r, "result") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Group_free(group: *mut MpiGroup) -> c_int {
-    entry("MPI_Group_free", COMM_WORLD, || {
+    entry(Call::GroupFree, COMM_WORLD, || {
         if group.is_null() {
             fail!(class::ARG, "group is NULL");
         }
@@ -416,7 +442,8 @@ pub unsafe extern "C" fn PMPI_Group_free(group: *mut MpiGroup) -> c_int {
         if h != GROUP_EMPTY {
             st().groups.remove(&h);
         }
-        put(group, GROUP_NULL, "group")
+        // SAFETY: `group` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(group, GROUP_NULL, "group") }
     })
 }
 
@@ -430,7 +457,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
     _info: c_int,
     out: *mut MpiComm,
 ) -> c_int {
-    entry("MPI_Comm_split_type", comm, || {
+    entry(Call::CommSplitType, comm, || {
         let c = comm_of(comm)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
@@ -444,16 +471,18 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
             ),
         };
         let s = c.split(colour, key)?;
-        put(out, new_comm_handle(comm, s), "newcomm")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
 }
 
 /// `MPI_Comm_get_parent`: strobe jobs are never spawned, so there is no parent.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MpiComm) -> c_int {
-    entry("MPI_Comm_get_parent", COMM_WORLD, || {
+    entry(Call::CommGetParent, COMM_WORLD, || {
         crate::env::ready()?;
-        put(parent, COMM_NULL, "parent")
+        // SAFETY: `parent` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(parent, COMM_NULL, "parent") }
     })
 }
 
@@ -491,7 +520,7 @@ pub fn balanced_dims(nnodes: usize, free: usize) -> Vec<usize> {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    entry("MPI_Dims_create", COMM_WORLD, || {
+    entry(Call::DimsCreate, COMM_WORLD, || {
         let n = count(nnodes, "nnodes")?;
         let k = count(ndims, "ndims")?;
         if k > 0 && dims.is_null() {

@@ -13,6 +13,7 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::datatype::ElemType;
 
@@ -284,12 +285,17 @@ fn derive(
     }
 }
 
-fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
+/// Register datatype `t` and store its handle in `*out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one handle (a C output argument).
+unsafe fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
     if out.is_null() {
         fail!(class::ARG, "newtype is NULL");
     }
     let h = state::insert_type(t);
-    put(out, h, "newtype")
+    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(out, h, "newtype") }
 }
 
 #[unsafe(no_mangle)]
@@ -298,10 +304,11 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_contiguous", COMM_WORLD, || {
+    entry(Call::TypeContiguous, COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
-        store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out) }
     })
 }
 
@@ -313,14 +320,15 @@ pub unsafe extern "C" fn PMPI_Type_vector(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_vector", COMM_WORLD, || {
+    entry(Call::TypeVector, COMM_WORLD, || {
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride as isize * old.extent, blen, old.clone()))
             .collect();
-        store(derive(&parts, COMBINER_VECTOR, (3, 0, 1)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, COMBINER_VECTOR, (3, 0, 1)), out) }
     })
 }
 
@@ -332,19 +340,22 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_create_hvector", COMM_WORLD, || {
+    entry(Call::TypeCreateHvector, COMM_WORLD, || {
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride, blen, old.clone()))
             .collect();
-        store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out) }
     })
 }
 
-fn indexed(
-    name: &'static str,
+/// # Safety
+/// `out` must be NULL or valid for writing one handle (a C output argument).
+unsafe fn indexed(
+    call: Call,
     n: c_int,
     blens: &dyn Fn(usize) -> c_int,
     disps: &dyn Fn(usize) -> isize,
@@ -353,14 +364,15 @@ fn indexed(
     combiner: c_int,
     env: (c_int, c_int, c_int),
 ) -> c_int {
-    entry(name, COMM_WORLD, || {
+    entry(call, COMM_WORLD, || {
         let n = count(n, "count")?;
         let old = any_type(old)?;
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
             parts.push((disps(i), count(blens(i), "blocklength")?, old.clone()));
         }
-        store(derive(&parts, combiner, env), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, combiner, env), out) }
     })
 }
 
@@ -374,23 +386,28 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
 ) -> c_int {
     let k = n.max(0) as usize;
     let (b, d) = match (
-        array(blens, k, "array_of_blocklengths"),
-        array(disps, k, "array_of_displacements"),
+        // SAFETY: `blens` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(blens, k, "array_of_blocklengths") },
+        // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(disps, k, "array_of_displacements") },
     ) {
         (Ok(b), Ok(d)) => (b, d),
-        (Err(e), _) | (_, Err(e)) => return entry("MPI_Type_indexed", COMM_WORLD, || Err(e)),
+        (Err(e), _) | (_, Err(e)) => return entry(Call::TypeIndexed, COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
-    indexed(
-        "MPI_Type_indexed",
-        n,
-        &|i| b[i],
-        &|i| d[i] as isize * ext,
-        old,
-        out,
-        COMBINER_INDEXED,
-        (2 * n + 1, 0, 1),
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        indexed(
+            Call::TypeIndexed,
+            n,
+            &|i| b[i],
+            &|i| d[i] as isize * ext,
+            old,
+            out,
+            COMBINER_INDEXED,
+            (2 * n + 1, 0, 1),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -403,24 +420,27 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
 ) -> c_int {
     let k = n.max(0) as usize;
     let (b, d) = match (
-        array(blens, k, "array_of_blocklengths"),
-        array(disps, k, "array_of_displacements"),
+        // SAFETY: `blens` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(blens, k, "array_of_blocklengths") },
+        // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+        unsafe { array(disps, k, "array_of_displacements") },
     ) {
         (Ok(b), Ok(d)) => (b, d),
-        (Err(e), _) | (_, Err(e)) => {
-            return entry("MPI_Type_create_hindexed", COMM_WORLD, || Err(e))
-        }
+        (Err(e), _) | (_, Err(e)) => return entry(Call::TypeCreateHindexed, COMM_WORLD, || Err(e)),
     };
-    indexed(
-        "MPI_Type_create_hindexed",
-        n,
-        &|i| b[i],
-        &|i| d[i],
-        old,
-        out,
-        COMBINER_HINDEXED,
-        (n + 1, n, 1),
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        indexed(
+            Call::TypeCreateHindexed,
+            n,
+            &|i| b[i],
+            &|i| d[i],
+            old,
+            out,
+            COMBINER_HINDEXED,
+            (n + 1, n, 1),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -432,21 +452,25 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
     out: *mut MpiDatatype,
 ) -> c_int {
     let k = n.max(0) as usize;
-    let d = match array(disps, k, "array_of_displacements") {
+    // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+    let d = match unsafe { array(disps, k, "array_of_displacements") } {
         Ok(d) => d,
-        Err(e) => return entry("MPI_Type_create_indexed_block", COMM_WORLD, || Err(e)),
+        Err(e) => return entry(Call::TypeCreateIndexedBlock, COMM_WORLD, || Err(e)),
     };
     let ext = any_type(old).map(|t| t.extent).unwrap_or(0);
-    indexed(
-        "MPI_Type_create_indexed_block",
-        n,
-        &|_| blen,
-        &|i| d[i] as isize * ext,
-        old,
-        out,
-        COMBINER_INDEXED_BLOCK,
-        (n + 2, 0, 1),
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        indexed(
+            Call::TypeCreateIndexedBlock,
+            n,
+            &|_| blen,
+            &|i| d[i] as isize * ext,
+            old,
+            out,
+            COMBINER_INDEXED_BLOCK,
+            (n + 2, 0, 1),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -457,16 +481,20 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
     types: *const MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_create_struct", COMM_WORLD, || {
+    entry(Call::TypeCreateStruct, COMM_WORLD, || {
         let k = count(n, "count")?;
-        let b = array(blens, k, "array_of_blocklengths")?;
-        let d = array(disps, k, "array_of_displacements")?;
-        let t = array(types, k, "array_of_types")?;
+        // SAFETY: `blens` is a C input array of `k` elements, or NULL (MPI contract).
+        let b = unsafe { array(blens, k, "array_of_blocklengths") }?;
+        // SAFETY: `disps` is a C input array of `k` elements, or NULL (MPI contract).
+        let d = unsafe { array(disps, k, "array_of_displacements") }?;
+        // SAFETY: `types` is a C input array of `k` elements, or NULL (MPI contract).
+        let t = unsafe { array(types, k, "array_of_types") }?;
         let mut parts = Vec::with_capacity(k);
         for i in 0..k {
             parts.push((d[i], count(b[i], "blocklength")?, any_type(t[i])?));
         }
-        store(derive(&parts, COMBINER_STRUCT, (n + 1, n, n)), out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(derive(&parts, COMBINER_STRUCT, (n + 1, n, n)), out) }
     })
 }
 
@@ -477,7 +505,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
     extent: MpiAint,
     out: *mut MpiDatatype,
 ) -> c_int {
-    entry("MPI_Type_create_resized", COMM_WORLD, || {
+    entry(Call::TypeCreateResized, COMM_WORLD, || {
         let mut t = (*any_type(old)?).clone();
         t.lb = lb;
         t.extent = extent;
@@ -486,13 +514,14 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
         t.committed = false;
         t.combiner = COMBINER_RESIZED;
         t.envelope = (0, 2, 1);
-        store(t, out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(t, out) }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) -> c_int {
-    entry("MPI_Type_dup", COMM_WORLD, || {
+    entry(Call::TypeDup, COMM_WORLD, || {
         let src = any_type(old)?;
         let mut t = (*src).clone();
         t.name = "";
@@ -500,13 +529,14 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
         t.committed = src.committed;
         t.combiner = COMBINER_DUP;
         t.envelope = (0, 0, 1);
-        store(t, out)
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { store(t, out) }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_commit(dt: *mut MpiDatatype) -> c_int {
-    entry("MPI_Type_commit", COMM_WORLD, || {
+    entry(Call::TypeCommit, COMM_WORLD, || {
         if dt.is_null() {
             fail!(class::ARG, "datatype is NULL");
         }
@@ -523,7 +553,7 @@ pub unsafe extern "C" fn PMPI_Type_commit(dt: *mut MpiDatatype) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
-    entry("MPI_Type_free", COMM_WORLD, || {
+    entry(Call::TypeFree, COMM_WORLD, || {
         if dt.is_null() {
             fail!(class::ARG, "datatype is NULL");
         }
@@ -535,15 +565,17 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
         }
         // Pending operations keep their own Arc of the type, as MPI requires.
         st().types.remove(&h);
-        put(dt, DATATYPE_NULL, "datatype")
+        // SAFETY: `dt` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(dt, DATATYPE_NULL, "datatype") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_size(dt: MpiDatatype, size: *mut c_int) -> c_int {
-    entry("MPI_Type_size", COMM_WORLD, || {
+    entry(Call::TypeSize, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(size, c_int::try_from(t.size).unwrap_or(UNDEFINED), "size")
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, c_int::try_from(t.size).unwrap_or(UNDEFINED), "size") }
     })
 }
 
@@ -553,10 +585,12 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(
     lb: *mut MpiAint,
     extent: *mut MpiAint,
 ) -> c_int {
-    entry("MPI_Type_get_extent", COMM_WORLD, || {
+    entry(Call::TypeGetExtent, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(lb, t.lb, "lb")?;
-        put(extent, t.extent, "extent")
+        // SAFETY: `lb` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(lb, t.lb, "lb") }?;
+        // SAFETY: `extent` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(extent, t.extent, "extent") }
     })
 }
 
@@ -566,10 +600,12 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(
     lb: *mut MpiAint,
     extent: *mut MpiAint,
 ) -> c_int {
-    entry("MPI_Type_get_true_extent", COMM_WORLD, || {
+    entry(Call::TypeGetTrueExtent, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(lb, t.true_lb, "true_lb")?;
-        put(extent, t.true_ub - t.true_lb, "true_extent")
+        // SAFETY: `lb` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(lb, t.true_lb, "true_lb") }?;
+        // SAFETY: `extent` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(extent, t.true_ub - t.true_lb, "true_extent") }
     })
 }
 
@@ -581,12 +617,16 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(
     nd: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
-    entry("MPI_Type_get_envelope", COMM_WORLD, || {
+    entry(Call::TypeGetEnvelope, COMM_WORLD, || {
         let t = any_type(dt)?;
-        put(ni, t.envelope.0, "num_integers")?;
-        put(na, t.envelope.1, "num_addresses")?;
-        put(nd, t.envelope.2, "num_datatypes")?;
-        put(combiner, t.combiner, "combiner")
+        // SAFETY: `ni` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(ni, t.envelope.0, "num_integers") }?;
+        // SAFETY: `na` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(na, t.envelope.1, "num_addresses") }?;
+        // SAFETY: `nd` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(nd, t.envelope.2, "num_datatypes") }?;
+        // SAFETY: `combiner` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(combiner, t.combiner, "combiner") }
     })
 }
 
@@ -595,8 +635,9 @@ pub unsafe extern "C" fn PMPI_Get_address(
     p: *const std::os::raw::c_void,
     addr: *mut MpiAint,
 ) -> c_int {
-    entry("MPI_Get_address", COMM_WORLD, || {
-        put(addr, p as MpiAint, "address")
+    entry(Call::GetAddress, COMM_WORLD, || {
+        // SAFETY: `addr` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(addr, p as MpiAint, "address") }
     })
 }
 

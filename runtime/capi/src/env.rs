@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::os::raw::{c_char, c_int, c_void};
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api;
 
@@ -54,7 +55,7 @@ fn init(provided: c_int) -> MpiResult {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
-    entry("MPI_Init", COMM_WORLD, || init(0))
+    entry(Call::Init, COMM_WORLD, || init(0))
 }
 
 /// Ranks are single-threaded towards the runtime: at most `MPI_THREAD_FUNNELED`.
@@ -65,49 +66,54 @@ pub unsafe extern "C" fn PMPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    entry("MPI_Init_thread", COMM_WORLD, || {
+    entry(Call::InitThread, COMM_WORLD, || {
         let level = required.clamp(0, THREAD_FUNNELED);
         init(level)?;
-        put(provided, level, "provided")
+        // SAFETY: `provided` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(provided, level, "provided") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
-    entry("MPI_Query_thread", COMM_WORLD, || {
+    entry(Call::QueryThread, COMM_WORLD, || {
         let level = st().thread_level;
-        put(provided, level, "provided")
+        // SAFETY: `provided` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(provided, level, "provided") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    entry("MPI_Is_thread_main", COMM_WORLD, || {
+    entry(Call::IsThreadMain, COMM_WORLD, || {
         // SAFETY: gettid has no preconditions; the main thread's tid is the pid.
         let main = unsafe { libc::gettid() } == std::process::id() as libc::pid_t;
-        put(flag, main as c_int, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, main as c_int, "flag") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
-    entry("MPI_Initialized", COMM_WORLD, || {
+    entry(Call::Initialized, COMM_WORLD, || {
         let v = st().initialized;
-        put(flag, v as c_int, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, v as c_int, "flag") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
-    entry("MPI_Finalized", COMM_WORLD, || {
+    entry(Call::Finalized, COMM_WORLD, || {
         let v = st().finalized;
-        put(flag, v as c_int, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, v as c_int, "flag") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
-    entry("MPI_Finalize", COMM_WORLD, || {
+    entry(Call::Finalize, COMM_WORLD, || {
         ready()?;
         // Requests freed while active (and buffered sends) must be done before we leave.
         crate::request::reap_detached();
@@ -121,12 +127,12 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
 pub unsafe extern "C" fn PMPI_Abort(_comm: MpiComm, code: c_int) -> c_int {
     // MPI_Abort aborts every rank whatever the communicator: the runtime takes the whole
     // job down and the launcher reports the code.
-    entry("MPI_Abort", COMM_WORLD, || api::abort(code))
+    entry(Call::Abort, COMM_WORLD, || api::abort(code))
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, len: *mut c_int) -> c_int {
-    entry("MPI_Get_processor_name", COMM_WORLD, || {
+    entry(Call::GetProcessorName, COMM_WORLD, || {
         let mut buf = [0u8; 256];
         // SAFETY: buf is writable for its length; gethostname NUL-terminates on success.
         let r = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len() - 1) };
@@ -136,26 +142,32 @@ pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, len: *mut c_
         } else {
             "localhost".to_string()
         };
-        put_str(name, MAX_PROCESSOR_NAME, &host, len)
+        // SAFETY: `name` is a C string buffer of the given capacity, the length an output argument
+        // (MPI contract).
+        unsafe { put_str(name, MAX_PROCESSOR_NAME, &host, len) }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
-    entry("MPI_Get_version", COMM_WORLD, || {
-        put(version, 3, "version")?;
-        put(subversion, 1, "subversion")
+    entry(Call::GetVersion, COMM_WORLD, || {
+        // SAFETY: `version` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(version, 3, "version") }?;
+        // SAFETY: `subversion` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(subversion, 1, "subversion") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, len: *mut c_int) -> c_int {
-    entry("MPI_Get_library_version", COMM_WORLD, || {
+    entry(Call::GetLibraryVersion, COMM_WORLD, || {
         let text = format!(
             "strobe {} (MPI 3.1 subset on a Buffered Coscheduling runtime, deterministic record/replay)",
             env!("CARGO_PKG_VERSION")
         );
-        put_str(version, MAX_LIBRARY_VERSION_STRING, &text, len)
+        // SAFETY: `version` is a C string buffer of the given capacity, the length an output
+        // argument (MPI contract).
+        unsafe { put_str(version, MAX_LIBRARY_VERSION_STRING, &text, len) }
     })
 }
 
@@ -164,7 +176,7 @@ pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, len: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Wtime() -> f64 {
     let mut t = 0.0;
-    entry("MPI_Wtime", COMM_WORLD, || {
+    entry(Call::Wtime, COMM_WORLD, || {
         t = api::wtime();
         Ok(())
     });
@@ -174,7 +186,7 @@ pub unsafe extern "C" fn PMPI_Wtime() -> f64 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Wtick() -> f64 {
     let mut tick = 1e-9;
-    entry("MPI_Wtick", COMM_WORLD, || {
+    entry(Call::Wtick, COMM_WORLD, || {
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -194,7 +206,7 @@ pub unsafe extern "C" fn PMPI_Alloc_mem(
     _info: c_int,
     baseptr: *mut c_void,
 ) -> c_int {
-    entry("MPI_Alloc_mem", COMM_WORLD, || {
+    entry(Call::AllocMem, COMM_WORLD, || {
         if size < 0 {
             fail!(class::ARG, "negative size {size}");
         }
@@ -203,13 +215,15 @@ pub unsafe extern "C" fn PMPI_Alloc_mem(
         if p.is_null() {
             fail!(class::NO_MEM, "cannot allocate {size} bytes");
         }
-        put(baseptr as *mut *mut c_void, p, "baseptr")
+        // SAFETY: `baseptr as *mut *mut c_void` is a C output argument: NULL or writable (MPI
+        // contract).
+        unsafe { put(baseptr as *mut *mut c_void, p, "baseptr") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
-    entry("MPI_Free_mem", COMM_WORLD, || {
+    entry(Call::FreeMem, COMM_WORLD, || {
         // SAFETY: MPI requires `base` to come from MPI_Alloc_mem (malloc) or be NULL.
         unsafe { libc::free(base) };
         Ok(())
@@ -222,32 +236,37 @@ pub unsafe extern "C" fn PMPI_Error_string(
     string: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
-    entry("MPI_Error_string", COMM_WORLD, || {
+    entry(Call::ErrorString, COMM_WORLD, || {
         let Some(text) = class_text(code) else {
             fail!(class::ARG, "unknown error code {code}");
         };
-        put_str(
-            string,
-            MAX_ERROR_STRING,
-            &format!("{}: {text}", class_name(code)),
-            len,
-        )
+        // SAFETY: `string` is a C string buffer of the given capacity, the length an output
+        // argument (MPI contract).
+        unsafe {
+            put_str(
+                string,
+                MAX_ERROR_STRING,
+                &format!("{}: {text}", class_name(code)),
+                len,
+            )
+        }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Error_class(code: c_int, out: *mut c_int) -> c_int {
-    entry("MPI_Error_class", COMM_WORLD, || {
+    entry(Call::ErrorClass, COMM_WORLD, || {
         if class_text(code).is_none() {
             fail!(class::ARG, "unknown error code {code}");
         }
-        put(out, code, "errorclass")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, code, "errorclass") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MpiComm, eh: MpiErrhandler) -> c_int {
-    entry("MPI_Comm_set_errhandler", comm, || {
+    entry(Call::CommSetErrhandler, comm, || {
         ready()?;
         if eh != ERRORS_ARE_FATAL && eh != ERRORS_RETURN {
             fail!(class::ARG, "invalid error handler {eh} (strobe has MPI_ERRORS_ARE_FATAL and MPI_ERRORS_RETURN)");
@@ -262,19 +281,21 @@ pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MpiComm, eh: MpiErrhandl
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MpiComm, eh: *mut MpiErrhandler) -> c_int {
-    entry("MPI_Comm_get_errhandler", comm, || {
+    entry(Call::CommGetErrhandler, comm, || {
         ready()?;
         let h = match st().comms.get(&comm) {
             Some(c) => c.errhandler,
             None => fail!(class::COMM, "invalid communicator handle {comm}"),
         };
-        put(eh, h, "errhandler")
+        // SAFETY: `eh` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(eh, h, "errhandler") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Errhandler_free(eh: *mut MpiErrhandler) -> c_int {
-    entry("MPI_Errhandler_free", COMM_WORLD, || {
-        put(eh, ERRHANDLER_NULL, "errhandler")
+    entry(Call::ErrhandlerFree, COMM_WORLD, || {
+        // SAFETY: `eh` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(eh, ERRHANDLER_NULL, "errhandler") }
     })
 }

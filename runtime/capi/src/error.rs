@@ -10,6 +10,8 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use strobe_runtime::api;
+use strobe_runtime::calls::Call;
+use strobe_runtime::mmds;
 use strobe_runtime::rank::RankCtx;
 
 use crate::consts::{class, MpiComm, CLASS_NAMES, ERRORS_RETURN};
@@ -90,13 +92,15 @@ fn rank_text() -> String {
     }
 }
 
-/// Run one C entry point. `name` is the MPI function name, `comm` the communicator whose
-/// error handler applies (`MPI_COMM_WORLD` for calls without one).
-pub fn entry(name: &'static str, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
+/// Run one C entry point. `call` is its identity in the call table
+/// (`strobe_runtime::calls`), `comm` the communicator whose error handler applies
+/// (`MPI_COMM_WORLD` for calls without one).
+#[inline]
+pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
     // Per-call monitoring (MMDS) under the C name: the Rust API calls inside are nested and
     // only pass up the bytes they move. Local calls (`MPI_Comm_rank`, ...) are not measured.
-    let _mmds =
-        strobe_runtime::mmds::Primitive::from_mpi_name(name).map(strobe_runtime::mmds::enter);
+    // `primitive()` is a `match` on the typed identity: no string lookup per call.
+    let _mmds = call.primitive().map(mmds::enter);
     let err = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return class::SUCCESS,
         Ok(Err(e)) => e,
@@ -112,7 +116,7 @@ pub fn entry(name: &'static str, comm: MpiComm, f: impl FnOnce() -> MpiResult) -
     if state::errhandler_of(comm) == ERRORS_RETURN {
         return err.class;
     }
-    fatal(name, &err)
+    fatal(call.mpi_name(), &err)
 }
 
 /// `MPI_ERRORS_ARE_FATAL`: say what happened and take the whole job down.

@@ -4,8 +4,9 @@
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
-use strobe_runtime::api::Comm;
+use strobe_runtime::api::{Comm, SendMode};
 
 use crate::comm::comm_of;
 use crate::consts::*;
@@ -22,10 +23,10 @@ pub enum Outgoing {
 }
 
 impl Outgoing {
-    pub fn bytes(&self) -> &'static [RawByte] {
+    pub fn bytes(&self) -> &[RawByte] {
         match self {
             Outgoing::Borrowed(b) => b,
-            Outgoing::Packed(p) => p.raw_static(),
+            Outgoing::Packed(p) => p.as_raw(),
         }
     }
     pub fn into_tmp(self) -> Option<Bytes> {
@@ -37,7 +38,12 @@ impl Outgoing {
 }
 
 /// `count` elements of `ty` at `buf`, ready to hand to the runtime.
-pub fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoing> {
+///
+/// # Safety
+/// `buf` must be NULL, `MPI_IN_PLACE` or hold `n` readable elements of `ty` that stay valid
+/// and unmodified for as long as the result (which may borrow them) is used, including by
+/// a non-blocking operation until it completes.
+pub unsafe fn outgoing(buf: *const c_void, n: usize, ty: &TypeInfo) -> MpiResult<Outgoing> {
     if crate::util::in_place(buf) {
         fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
     }
@@ -62,7 +68,13 @@ pub enum Incoming {
     Staged(Unpack),
 }
 
-pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Incoming> {
+/// A receive buffer of `n` elements of `ty` at `buf`, ready to hand to the runtime.
+///
+/// # Safety
+/// `buf` must be NULL, `MPI_IN_PLACE` or hold `n` writable elements of `ty` that stay valid,
+/// and are accessed by no one else, for as long as the result is used (until
+/// [`Incoming::finish`], or the completion of a non-blocking operation).
+pub unsafe fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Incoming> {
     if crate::util::in_place(buf) {
         fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
     }
@@ -86,14 +98,10 @@ pub fn incoming(buf: *mut c_void, n: usize, ty: &Arc<TypeInfo>) -> MpiResult<Inc
 }
 
 impl Incoming {
-    pub fn bytes(&mut self) -> &'static mut [RawByte] {
+    pub fn bytes(&mut self) -> &mut [RawByte] {
         match self {
-            Incoming::Direct(b) => {
-                let len = b.len();
-                // SAFETY: re-borrow of the same user buffer for the runtime call.
-                unsafe { raw_bytes_mut(b.as_mut_ptr() as *mut u8, len) }
-            }
-            Incoming::Staged(u) => u.tmp.raw_static_mut(),
+            Incoming::Direct(b) => b,
+            Incoming::Staged(u) => u.tmp.as_raw_mut(),
         }
     }
     /// Copy staged data into the user's buffer (`bytes` received).
@@ -151,15 +159,11 @@ fn check_recv_tag(tag: c_int) -> MpiResult {
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Standard,
-    Sync,
-    Ready,
-}
-
 /// Checked arguments of a send.
-fn send_args(
+///
+/// # Safety
+/// `buf` must be NULL, or hold `n` elements of `dt` valid and unmodified until the send completes (MPI's rule for send buffers).
+unsafe fn send_args(
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -172,11 +176,15 @@ fn send_args(
     let ty = comm_type(dt)?;
     check_dest(&c, dest)?;
     check_send_tag(tag)?;
-    Ok((c, outgoing(buf, n, &ty)?))
+    // SAFETY: `buf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    Ok((c, unsafe { outgoing(buf, n, &ty) }?))
 }
 
-fn blocking_send(
-    mode: Mode,
+/// # Safety
+/// As [`send_args`].
+unsafe fn blocking_send(
+    mode: SendMode,
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -184,19 +192,22 @@ fn blocking_send(
     tag: c_int,
     comm: MpiComm,
 ) -> MpiResult {
-    let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
     let b = data.bytes();
     match mode {
-        Mode::Standard => c.send(b, dest, tag)?,
-        Mode::Sync => c.ssend(b, dest, tag)?,
-        Mode::Ready => c.rsend(b, dest, tag)?,
+        SendMode::Standard => c.send(b, dest, tag)?,
+        SendMode::Synchronous => c.ssend(b, dest, tag)?,
+        SendMode::Ready => c.rsend(b, dest, tag)?,
     }
     drop(data);
     Ok(())
 }
 
-fn post_send(
-    mode: Mode,
+/// # Safety
+/// As [`send_args`]: the send buffer stays valid and unmodified until the request completes.
+unsafe fn post_send(
+    mode: SendMode,
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -204,16 +215,13 @@ fn post_send(
     tag: c_int,
     comm: MpiComm,
 ) -> MpiResult<ReqEntry> {
-    let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
-    let b = data.bytes();
-    let r = match mode {
-        Mode::Standard => c.isend(b, dest, tag)?,
-        Mode::Sync => c.issend(b, dest, tag)?,
-        Mode::Ready => c.irsend(b, dest, tag)?,
-    };
-    let id = r.id();
-    // The C table owns the request from here (its Drop would block until completion).
-    std::mem::forget(r);
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
+    // SAFETY: the memory stays valid until the request completes: a packed copy moves
+    // into the request table below (its heap block does not move) and is freed only once
+    // the request completed; the user's own buffer is MPI's contract (not to be freed or
+    // modified until the request completes).
+    let id = unsafe { c.post_send_unscoped(mode, data.bytes(), dest, tag)? };
     Ok(ReqEntry {
         id,
         comm,
@@ -232,8 +240,9 @@ pub unsafe extern "C" fn PMPI_Send(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Send", comm, || {
-        blocking_send(Mode::Standard, buf, n, dt, dest, tag, comm)
+    entry(Call::Send, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { blocking_send(SendMode::Standard, buf, n, dt, dest, tag, comm) }
     })
 }
 
@@ -246,8 +255,9 @@ pub unsafe extern "C" fn PMPI_Ssend(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Ssend", comm, || {
-        blocking_send(Mode::Sync, buf, n, dt, dest, tag, comm)
+    entry(Call::Ssend, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { blocking_send(SendMode::Synchronous, buf, n, dt, dest, tag, comm) }
     })
 }
 
@@ -260,14 +270,17 @@ pub unsafe extern "C" fn PMPI_Rsend(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Rsend", comm, || {
-        blocking_send(Mode::Ready, buf, n, dt, dest, tag, comm)
+    entry(Call::Rsend, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { blocking_send(SendMode::Ready, buf, n, dt, dest, tag, comm) }
     })
 }
 
-fn isend_like(
-    name: &'static str,
-    mode: Mode,
+/// # Safety
+/// As [`post_send`]; `req` must be NULL or valid for writing one handle.
+unsafe fn isend_like(
+    call: Call,
+    mode: SendMode,
     buf: *const c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -276,12 +289,14 @@ fn isend_like(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    entry(name, comm, || {
+    entry(call, comm, || {
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
         }
-        let e = post_send(mode, buf, n, dt, dest, tag, comm)?;
-        put(req, register(e), "request")
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let e = unsafe { post_send(mode, buf, n, dt, dest, tag, comm) }?;
+        // SAFETY: `req` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(req, register(e), "request") }
     })
 }
 
@@ -295,17 +310,20 @@ pub unsafe extern "C" fn PMPI_Isend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like(
-        "MPI_Isend",
-        Mode::Standard,
-        buf,
-        n,
-        dt,
-        dest,
-        tag,
-        comm,
-        req,
-    )
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        isend_like(
+            Call::Isend,
+            SendMode::Standard,
+            buf,
+            n,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -318,7 +336,20 @@ pub unsafe extern "C" fn PMPI_Issend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like("MPI_Issend", Mode::Sync, buf, n, dt, dest, tag, comm, req)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        isend_like(
+            Call::Issend,
+            SendMode::Synchronous,
+            buf,
+            n,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -331,7 +362,20 @@ pub unsafe extern "C" fn PMPI_Irsend(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    isend_like("MPI_Irsend", Mode::Ready, buf, n, dt, dest, tag, comm, req)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe {
+        isend_like(
+            Call::Irsend,
+            SendMode::Ready,
+            buf,
+            n,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+        )
+    }
 }
 
 /// `MPI_Bsend`: the data is copied at once, so the call returns without waiting for the
@@ -347,8 +391,9 @@ pub unsafe extern "C" fn PMPI_Bsend(
     tag: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Bsend", comm, || {
-        let (c, data) = send_args(buf, n, dt, dest, tag, comm)?;
+    entry(Call::Bsend, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
         let Some((_, cap)) = st().bsend_buffer else {
             fail!(
                 class::BUFFER,
@@ -368,9 +413,10 @@ pub unsafe extern "C" fn PMPI_Bsend(
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len())
         };
-        let r = c.isend(copy.raw_static(), dest, tag)?;
-        let id = r.id();
-        std::mem::forget(r);
+        // SAFETY: `copy` moves into `bsends` below (its heap block does not move) and is
+        // freed only once the request completed (`reap_bsends`, `MPI_Buffer_detach`,
+        // `MPI_Finalize`).
+        let id = unsafe { c.post_send_unscoped(SendMode::Standard, copy.as_raw(), dest, tag)? };
         let mut s = st();
         s.bsend_used += need;
         s.bsends.push(ReqEntry {
@@ -386,7 +432,7 @@ pub unsafe extern "C" fn PMPI_Bsend(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_int {
-    entry("MPI_Buffer_attach", COMM_WORLD, || {
+    entry(Call::BufferAttach, COMM_WORLD, || {
         let size = count(size, "size")?;
         let mut s = st();
         if s.bsend_buffer.is_some() {
@@ -403,15 +449,20 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_
 /// `MPI_Buffer_detach` blocks until every buffered message has been delivered.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Buffer_detach(addr: *mut c_void, size: *mut c_int) -> c_int {
-    entry("MPI_Buffer_detach", COMM_WORLD, || {
+    entry(Call::BufferDetach, COMM_WORLD, || {
         crate::request::reap_bsends();
         let (a, n) = st().bsend_buffer.take().unwrap_or((0, 0));
-        put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr")?;
-        put(size, n as c_int, "size")
+        // SAFETY: `addr as *mut *mut c_void` is a C output argument: NULL or writable (MPI
+        // contract).
+        unsafe { put(addr as *mut *mut c_void, a as *mut c_void, "buffer_addr") }?;
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, n as c_int, "size") }
     })
 }
 
-fn recv_args(
+/// # Safety
+/// `buf` must be NULL, or hold `n` writable elements of `dt` that nobody else accesses until the receive completes (MPI's rule for receive buffers).
+unsafe fn recv_args(
     buf: *mut c_void,
     n: c_int,
     dt: MpiDatatype,
@@ -424,7 +475,9 @@ fn recv_args(
     let ty = comm_type(dt)?;
     check_source(&c, src)?;
     check_recv_tag(tag)?;
-    Ok((c, incoming(buf, n, &ty)?))
+    // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
+    // operation completes (MPI contract).
+    Ok((c, unsafe { incoming(buf, n, &ty) }?))
 }
 
 #[unsafe(no_mangle)]
@@ -437,11 +490,14 @@ pub unsafe extern "C" fn PMPI_Recv(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Recv", comm, || {
-        let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
+    entry(Call::Recv, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, mut into) = unsafe { recv_args(buf, n, dt, src, tag, comm) }?;
         let s = c.recv(into.bytes(), src, tag)?;
         into.finish(s.bytes as usize);
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -456,14 +512,16 @@ pub unsafe extern "C" fn PMPI_Irecv(
     comm: MpiComm,
     req: *mut MpiRequest,
 ) -> c_int {
-    entry("MPI_Irecv", comm, || {
+    entry(Call::Irecv, comm, || {
         if req.is_null() {
             fail!(class::ARG, "request is NULL");
         }
-        let (c, mut into) = recv_args(buf, n, dt, src, tag, comm)?;
-        let r = c.irecv(into.bytes(), src, tag)?;
-        let id = r.id();
-        std::mem::forget(r);
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, mut into) = unsafe { recv_args(buf, n, dt, src, tag, comm) }?;
+        // SAFETY: a staging buffer moves into the request table with `into` (its heap block
+        // does not move) and is unpacked and freed at completion; the user's own buffer is
+        // MPI's contract (not to be accessed until the request completes).
+        let id = unsafe { c.post_recv_unscoped(into.bytes(), src, tag)? };
         let e = ReqEntry {
             id,
             comm,
@@ -471,7 +529,8 @@ pub unsafe extern "C" fn PMPI_Irecv(
             send_tmp: None,
             unpack: into.into_unpack(),
         };
-        put(req, register(e), "request")
+        // SAFETY: `req` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(req, register(e), "request") }
     })
 }
 
@@ -490,13 +549,17 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Sendrecv", comm, || {
-        let (c, data) = send_args(sbuf, sn, sdt, dest, stag, comm)?;
-        let (_, mut into) = recv_args(rbuf, rn, rdt, src, rtag, comm)?;
+    entry(Call::Sendrecv, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, data) = unsafe { send_args(sbuf, sn, sdt, dest, stag, comm) }?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (_, mut into) = unsafe { recv_args(rbuf, rn, rdt, src, rtag, comm) }?;
         let s = c.sendrecv(data.bytes(), dest, stag, into.bytes(), src, rtag)?;
         drop(data);
         into.finish(s.bytes as usize);
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -513,7 +576,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Sendrecv_replace", comm, || {
+    entry(Call::SendrecvReplace, comm, || {
         let c = comm_of(comm)?;
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
@@ -522,11 +585,14 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         // The outgoing data is always copied: the same buffer receives.
         // SAFETY: MPI's contract: `buf` holds `n` elements of `dt`.
         let copy = unsafe { ty.pack(buf as *const u8, k) };
-        let (_, mut into) = recv_args(buf, n, dt, src, rtag, comm)?;
-        let s = c.sendrecv(copy.raw_static(), dest, stag, into.bytes(), src, rtag)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (_, mut into) = unsafe { recv_args(buf, n, dt, src, rtag, comm) }?;
+        let s = c.sendrecv(copy.as_raw(), dest, stag, into.bytes(), src, rtag)?;
         drop(copy);
         into.finish(s.bytes as usize);
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -538,12 +604,14 @@ pub unsafe extern "C" fn PMPI_Probe(
     comm: MpiComm,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Probe", comm, || {
+    entry(Call::Probe, comm, || {
         let c = comm_of(comm)?;
         check_source(&c, src)?;
         check_recv_tag(tag)?;
         let s = c.probe(src, tag)?;
-        write_status(status, 0, status_of(&s));
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
+        unsafe { write_status(status, 0, status_of(&s)) };
         Ok(())
     })
 }
@@ -558,16 +626,20 @@ pub unsafe extern "C" fn PMPI_Iprobe(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Iprobe", comm, || {
+    entry(Call::Iprobe, comm, || {
         let c = comm_of(comm)?;
         check_source(&c, src)?;
         check_recv_tag(tag)?;
         match c.iprobe(src, tag)? {
             Some(s) => {
-                write_status(status, 0, status_of(&s));
-                put(flag, 1, "flag")
+                // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+                // contract).
+                unsafe { write_status(status, 0, status_of(&s)) };
+                // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+                unsafe { put(flag, 1, "flag") }
             }
-            None => put(flag, 0, "flag"),
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            None => unsafe { put(flag, 0, "flag") },
         }
     })
 }

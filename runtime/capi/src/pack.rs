@@ -2,6 +2,7 @@
 //! user buffers (the packed format is the bytes of the type map, in order, as sent).
 
 use std::os::raw::{c_int, c_void};
+use strobe_runtime::calls::Call;
 
 use crate::comm::comm_of;
 use crate::consts::*;
@@ -19,7 +20,7 @@ pub unsafe extern "C" fn PMPI_Pack(
     position: *mut c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Pack", comm, || {
+    entry(Call::Pack, comm, || {
         comm_of(comm)?;
         let k = count(incount, "incount")?;
         let cap = count(outsize, "outsize")?;
@@ -44,7 +45,8 @@ pub unsafe extern "C" fn PMPI_Pack(
             let p = ty.pack(inbuf as *const u8, k);
             std::ptr::copy_nonoverlapping(p.as_ptr(), (outbuf as *mut u8).add(pos), need);
         }
-        put(position, (pos + need) as c_int, "position")
+        // SAFETY: `position` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(position, (pos + need) as c_int, "position") }
     })
 }
 
@@ -58,7 +60,7 @@ pub unsafe extern "C" fn PMPI_Unpack(
     dt: MpiDatatype,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Unpack", comm, || {
+    entry(Call::Unpack, comm, || {
         comm_of(comm)?;
         let cap = count(insize, "insize")?;
         let k = count(outcount, "outcount")?;
@@ -83,7 +85,8 @@ pub unsafe extern "C" fn PMPI_Unpack(
             let src = std::slice::from_raw_parts((inbuf as *const u8).add(pos), need);
             ty.unpack(src, need, outbuf as *mut u8, k);
         }
-        put(position, (pos + need) as c_int, "position")
+        // SAFETY: `position` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(position, (pos + need) as c_int, "position") }
     })
 }
 
@@ -94,12 +97,13 @@ pub unsafe extern "C" fn PMPI_Pack_size(
     comm: MpiComm,
     size: *mut c_int,
 ) -> c_int {
-    entry("MPI_Pack_size", comm, || {
+    entry(Call::PackSize, comm, || {
         comm_of(comm)?;
         let k = count(incount, "incount")?;
         let ty = comm_type(dt)?;
         match c_int::try_from(k * ty.size) {
-            Ok(n) => put(size, n, "size"),
+            // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+            Ok(n) => unsafe { put(size, n, "size") },
             Err(_) => fail!(
                 class::COUNT,
                 "{k} elements of {} bytes do not fit an int",

@@ -10,6 +10,7 @@
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+use strobe_runtime::calls::Call;
 
 use strobe_runtime::api::{self, Comm};
 use strobe_runtime::datatype::{ElemType, ReduceOp};
@@ -302,11 +303,11 @@ fn gather_all(c: &Comm, mine: &Bytes, root: c_int) -> MpiResult<Option<Vec<Bytes
     let n = c.size() as usize;
     let len = mine.len();
     if c.rank() != root {
-        c.gather(mine.raw_static(), None, root)?;
+        c.gather(mine.as_raw(), None, root)?;
         return Ok(None);
     }
     let mut all = Bytes::zeroed(len * n);
-    c.gather(mine.raw_static(), Some(all.raw_static_mut()), root)?;
+    c.gather(mine.as_raw(), Some(all.as_raw_mut()), root)?;
     Ok(Some(
         (0..n)
             .map(|i| copy_of(&all.as_slice()[i * len..(i + 1) * len]))
@@ -347,12 +348,21 @@ fn local_allreduce(
         Some(mut p) => p.pop().expect("at least one rank"),
         None => Bytes::zeroed(mine.len()),
     };
-    c.bcast(res.raw_static_mut(), 0)?;
+    c.bcast(res.as_raw_mut(), 0)?;
     Ok(res)
 }
 
 /// Pack `k` elements of the input (the receive buffer when `MPI_IN_PLACE`).
-fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> MpiResult<Bytes> {
+///
+/// # Safety
+/// The buffer used (`sbuf`, or `rbuf` for `MPI_IN_PLACE`) must be NULL or hold `k`
+/// readable elements of `ty`.
+unsafe fn input(
+    sbuf: *const c_void,
+    rbuf: *const c_void,
+    k: usize,
+    ty: &TypeInfo,
+) -> MpiResult<Bytes> {
     let src = if in_place(sbuf) { rbuf } else { sbuf };
     if in_place(src) {
         fail!(class::BUFFER, "MPI_IN_PLACE is not allowed here");
@@ -364,7 +374,11 @@ fn input(sbuf: *const c_void, rbuf: *const c_void, k: usize, ty: &TypeInfo) -> M
     Ok(unsafe { ty.pack(src as *const u8, k) })
 }
 
-fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
+/// Unpack the result into the caller's receive buffer.
+///
+/// # Safety
+/// `rbuf` must be NULL or hold `k` writable elements of `ty`.
+unsafe fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
     if in_place(rbuf) {
         fail!(
             class::BUFFER,
@@ -404,16 +418,20 @@ pub unsafe extern "C" fn PMPI_Reduce(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Reduce", comm, || {
+    entry(Call::Reduce, comm, || {
         let a = args(comm, n, dt, op)?;
         check_root(&a.c, root)?;
         let me_root = a.c.rank() == root;
-        let mine = input(
-            sbuf,
-            if me_root { rbuf } else { std::ptr::null_mut() },
-            a.k,
-            &a.ty,
-        )?;
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let mine = unsafe {
+            input(
+                sbuf,
+                if me_root { rbuf } else { std::ptr::null_mut() },
+                a.k,
+                &a.ty,
+            )
+        }?;
         match a.plan {
             Plan::Node(o, e) => {
                 if me_root {
@@ -424,14 +442,18 @@ pub unsafe extern "C" fn PMPI_Reduce(
                         o,
                         root
                     ))?;
-                    output(&res, rbuf, a.k, &a.ty)?;
+                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                    // until the operation completes (MPI contract).
+                    unsafe { output(&res, rbuf, a.k, &a.ty) }?;
                 } else {
                     with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))?;
                 }
             }
             Plan::Local(l) => {
                 if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
-                    output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty)?;
+                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                    // until the operation completes (MPI contract).
+                    unsafe { output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty) }?;
                 }
             }
         }
@@ -448,9 +470,11 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Allreduce", comm, || {
+    entry(Call::Allreduce, comm, || {
         let a = args(comm, n, dt, op)?;
-        let mine = input(sbuf, rbuf, a.k, &a.ty)?;
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
         let res = match a.plan {
             Plan::Node(o, e) => {
                 let mut res = Bytes::zeroed(mine.len());
@@ -459,12 +483,16 @@ pub unsafe extern "C" fn PMPI_Allreduce(
             }
             Plan::Local(l) => local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?,
         };
-        output(&res, rbuf, a.k, &a.ty)
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        unsafe { output(&res, rbuf, a.k, &a.ty) }
     })
 }
 
-fn scan_like(
-    name: &'static str,
+/// # Safety
+/// `sbuf` and `rbuf` must be NULL, `MPI_IN_PLACE` (`sbuf`) or hold `n` elements of `dt`, `rbuf` writable (MPI's rules for reduction buffers).
+unsafe fn scan_like(
+    call: Call,
     exclusive: bool,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -473,9 +501,11 @@ fn scan_like(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry(name, comm, || {
+    entry(call, comm, || {
         let a = args(comm, n, dt, op)?;
-        let mine = input(sbuf, rbuf, a.k, &a.ty)?;
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
         let me = a.c.rank();
         let mut res = Bytes::zeroed(mine.len());
         match a.plan {
@@ -501,16 +531,14 @@ fn scan_like(
                     }
                     all
                 });
-                a.c.scatter(
-                    send.as_ref().map(|s| s.raw_static()),
-                    res.raw_static_mut(),
-                    0,
-                )?;
+                a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
             }
         }
         // Exscan leaves rank 0's receive buffer untouched.
         if !(exclusive && me == 0) {
-            output(&res, rbuf, a.k, &a.ty)?;
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+            // operation completes (MPI contract).
+            unsafe { output(&res, rbuf, a.k, &a.ty) }?;
         }
         Ok(())
     })
@@ -525,7 +553,8 @@ pub unsafe extern "C" fn PMPI_Scan(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    scan_like("MPI_Scan", false, sbuf, rbuf, n, dt, op, comm)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { scan_like(Call::Scan, false, sbuf, rbuf, n, dt, op, comm) }
 }
 
 #[unsafe(no_mangle)]
@@ -537,11 +566,15 @@ pub unsafe extern "C" fn PMPI_Exscan(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    scan_like("MPI_Exscan", true, sbuf, rbuf, n, dt, op, comm)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { scan_like(Call::Exscan, true, sbuf, rbuf, n, dt, op, comm) }
 }
 
 /// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
-fn reduce_scatter(
+///
+/// # Safety
+/// As for `MPI_Reduce_scatter`: `sbuf` holds the sum of `counts` elements of `dt` (or is `MPI_IN_PLACE`), `rbuf` this rank's count, writable.
+unsafe fn reduce_scatter(
     comm: MpiComm,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -556,9 +589,13 @@ fn reduce_scatter(
     let mine_k = counts[me];
     let off: usize = counts[..me].iter().sum::<usize>() * a.ty.size;
     let mine = if in_place(sbuf) {
-        input(rbuf, rbuf, total, &a.ty)?
+        // SAFETY: `rbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        unsafe { input(rbuf, rbuf, total, &a.ty) }?
     } else {
-        input(sbuf, rbuf, total, &a.ty)?
+        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        unsafe { input(sbuf, rbuf, total, &a.ty) }?
     };
     let res = match a.plan {
         Plan::Node(o, e) => {
@@ -586,7 +623,9 @@ fn reduce_scatter(
             copy_of(&all.as_slice()[off..off + mine_k * a.ty.size])
         }
     };
-    output(&res, rbuf, mine_k, &a.ty)
+    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
+    // operation completes (MPI contract).
+    unsafe { output(&res, rbuf, mine_k, &a.ty) }
 }
 
 #[unsafe(no_mangle)]
@@ -598,14 +637,16 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Reduce_scatter", comm, || {
+    entry(Call::ReduceScatter, comm, || {
         let n = comm_of(comm)?.size() as usize;
-        let rc = array(rcounts, n, "recvcounts")?;
+        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+        let rc = unsafe { array(rcounts, n, "recvcounts") }?;
         let counts = rc
             .iter()
             .map(|&k| count(k, "recvcount"))
             .collect::<MpiResult<Vec<_>>>()?;
-        reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false) }
     })
 }
 
@@ -618,10 +659,11 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     op: MpiOp,
     comm: MpiComm,
 ) -> c_int {
-    entry("MPI_Reduce_scatter_block", comm, || {
+    entry(Call::ReduceScatterBlock, comm, || {
         let n = comm_of(comm)?.size() as usize;
         let k = count(rn, "recvcount")?;
-        reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        unsafe { reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
     })
 }
 
@@ -633,12 +675,16 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
     dt: MpiDatatype,
     op: MpiOp,
 ) -> c_int {
-    entry("MPI_Reduce_local", COMM_WORLD, || {
+    entry(Call::ReduceLocal, COMM_WORLD, || {
         let k = count(n, "count")?;
         let ty = comm_type(dt)?;
         let plan = plan(op, &ty)?;
-        let acc = input(inbuf, inbuf, k, &ty)?;
-        let mut x = input(inoutbuf, inoutbuf, k, &ty)?;
+        // SAFETY: `inbuf` is a C send buffer of the given count and type, valid until the operation
+        // completes (MPI contract).
+        let acc = unsafe { input(inbuf, inbuf, k, &ty) }?;
+        // SAFETY: `inoutbuf` is a C send buffer of the given count and type, valid until the
+        // operation completes (MPI contract).
+        let mut x = unsafe { input(inoutbuf, inoutbuf, k, &ty) }?;
         match plan {
             Plan::Node(o, e) => {
                 let mut a = copy_of(acc.as_slice());
@@ -648,33 +694,38 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
             }
             Plan::Local(l) => combine(l, &ty, dt, k, acc.as_slice(), &mut x)?,
         }
-        output(&x, inoutbuf, k, &ty)
+        // SAFETY: `inoutbuf` is a C receive buffer of the given count and type, untouched until the
+        // operation completes (MPI contract).
+        unsafe { output(&x, inoutbuf, k, &ty) }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *mut MpiOp) -> c_int {
-    entry("MPI_Op_create", COMM_WORLD, || {
+    entry(Call::OpCreate, COMM_WORLD, || {
         if f.is_null() {
             fail!(class::ARG, "user_fn is NULL");
         }
         if op.is_null() {
             fail!(class::ARG, "op is NULL");
         }
-        put(
-            op,
-            state::insert_op(UserOp {
-                func: f as usize,
-                commute: commute != 0,
-            }),
-            "op",
-        )
+        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
+        unsafe {
+            put(
+                op,
+                state::insert_op(UserOp {
+                    func: f as usize,
+                    commute: commute != 0,
+                }),
+                "op",
+            )
+        }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
-    entry("MPI_Op_free", COMM_WORLD, || {
+    entry(Call::OpFree, COMM_WORLD, || {
         if op.is_null() {
             fail!(class::ARG, "op is NULL");
         }
@@ -690,13 +741,14 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
         if st().ops.remove(&h).is_none() {
             fail!(class::OP, "invalid op handle {h}");
         }
-        put(op, OP_NULL, "op")
+        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(op, OP_NULL, "op") }
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> c_int {
-    entry("MPI_Op_commutative", COMM_WORLD, || {
+    entry(Call::OpCommutative, COMM_WORLD, || {
         let v = if builtin(op).is_some() {
             true
         } else {
@@ -705,6 +757,7 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> 
                 None => fail!(class::OP, "invalid op handle {op}"),
             }
         };
-        put(commute, v as c_int, "commute")
+        // SAFETY: `commute` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(commute, v as c_int, "commute") }
     })
 }

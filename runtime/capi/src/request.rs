@@ -9,14 +9,11 @@
 
 use std::os::raw::c_int;
 use std::sync::Arc;
+use strobe_runtime::calls::{Call, Primitive};
 
 use strobe_runtime::api;
 use strobe_runtime::descriptor::{DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
 use strobe_runtime::rank::{RankCtx, Want};
-use strobe_runtime::segment::{
-    CALL_TEST, CALL_TESTALL, CALL_TESTANY, CALL_TESTSOME, CALL_WAIT, CALL_WAITALL, CALL_WAITANY,
-    CALL_WAITSOME,
-};
 
 use crate::consts::*;
 use crate::datatype::{any_type, TypeInfo};
@@ -69,7 +66,10 @@ pub fn status_of(s: &api::Status) -> MpiStatus {
 }
 
 /// Store a status unless the caller passed `MPI_STATUS(ES)_IGNORE` (or NULL).
-pub fn write_status(p: *mut MpiStatus, i: usize, s: MpiStatus) {
+///
+/// # Safety
+/// `p` must be NULL, `MPI_STATUS(ES)_IGNORE`, or valid for writing `i + 1` statuses.
+pub unsafe fn write_status(p: *mut MpiStatus, i: usize, s: MpiStatus) {
     if p.is_null() || p as usize == STATUS_IGNORE {
         return;
     }
@@ -110,7 +110,10 @@ fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
 }
 
 /// The communicator whose error handler applies to a call on `*req`.
-pub fn req_comm(req: *const MpiRequest) -> MpiComm {
+///
+/// # Safety
+/// `req` must be NULL or valid for reading one handle.
+pub unsafe fn req_comm(req: *const MpiRequest) -> MpiComm {
     if req.is_null() {
         return COMM_WORLD;
     }
@@ -119,7 +122,11 @@ pub fn req_comm(req: *const MpiRequest) -> MpiComm {
     st().reqs.get(&h).map_or(COMM_WORLD, |r| r.comm)
 }
 
-fn handles<'a>(p: *mut MpiRequest, n: c_int) -> MpiResult<&'a mut [MpiRequest]> {
+/// The caller's array of `n` request handles (`MPI_ERR_ARG` if NULL while `n > 0`).
+///
+/// # Safety
+/// `p` must be NULL or point at `n` handles, valid and not otherwise accessed for `'a`.
+unsafe fn handles<'a>(p: *mut MpiRequest, n: c_int) -> MpiResult<&'a mut [MpiRequest]> {
     let n = crate::util::count(n, "count")?;
     if n == 0 {
         return Ok(&mut []);
@@ -160,7 +167,10 @@ fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
 
 /// Finish the requests at `done` (positions in `hs`), store their statuses, null their
 /// handles. Returns the first error.
-fn complete(
+///
+/// # Safety
+/// `statuses` must be NULL, `MPI_STATUS(ES)_IGNORE` or hold a status for every slot `slot` gives.
+unsafe fn complete(
     hs: &mut [MpiRequest],
     done: &[usize],
     statuses: *mut MpiStatus,
@@ -171,7 +181,9 @@ fn complete(
         let e = take_entry(hs[i])?;
         hs[i] = REQUEST_NULL;
         let (s, err) = finish(e);
-        write_status(statuses, slot(k, i), s);
+        // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
+        unsafe { write_status(statuses, slot(k, i), s) };
         if first.is_none() {
             first = err;
         }
@@ -181,16 +193,21 @@ fn complete(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus) -> c_int {
-    entry("MPI_Wait", req_comm(req), || {
+    // SAFETY: `req` is NULL or points at a request handle (MPI contract).
+    entry(Call::Wait, unsafe { req_comm(req) }, || {
         ready()?;
-        let hs = handles(req, 1)?;
+        // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(req, 1) }?;
         if hs[0] == REQUEST_NULL {
-            write_status(status, 0, empty_status());
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
+            unsafe { write_status(status, 0, empty_status()) };
             return Ok(());
         }
         let (_, ids) = active(hs)?;
-        ctx()?.wait_completed(CALL_WAIT, &ids, Want::Any);
-        match complete(hs, &[0], status, |_, _| 0)? {
+        ctx()?.wait_completed(Primitive::Wait, &ids, Want::Any);
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -203,35 +220,51 @@ pub unsafe extern "C" fn PMPI_Test(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Test", req_comm(req), || {
+    // SAFETY: `req` is NULL or points at a request handle (MPI contract).
+    entry(Call::Test, unsafe { req_comm(req) }, || {
         ready()?;
-        let hs = handles(req, 1)?;
+        // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(req, 1) }?;
         if hs[0] == REQUEST_NULL {
-            write_status(status, 0, empty_status());
-            return put(flag, 1, "flag");
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
+            unsafe { write_status(status, 0, empty_status()) };
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(flag, 1, "flag") };
         }
         let (_, ids) = active(hs)?;
-        if ctx()?.poll_completed(CALL_TEST, &ids, Want::Any).is_empty() {
-            return put(flag, 0, "flag");
+        if ctx()?
+            .poll_completed(Primitive::Test, &ids, Want::Any)
+            .is_empty()
+        {
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(flag, 0, "flag") };
         }
-        put(flag, 1, "flag")?;
-        match complete(hs, &[0], status, |_, _| 0)? {
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, 1, "flag") }?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
     })
 }
 
-fn first_comm(p: *const MpiRequest, n: c_int) -> MpiComm {
+/// The communicator of the first active request of the caller's array.
+///
+/// # Safety
+/// `p` must be NULL or point at `n` readable handles.
+unsafe fn first_comm(p: *const MpiRequest, n: c_int) -> MpiComm {
     (0..n.max(0) as usize)
         .find_map(|i| {
-            // SAFETY: MPI requires the array to hold `n` handles (checked non-null).
             let h = if p.is_null() {
                 REQUEST_NULL
             } else {
+                // SAFETY: non-null, and holds `n` handles (this function's contract).
                 unsafe { *p.add(i) }
             };
-            (h != REQUEST_NULL).then(|| req_comm(&h))
+            // SAFETY: a pointer to a local handle.
+            (h != REQUEST_NULL).then(|| unsafe { req_comm(&h) })
         })
         .unwrap_or(COMM_WORLD)
 }
@@ -257,19 +290,24 @@ pub unsafe extern "C" fn PMPI_Waitall(
     reqs: *mut MpiRequest,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Waitall", first_comm(reqs, n), || {
+    // SAFETY: `reqs` is NULL or the caller's array of request handles (MPI contract).
+    entry(Call::Waitall, unsafe { first_comm(reqs, n) }, || {
         ready()?;
-        let hs = handles(reqs, n)?;
+        // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
         for (i, h) in hs.iter().enumerate() {
             if *h == REQUEST_NULL {
-                write_status(statuses, i, empty_status());
+                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request
+                // (MPI contract).
+                unsafe { write_status(statuses, i, empty_status()) };
             }
         }
         if !ids.is_empty() {
-            ctx()?.wait_completed(CALL_WAITALL, &ids, Want::All);
+            ctx()?.wait_completed(Primitive::Waitall, &ids, Want::All);
         }
-        in_status(complete(hs, &idx, statuses, |_, i| i)?)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        in_status(unsafe { complete(hs, &idx, statuses, |_, i| i) }?)
     })
 }
 
@@ -280,21 +318,28 @@ pub unsafe extern "C" fn PMPI_Testall(
     flag: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Testall", first_comm(reqs, n), || {
+    // SAFETY: `reqs` is NULL or the caller's array of request handles (MPI contract).
+    entry(Call::Testall, unsafe { first_comm(reqs, n) }, || {
         ready()?;
-        let hs = handles(reqs, n)?;
+        // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
-        let got = ctx()?.poll_completed(CALL_TESTALL, &ids, Want::All);
+        let got = ctx()?.poll_completed(Primitive::Testall, &ids, Want::All);
         if got.len() != ids.len() {
-            return put(flag, 0, "flag");
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(flag, 0, "flag") };
         }
-        put(flag, 1, "flag")?;
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, 1, "flag") }?;
         for (i, h) in hs.iter().enumerate() {
             if *h == REQUEST_NULL {
-                write_status(statuses, i, empty_status());
+                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request
+                // (MPI contract).
+                unsafe { write_status(statuses, i, empty_status()) };
             }
         }
-        in_status(complete(hs, &idx, statuses, |_, i| i)?)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        in_status(unsafe { complete(hs, &idx, statuses, |_, i| i) }?)
     })
 }
 
@@ -305,18 +350,25 @@ pub unsafe extern "C" fn PMPI_Waitany(
     index: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Waitany", first_comm(reqs, n), || {
+    // SAFETY: `reqs` is NULL or the caller's array of request handles (MPI contract).
+    entry(Call::Waitany, unsafe { first_comm(reqs, n) }, || {
         ready()?;
-        let hs = handles(reqs, n)?;
+        // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
         if ids.is_empty() {
-            write_status(status, 0, empty_status());
-            return put(index, UNDEFINED, "index");
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
+            unsafe { write_status(status, 0, empty_status()) };
+            // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(index, UNDEFINED, "index") };
         }
-        let got = ctx()?.wait_completed(CALL_WAITANY, &ids, Want::Any);
+        let got = ctx()?.wait_completed(Primitive::Waitany, &ids, Want::Any);
         let i = idx[got[0]];
-        put(index, i as c_int, "index")?;
-        match complete(hs, &[i], status, |_, _| 0)? {
+        // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(index, i as c_int, "index") }?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -331,32 +383,45 @@ pub unsafe extern "C" fn PMPI_Testany(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    entry("MPI_Testany", first_comm(reqs, n), || {
+    // SAFETY: `reqs` is NULL or the caller's array of request handles (MPI contract).
+    entry(Call::Testany, unsafe { first_comm(reqs, n) }, || {
         ready()?;
-        let hs = handles(reqs, n)?;
+        // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
         if ids.is_empty() {
-            write_status(status, 0, empty_status());
-            put(index, UNDEFINED, "index")?;
-            return put(flag, 1, "flag");
+            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+            // contract).
+            unsafe { write_status(status, 0, empty_status()) };
+            // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
+            unsafe { put(index, UNDEFINED, "index") }?;
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(flag, 1, "flag") };
         }
-        let got = ctx()?.poll_completed(CALL_TESTANY, &ids, Want::Any);
+        let got = ctx()?.poll_completed(Primitive::Testany, &ids, Want::Any);
         let Some(&k) = got.first() else {
-            put(index, UNDEFINED, "index")?;
-            return put(flag, 0, "flag");
+            // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
+            unsafe { put(index, UNDEFINED, "index") }?;
+            // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(flag, 0, "flag") };
         };
         let i = idx[k];
-        put(index, i as c_int, "index")?;
-        put(flag, 1, "flag")?;
-        match complete(hs, &[i], status, |_, _| 0)? {
+        // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(index, i as c_int, "index") }?;
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, 1, "flag") }?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
     })
 }
 
-fn some(
-    name: &'static str,
+/// # Safety
+/// `reqs` must hold `n` handles; `outcount`, `indices` (room for `n`) and `statuses` (room for `n`, or ignore) must be NULL or writable.
+unsafe fn some(
+    call: Call,
     block: bool,
     n: c_int,
     reqs: *mut MpiRequest,
@@ -364,21 +429,25 @@ fn some(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    entry(name, first_comm(reqs, n), || {
+    // SAFETY: `reqs` is NULL or the caller's array of request handles (MPI contract).
+    entry(call, unsafe { first_comm(reqs, n) }, || {
         ready()?;
-        let hs = handles(reqs, n)?;
+        // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(reqs, n) }?;
         let (idx, ids) = active(hs)?;
         if ids.is_empty() {
-            return put(outcount, UNDEFINED, "outcount");
+            // SAFETY: `outcount` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(outcount, UNDEFINED, "outcount") };
         }
         let c = ctx()?;
         let got = if block {
-            c.wait_completed(CALL_WAITSOME, &ids, Want::Some)
+            c.wait_completed(Primitive::Waitsome, &ids, Want::Some)
         } else {
-            c.poll_completed(CALL_TESTSOME, &ids, Want::Some)
+            c.poll_completed(Primitive::Testsome, &ids, Want::Some)
         };
         let done: Vec<usize> = got.iter().map(|&k| idx[k]).collect();
-        put(outcount, done.len() as c_int, "outcount")?;
+        // SAFETY: `outcount` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(outcount, done.len() as c_int, "outcount") }?;
         if !done.is_empty() && indices.is_null() {
             fail!(class::ARG, "array_of_indices is NULL");
         }
@@ -386,7 +455,8 @@ fn some(
             // SAFETY: MPI requires room for `incount` indices; k < incount.
             unsafe { indices.add(k).write(i as c_int) };
         }
-        in_status(complete(hs, &done, statuses, |k, _| k)?)
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        in_status(unsafe { complete(hs, &done, statuses, |k, _| k) }?)
     })
 }
 
@@ -398,7 +468,8 @@ pub unsafe extern "C" fn PMPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    some("MPI_Waitsome", true, n, reqs, outcount, indices, statuses)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { some(Call::Waitsome, true, n, reqs, outcount, indices, statuses) }
 }
 
 #[unsafe(no_mangle)]
@@ -409,14 +480,17 @@ pub unsafe extern "C" fn PMPI_Testsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    some("MPI_Testsome", false, n, reqs, outcount, indices, statuses)
+    // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+    unsafe { some(Call::Testsome, false, n, reqs, outcount, indices, statuses) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Request_free(req: *mut MpiRequest) -> c_int {
-    entry("MPI_Request_free", req_comm(req), || {
+    // SAFETY: `req` is NULL or points at a request handle (MPI contract).
+    entry(Call::RequestFree, unsafe { req_comm(req) }, || {
         ready()?;
-        let hs = handles(req, 1)?;
+        // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(req, 1) }?;
         if hs[0] == REQUEST_NULL {
             fail!(class::REQUEST, "MPI_REQUEST_NULL cannot be freed");
         }
@@ -433,9 +507,11 @@ pub unsafe extern "C" fn PMPI_Request_free(req: *mut MpiRequest) -> c_int {
 /// the runtime: they complete normally.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
-    entry("MPI_Cancel", req_comm(req), || {
+    // SAFETY: `req` is NULL or points at a request handle (MPI contract).
+    entry(Call::Cancel, unsafe { req_comm(req) }, || {
         ready()?;
-        let hs = handles(req, 1)?;
+        // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
+        let hs = unsafe { handles(req, 1) }?;
         let (id, is_recv) = match st().reqs.get(&hs[0]) {
             Some(r) => (r.id, r.is_recv),
             None => fail!(class::REQUEST, "invalid request handle {}", hs[0]),
@@ -454,13 +530,14 @@ pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
-    entry("MPI_Test_cancelled", COMM_WORLD, || {
+    entry(Call::TestCancelled, COMM_WORLD, || {
         if status.is_null() || status as usize == STATUS_IGNORE {
             fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
         }
         // SAFETY: non-null pointer to a status the program owns.
         let s = unsafe { *status };
-        put(flag, s.cancelled, "flag")
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, s.cancelled, "flag") }
     })
 }
 
@@ -470,7 +547,7 @@ pub unsafe extern "C" fn PMPI_Get_count(
     dt: MpiDatatype,
     out: *mut c_int,
 ) -> c_int {
-    entry("MPI_Get_count", COMM_WORLD, || {
+    entry(Call::GetCount, COMM_WORLD, || {
         if status.is_null() || status as usize == STATUS_IGNORE {
             fail!(class::ARG, "status is NULL or MPI_STATUS_IGNORE");
         }
@@ -489,7 +566,8 @@ pub unsafe extern "C" fn PMPI_Get_count(
         } else {
             c_int::try_from(bytes / t.size).unwrap_or(UNDEFINED)
         };
-        put(out, n, "count")
+        // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(out, n, "count") }
     })
 }
 
@@ -513,7 +591,7 @@ fn reap(list: Vec<ReqEntry>) {
     }
     if let Some(c) = RankCtx::get() {
         let ids: Vec<u64> = list.iter().map(|e| e.id).collect();
-        c.wait_completed(CALL_WAITALL, &ids, Want::All);
+        c.wait_completed(Primitive::Waitall, &ids, Want::All);
         for id in ids {
             c.take(id);
         }

@@ -70,16 +70,14 @@ impl Bytes {
         // SAFETY: as in `typed`, exclusively borrowed.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr() as *mut T, n) }
     }
-    /// A 'static byte view for a request that outlives this borrow: the owner keeps the
-    /// `Bytes` alive in the request table until the request completes.
-    pub fn raw_static(&self) -> &'static [RawByte] {
-        // SAFETY: the caller keeps `self` alive (and unmoved: the Vec's heap block does not
-        // move with it) until the runtime is done with the request.
-        unsafe { raw_bytes(self.as_ptr(), self.len) }
+    /// The bytes as the runtime's opaque element type. A non-blocking call that must
+    /// outlive this borrow posts through the runtime's `unsafe` raw path, and the request
+    /// table keeps the `Bytes` (whose heap block does not move with it) until completion.
+    pub fn as_raw(&self) -> &[RawByte] {
+        self.typed::<RawByte>()
     }
-    pub fn raw_static_mut(&mut self) -> &'static mut [RawByte] {
-        // SAFETY: as in `raw_static`.
-        unsafe { raw_bytes_mut(self.as_mut_ptr(), self.len) }
+    pub fn as_raw_mut(&mut self) -> &mut [RawByte] {
+        self.typed_mut::<RawByte>()
     }
 }
 
@@ -108,7 +106,10 @@ pub unsafe fn raw_bytes_mut<'a>(p: *mut u8, len: usize) -> &'a mut [RawByte] {
 }
 
 /// Store `v` through a C output pointer (`MPI_ERR_ARG` if it is NULL).
-pub fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult {
+///
+/// # Safety
+/// `p` must be NULL or valid for writing one `T` (a C output argument).
+pub unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult {
     if p.is_null() {
         fail!(class::ARG, "{what} is NULL");
     }
@@ -118,7 +119,11 @@ pub fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult {
 }
 
 /// Read a C input array of `n` elements (`MPI_ERR_ARG` if NULL while `n > 0`).
-pub fn array<'a, T>(p: *const T, n: usize, what: &str) -> MpiResult<&'a [T]> {
+///
+/// # Safety
+/// `p` must be NULL or point at `n` initialised `T`s that stay valid and unmodified for
+/// `'a` (a C input array, valid for the duration of the call).
+pub unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> MpiResult<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -131,7 +136,11 @@ pub fn array<'a, T>(p: *const T, n: usize, what: &str) -> MpiResult<&'a [T]> {
 
 /// Copy `s` into a C string buffer of `cap` bytes (NUL-terminated, truncated to fit) and
 /// store its length in `len`.
-pub fn put_str(buf: *mut c_char, cap: usize, s: &str, len: *mut c_int) -> MpiResult {
+///
+/// # Safety
+/// `buf` must be NULL or valid for writing `cap` bytes, and `len` NULL or valid for
+/// writing one `c_int` (C output arguments).
+pub unsafe fn put_str(buf: *mut c_char, cap: usize, s: &str, len: *mut c_int) -> MpiResult {
     if buf.is_null() {
         fail!(class::ARG, "string buffer is NULL");
     }
@@ -142,7 +151,8 @@ pub fn put_str(buf: *mut c_char, cap: usize, s: &str, len: *mut c_int) -> MpiRes
         *buf.add(n) = 0;
     }
     if !len.is_null() {
-        put(len, n as c_int, "resultlen")?;
+        // SAFETY: `len` is non-null and writable (this function's contract).
+        unsafe { put(len, n as c_int, "resultlen")? };
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The Rust API for MPI programs.
 //!
 //! Every call builds a [`Descriptor`] and posts it through the rank context
-//! ([`crate::rank::RankCtx`]): non-blocking calls return a [`Request`] at once, blocking
+//! ([`crate::rank::RankCtx`]): non-blocking calls return a [`Request`] at once (inside a
+//! [`scope`], which completes every request posted in it before it returns), blocking
 //! calls sleep until the completion arrives at a slice boundary. Ranks are always
 //! communicator-relative. Buffers are passed as slices of [`Equivalence`] types and reach
 //! the runtime as (address, bytes); the DMA Helper reads and writes them directly.
@@ -39,7 +40,10 @@ mod request;
 mod types;
 
 pub use comm::Comm;
-pub use request::{test_all, test_any, test_some, wait_all, wait_any, wait_some, Request};
+pub use p2p::SendMode;
+pub use request::{
+    scope, test_all, test_any, test_some, wait_all, wait_any, wait_some, Request, Scope,
+};
 pub use types::{DoubleInt, Equivalence, Error, FloatInt, LongInt, ShortInt, Status, TwoInt};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,11 +1,22 @@
 //! Point-to-point calls on a [`Comm`].
 
 use super::check::{check_dest, check_recv_tag, check_send_tag, check_source};
-use super::request::{wait_all, Request};
+use super::request::{scope, wait_all, Request, Scope};
 use super::types::finish;
 use super::{addr, addr_mut, ctx, nbytes, Comm, Equivalence, Result, Status};
 use crate::descriptor::{DescKind, Descriptor, COMPLETION_FOUND};
 use crate::mmds::{self, Primitive};
+
+/// The mode of a send, for the raw post path ([`Comm::post_send_unscoped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// `MPI_Send`/`MPI_Isend`.
+    Standard,
+    /// `MPI_Ssend`/`MPI_Issend`.
+    Synchronous,
+    /// `MPI_Rsend`/`MPI_Irsend`.
+    Ready,
+}
 
 impl Comm {
     fn send_desc<T: Equivalence>(
@@ -78,57 +89,94 @@ impl Comm {
         finish(&ctx().call(d))
     }
 
-    fn post_send<'a, T: Equivalence>(
+    /// `MPI_Isend`: the request borrows `buf` for the whole scope `s` ([`super::scope`]).
+    pub fn isend<'scope, T: Equivalence>(
         &self,
-        kind: DescKind,
-        buf: &'a [T],
+        s: &'scope Scope<'scope, '_>,
+        buf: &'scope [T],
         dest: i32,
         tag: i32,
-    ) -> Result<Request<'a>> {
-        let d = self.send_desc(kind, buf, dest, tag)?;
-        Ok(Request::new(ctx().post(d), kind))
-    }
-
-    /// `MPI_Isend`: the request borrows `buf` until it completes.
-    pub fn isend<'a, T: Equivalence>(
-        &self,
-        buf: &'a [T],
-        dest: i32,
-        tag: i32,
-    ) -> Result<Request<'a>> {
+    ) -> Result<Request<'scope>> {
         let _mmds = mmds::enter_bytes(Primitive::Isend, nbytes(buf));
-        self.post_send(DescKind::Send, buf, dest, tag)
+        let d = self.send_desc(DescKind::Send, buf, dest, tag)?;
+        Ok(s.adopt(ctx().post(d), DescKind::Send))
     }
     /// `MPI_Issend`.
-    pub fn issend<'a, T: Equivalence>(
+    pub fn issend<'scope, T: Equivalence>(
         &self,
-        buf: &'a [T],
+        s: &'scope Scope<'scope, '_>,
+        buf: &'scope [T],
         dest: i32,
         tag: i32,
-    ) -> Result<Request<'a>> {
+    ) -> Result<Request<'scope>> {
         let _mmds = mmds::enter_bytes(Primitive::Issend, nbytes(buf));
-        self.post_send(DescKind::Ssend, buf, dest, tag)
+        let d = self.send_desc(DescKind::Ssend, buf, dest, tag)?;
+        Ok(s.adopt(ctx().post(d), DescKind::Ssend))
     }
     /// `MPI_Irsend`.
-    pub fn irsend<'a, T: Equivalence>(
+    pub fn irsend<'scope, T: Equivalence>(
         &self,
-        buf: &'a [T],
+        s: &'scope Scope<'scope, '_>,
+        buf: &'scope [T],
         dest: i32,
         tag: i32,
-    ) -> Result<Request<'a>> {
+    ) -> Result<Request<'scope>> {
         let _mmds = mmds::enter_bytes(Primitive::Irsend, nbytes(buf));
-        self.post_send(DescKind::Rsend, buf, dest, tag)
+        let d = self.send_desc(DescKind::Rsend, buf, dest, tag)?;
+        Ok(s.adopt(ctx().post(d), DescKind::Rsend))
     }
-    /// `MPI_Irecv`: the request borrows `buf` mutably until it completes.
-    pub fn irecv<'a, T: Equivalence>(
+    /// `MPI_Irecv`: the request borrows `buf` mutably for the whole scope `s`.
+    pub fn irecv<'scope, T: Equivalence>(
         &self,
-        buf: &'a mut [T],
+        s: &'scope Scope<'scope, '_>,
+        buf: &'scope mut [T],
         source: i32,
         tag: i32,
-    ) -> Result<Request<'a>> {
+    ) -> Result<Request<'scope>> {
         let _mmds = mmds::enter_bytes(Primitive::Irecv, nbytes(buf));
         let d = self.recv_desc(DescKind::Recv, buf, source, tag)?;
-        Ok(Request::new(ctx().post(d), DescKind::Recv))
+        Ok(s.adopt(ctx().post(d), DescKind::Recv))
+    }
+
+    /// The raw path of `MPI_Isend`/`Issend`/`Irsend`, for the C ABI: posts the send and
+    /// returns the runtime's request id, which the caller completes through
+    /// [`crate::rank::RankCtx::wait_completed`] / `poll_completed` and `take`. Nothing
+    /// waits for it on the caller's behalf.
+    ///
+    /// # Safety
+    /// The memory of `buf` must stay valid and unmodified until the request has completed
+    /// (its completion was delivered), however long the borrow given here lasts.
+    pub unsafe fn post_send_unscoped<T: Equivalence>(
+        &self,
+        mode: SendMode,
+        buf: &[T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<u64> {
+        let (primitive, kind) = match mode {
+            SendMode::Standard => (Primitive::Isend, DescKind::Send),
+            SendMode::Synchronous => (Primitive::Issend, DescKind::Ssend),
+            SendMode::Ready => (Primitive::Irsend, DescKind::Rsend),
+        };
+        let _mmds = mmds::enter_bytes(primitive, nbytes(buf));
+        let d = self.send_desc(kind, buf, dest, tag)?;
+        Ok(ctx().post(d))
+    }
+
+    /// The raw path of `MPI_Irecv`, for the C ABI (see [`Comm::post_send_unscoped`]).
+    ///
+    /// # Safety
+    /// The memory of `buf` must stay valid, and must not be read or written by anyone
+    /// else, until the request has completed, however long the borrow given here lasts.
+    pub unsafe fn post_recv_unscoped<T: Equivalence>(
+        &self,
+        buf: &mut [T],
+        source: i32,
+        tag: i32,
+    ) -> Result<u64> {
+        let _mmds = mmds::enter_bytes(Primitive::Irecv, nbytes(buf));
+        let d = self.recv_desc(DescKind::Recv, buf, source, tag)?;
+        Ok(ctx().post(d))
     }
 
     /// `MPI_Sendrecv`: both are posted, then both awaited. Returns the receive's status.
@@ -146,13 +194,12 @@ impl Comm {
         let sd = self.send_desc(DescKind::Send, send, dest, stag)?;
         let rd = self.recv_desc(DescKind::Recv, recv, source, rtag)?;
         let c = ctx();
-        let s = Request::new(c.post(sd), DescKind::Send);
-        let r = Request::new(c.post(rd), DescKind::Recv);
-        let mut st = wait_all(vec![s, r]);
-        match st {
-            Ok(ref mut v) => Ok(v.pop().expect("two statuses")),
-            Err(e) => Err(e),
-        }
+        scope(|s| {
+            let sr = s.adopt(c.post(sd), DescKind::Send);
+            let rr = s.adopt(c.post(rd), DescKind::Recv);
+            let mut st = wait_all(vec![sr, rr])?;
+            Ok(st.pop().expect("two statuses"))
+        })
     }
 
     /// `MPI_Sendrecv_replace` (through a temporary copy of the outgoing data).

@@ -2,11 +2,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::Ordering;
 
 use crate::descriptor::{ANY_SOURCE, COMM_SELF_BASE, COMM_WORLD};
 use crate::sched::{PendingOp, Scheduler};
-use crate::segment::{call_name, JobSegment, STATE_BLOCKED};
+use crate::segment::{JobSegment, RankState};
 
 #[derive(Clone, Debug)]
 pub struct BlockedRank {
@@ -29,10 +28,10 @@ pub struct DeadlockReport {
 impl DeadlockReport {
     pub fn build(slice: u64, seg: &JobSegment, sched: &Scheduler, ranks: u32) -> Self {
         let blocked: Vec<BlockedRank> = (0..ranks)
-            .filter(|&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
+            .filter(|&r| seg.slot(r).state() == RankState::Blocked)
             .map(|r| BlockedRank {
                 rank: r,
-                call: call_name(seg.slot(r).blocked_call.load(Ordering::Acquire)),
+                call: seg.slot(r).blocked_call().name(),
                 ops: sched.pending_of(r),
             })
             .collect();

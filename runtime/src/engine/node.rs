@@ -15,10 +15,7 @@ use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
 use crate::outcome::OutcomeRec;
 use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
-use crate::segment::{
-    resume_computing, DmaWork, RankQueues, STATE_BLOCKED, STATE_COMPUTING, STATE_EXITED,
-    STATE_FINALIZED, STATE_HELD,
-};
+use crate::segment::{resume_computing, BlockedCall, DmaWork, RankQueues, RankState};
 use crate::transport::{NodeSet, Transport};
 
 pub const EVENTS: u32 = 4;
@@ -273,7 +270,7 @@ impl NodeManager {
             let limit = src.post_limit(slice, r).map_or(0, |l| l + 1);
             let slot = self.shared.seg.slot(r);
             if slot.post_limit.swap(limit, Ordering::AcqRel) != limit
-                && slot.state.load(Ordering::Acquire) == STATE_HELD
+                && slot.state() == RankState::Held
             {
                 slot.wake.fetch_add(1, Ordering::Release);
                 futex::wake_all(&slot.wake);
@@ -293,30 +290,27 @@ impl NodeManager {
     }
 
     /// Ranks among `ranks` blocked when the slice started, with their calls (live runs).
-    fn observe_blocked(&self, ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
+    fn observe_blocked(&self, ranks: impl Iterator<Item = u32>) -> Vec<(u32, BlockedCall)> {
         let seg = &self.shared.seg;
         ranks
-            .filter(|&r| seg.slot(r).state.load(Ordering::Acquire) == STATE_BLOCKED)
-            .map(|r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
+            .filter(|&r| seg.slot(r).state() == RankState::Blocked)
+            .map(|r| (r, seg.slot(r).blocked_call()))
             .collect()
     }
 
     /// Replay: the recorded blocked set restricted to `ranks`, with the calls the ranks are
     /// in (the replayer's gate waited for them to enter their calls).
-    fn with_calls(&self, recorded: &[u32], local_only: bool) -> Vec<(u32, u32)> {
+    fn with_calls(&self, recorded: &[u32], local_only: bool) -> Vec<(u32, BlockedCall)> {
         let seg = &self.shared.seg;
         recorded
             .iter()
             .filter(|&&r| !local_only || self.is_local(r))
-            .map(|&r| (r, seg.slot(r).blocked_call.load(Ordering::Acquire)))
+            .map(|&r| (r, seg.slot(r).blocked_call()))
             .collect()
     }
 
     fn all_done(&self) -> bool {
-        (0..self.cfg.ranks).all(|r| {
-            let s = self.shared.seg.slot(r).state.load(Ordering::Acquire);
-            s == STATE_FINALIZED || s == STATE_EXITED
-        })
+        (0..self.cfg.ranks).all(|r| self.shared.seg.slot(r).state().is_done())
     }
 
     fn run_slice(
@@ -581,11 +575,11 @@ impl NodeManager {
         let mut live = 0;
         let mut blocked = 0;
         for r in 0..self.cfg.ranks {
-            let state = seg.slot(r).state.load(Ordering::Acquire);
-            let is_live = matches!(state, STATE_BLOCKED | STATE_COMPUTING | STATE_HELD);
+            let state = seg.slot(r).state();
+            let is_live = state.is_live();
             let is_blocked = match recorded {
                 Some(rec) => rec.contains(&r),
-                None => state == STATE_BLOCKED,
+                None => state == RankState::Blocked,
             };
             if is_live || (recorded.is_some() && is_blocked) {
                 live += 1;
@@ -664,8 +658,9 @@ fn await_direct(
             if done == target {
                 break;
             }
-            let state = slot.state.load(Ordering::Acquire);
-            if state == STATE_EXITED || shared.seg.header().shutdown.load(Ordering::Acquire) != 0 {
+            if slot.state() == RankState::Exited
+                || shared.seg.header().shutdown.load(Ordering::Acquire) != 0
+            {
                 for c in direct.iter().filter(|c| c.recv.rank == rank) {
                     errs.insert(c.recv, crate::descriptor::RtError::Aborted);
                 }

@@ -12,7 +12,7 @@ use crate::descriptor::Descriptor;
 use crate::mmds::RankMmds;
 use crate::outcome::OutcomeRec;
 use crate::sched::SliceDecisions;
-use crate::segment::JobSegment;
+use crate::segment::{BlockedCall, JobSegment};
 
 /// The papers' global per-slice metrics, measured by the Strobe Sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub struct SliceRecord {
     pub decisions: SliceDecisions,
     pub digest: u64,
     /// Ranks blocked when the slice started, with the call each was blocked in.
-    pub blocked: Vec<(u32, u32)>,
+    pub blocked: Vec<(u32, BlockedCall)>,
 }
 
 /// Receives the slice engine's output. Called from node threads: keep it cheap.

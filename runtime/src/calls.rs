@@ -1,0 +1,324 @@
+//! The one table of MPI calls the product knows.
+//!
+//! [`for_each_mpi_call!`](crate::for_each_mpi_call) holds every MPI function once: its
+//! identifier, its C name (without the `MPI_` prefix), whether the MMDS measures it and, if
+//! so, its primitive slot. Every list of MPI functions is derived from it:
+//!
+//! - [`Primitive`], the measured calls, whose values are slots in the MMDS block and are
+//!   stored in recordings: **append only, never renumber**;
+//! - [`Call`], every C entry point, which `strobe-mpi`'s `error::entry` takes (a typed
+//!   identity: no string lookup per call; [`Call::primitive`] is a `match`);
+//! - the weak `MPI_*` aliases of `strobe-mpi` (`runtime/capi/src/abi.rs` passes its alias
+//!   macro to [`for_each_mpi_call!`](crate::for_each_mpi_call));
+//! - the prototypes `runtime/capi/include/mpi.h` must declare (a test in `strobe-mpi`
+//!   compares the header with [`Call::ALL`], both ways).
+//!
+//! To add an MPI function: add a line here (a measured one takes the next free slot below
+//! [`crate::mmds::PRIMITIVE_SLOTS`]), declare it in `mpi.h` if it has a C entry point, and
+//! implement `PMPI_name`.
+
+/// Calls `$callback! { measured { .. } measured_without_c_abi { .. } local { .. } }` with
+/// the table of MPI calls:
+///
+/// - `measured`: `Ident = slot "C_name",`: measured (an MMDS slot) with a C entry point;
+/// - `measured_without_c_abi`: the same for primitives that have a slot reserved but no C
+///   entry point (yet);
+/// - `local`: `Ident "C_name",`: C entry points that are not measured (their time stays
+///   computation: `MPI_Comm_rank`, datatype constructors, ...).
+///
+/// Identifiers are the C name in CamelCase without underscores (a test checks it).
+#[macro_export]
+macro_rules! for_each_mpi_call {
+    ($callback:ident) => {
+        $callback! {
+            measured {
+                Init = 0 "Init",
+                Finalize = 1 "Finalize",
+                Abort = 2 "Abort",
+                Wtime = 3 "Wtime",
+                Send = 4 "Send",
+                Ssend = 5 "Ssend",
+                Rsend = 6 "Rsend",
+                Recv = 7 "Recv",
+                Isend = 8 "Isend",
+                Issend = 9 "Issend",
+                Irsend = 10 "Irsend",
+                Irecv = 11 "Irecv",
+                Sendrecv = 12 "Sendrecv",
+                SendrecvReplace = 13 "Sendrecv_replace",
+                Probe = 14 "Probe",
+                Iprobe = 15 "Iprobe",
+                Cancel = 16 "Cancel",
+                Wait = 17 "Wait",
+                Waitall = 18 "Waitall",
+                Waitany = 19 "Waitany",
+                Waitsome = 20 "Waitsome",
+                Test = 21 "Test",
+                Testall = 22 "Testall",
+                Testany = 23 "Testany",
+                Testsome = 24 "Testsome",
+                Barrier = 25 "Barrier",
+                Bcast = 26 "Bcast",
+                Reduce = 27 "Reduce",
+                Allreduce = 28 "Allreduce",
+                Scan = 29 "Scan",
+                Exscan = 30 "Exscan",
+                ReduceScatter = 31 "Reduce_scatter",
+                ReduceScatterBlock = 32 "Reduce_scatter_block",
+                Scatter = 33 "Scatter",
+                Scatterv = 34 "Scatterv",
+                Gather = 35 "Gather",
+                Gatherv = 36 "Gatherv",
+                Allgather = 37 "Allgather",
+                Allgatherv = 38 "Allgatherv",
+                Alltoall = 39 "Alltoall",
+                Alltoallv = 40 "Alltoallv",
+                CommDup = 41 "Comm_dup",
+                CommSplit = 42 "Comm_split",
+                CommFree = 43 "Comm_free",
+                RequestFree = 44 "Request_free",
+                Bsend = 45 "Bsend",
+                CommCreate = 47 "Comm_create",
+                CommCreateGroup = 48 "Comm_create_group",
+                CommSplitType = 49 "Comm_split_type",
+                BufferDetach = 50 "Buffer_detach",
+                InitThread = 51 "Init_thread",
+            }
+            measured_without_c_abi {
+                Ibsend = 46 "Ibsend",
+            }
+            local {
+                QueryThread "Query_thread",
+                IsThreadMain "Is_thread_main",
+                Initialized "Initialized",
+                Finalized "Finalized",
+                GetProcessorName "Get_processor_name",
+                GetVersion "Get_version",
+                GetLibraryVersion "Get_library_version",
+                Wtick "Wtick",
+                AllocMem "Alloc_mem",
+                FreeMem "Free_mem",
+                ErrorString "Error_string",
+                ErrorClass "Error_class",
+                CommSetErrhandler "Comm_set_errhandler",
+                CommGetErrhandler "Comm_get_errhandler",
+                ErrhandlerFree "Errhandler_free",
+                BufferAttach "Buffer_attach",
+                GetCount "Get_count",
+                TestCancelled "Test_cancelled",
+                ReduceLocal "Reduce_local",
+                OpCreate "Op_create",
+                OpFree "Op_free",
+                OpCommutative "Op_commutative",
+                TypeContiguous "Type_contiguous",
+                TypeVector "Type_vector",
+                TypeCreateHvector "Type_create_hvector",
+                TypeIndexed "Type_indexed",
+                TypeCreateHindexed "Type_create_hindexed",
+                TypeCreateIndexedBlock "Type_create_indexed_block",
+                TypeCreateStruct "Type_create_struct",
+                TypeCreateResized "Type_create_resized",
+                TypeDup "Type_dup",
+                TypeCommit "Type_commit",
+                TypeFree "Type_free",
+                TypeSize "Type_size",
+                TypeGetExtent "Type_get_extent",
+                TypeGetTrueExtent "Type_get_true_extent",
+                TypeGetEnvelope "Type_get_envelope",
+                GetAddress "Get_address",
+                Pack "Pack",
+                Unpack "Unpack",
+                PackSize "Pack_size",
+                CommRank "Comm_rank",
+                CommSize "Comm_size",
+                CommGetParent "Comm_get_parent",
+                DimsCreate "Dims_create",
+                CommCompare "Comm_compare",
+                CommGroup "Comm_group",
+                CommTestInter "Comm_test_inter",
+                CommRemoteSize "Comm_remote_size",
+                CommSetName "Comm_set_name",
+                CommGetName "Comm_get_name",
+                CommCreateKeyval "Comm_create_keyval",
+                CommFreeKeyval "Comm_free_keyval",
+                CommSetAttr "Comm_set_attr",
+                CommGetAttr "Comm_get_attr",
+                CommDeleteAttr "Comm_delete_attr",
+                AttrGet "Attr_get",
+                GroupSize "Group_size",
+                GroupRank "Group_rank",
+                GroupIncl "Group_incl",
+                GroupExcl "Group_excl",
+                GroupRangeIncl "Group_range_incl",
+                GroupTranslateRanks "Group_translate_ranks",
+                GroupCompare "Group_compare",
+                GroupFree "Group_free",
+            }
+        }
+    };
+}
+
+macro_rules! define_calls {
+    (
+        measured { $($m:ident = $slot:literal $mname:literal,)* }
+        measured_without_c_abi { $($r:ident = $rslot:literal $rname:literal,)* }
+        local { $($l:ident $lname:literal,)* }
+    ) => {
+        /// A measured MPI call, as the MMDS counts it. Values are slots in
+        /// [`crate::mmds::MmdsBlock`] and are stored in recordings: append new primitives
+        /// (below [`crate::mmds::PRIMITIVE_SLOTS`]) in
+        /// [`for_each_mpi_call!`](crate::for_each_mpi_call), never renumber.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u16)]
+        pub enum Primitive { $($m = $slot,)* $($r = $rslot,)* }
+
+        impl Primitive {
+            /// Every primitive, in table order.
+            pub const ALL: &'static [Primitive] = &[$(Primitive::$m,)* $(Primitive::$r,)*];
+
+            /// The MPI function name (`MPI_Send`, ...).
+            pub const fn mpi_name(self) -> &'static str {
+                match self {
+                    $(Primitive::$m => concat!("MPI_", $mname),)*
+                    $(Primitive::$r => concat!("MPI_", $rname),)*
+                }
+            }
+
+            /// The primitive measured in MMDS slot `slot`.
+            pub const fn from_slot(slot: usize) -> Option<Primitive> {
+                match slot {
+                    $($slot => Some(Primitive::$m),)*
+                    $($rslot => Some(Primitive::$r),)*
+                    _ => None,
+                }
+            }
+
+            /// The C entry point of this primitive, if it has one.
+            pub const fn c_call(self) -> Option<Call> {
+                match self {
+                    $(Primitive::$m => Some(Call::$m),)*
+                    $(Primitive::$r => None,)*
+                }
+            }
+        }
+
+        /// A C entry point of `strobe-mpi` (`PMPI_name`, with the weak alias `MPI_name`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Call { $($m,)* $($l,)* }
+
+        impl Call {
+            /// Every C entry point, in table order.
+            pub const ALL: &'static [Call] = &[$(Call::$m,)* $(Call::$l,)*];
+
+            /// The MPI function name (`MPI_Send`, ...).
+            pub const fn mpi_name(self) -> &'static str {
+                match self {
+                    $(Call::$m => concat!("MPI_", $mname),)*
+                    $(Call::$l => concat!("MPI_", $lname),)*
+                }
+            }
+
+            /// The name without its `MPI_` prefix (`Send`), as in `mpi.h`'s
+            /// `STROBE_MPI_FN(ret, name, args)`.
+            pub const fn c_name(self) -> &'static str {
+                match self {
+                    $(Call::$m => $mname,)*
+                    $(Call::$l => $lname,)*
+                }
+            }
+
+            /// The primitive the MMDS counts this call as (`None` for local calls such as
+            /// `MPI_Comm_rank`, whose time stays computation).
+            #[inline]
+            pub const fn primitive(self) -> Option<Primitive> {
+                match self {
+                    $(Call::$m => Some(Primitive::$m),)*
+                    $(Call::$l => None,)*
+                }
+            }
+        }
+    };
+}
+
+crate::for_each_mpi_call!(define_calls);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mmds::PRIMITIVE_SLOTS;
+    use std::collections::BTreeSet;
+
+    fn camel(c_name: &str) -> String {
+        c_name
+            .split('_')
+            .map(|p| {
+                let mut cs = p.chars();
+                cs.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + cs.as_str())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn primitive_names_are_unique_and_slots_fit() {
+        let names: BTreeSet<_> = Primitive::ALL.iter().map(|p| p.mpi_name()).collect();
+        assert_eq!(names.len(), Primitive::ALL.len());
+        for p in Primitive::ALL {
+            assert!((*p as usize) < PRIMITIVE_SLOTS);
+            assert_eq!(Primitive::from_slot(*p as usize), Some(*p));
+        }
+    }
+
+    /// Recordings store slots: these must never change (append new primitives only).
+    #[test]
+    fn primitive_slots_are_the_recorded_ones() {
+        let fixed = [
+            (Primitive::Init, 0),
+            (Primitive::Send, 4),
+            (Primitive::Wait, 17),
+            (Primitive::Barrier, 25),
+            (Primitive::Alltoallv, 40),
+            (Primitive::RequestFree, 44),
+            (Primitive::Ibsend, 46),
+            (Primitive::InitThread, 51),
+        ];
+        for (p, slot) in fixed {
+            assert_eq!(p as usize, slot, "{}", p.mpi_name());
+        }
+        let mut slots: Vec<usize> = Primitive::ALL.iter().map(|p| *p as usize).collect();
+        slots.sort_unstable();
+        assert_eq!(
+            slots,
+            (0..Primitive::ALL.len()).collect::<Vec<_>>(),
+            "dense, unique"
+        );
+    }
+
+    #[test]
+    fn calls_are_unique_named_by_their_identifier_and_map_to_their_primitive() {
+        let names: BTreeSet<_> = Call::ALL.iter().map(|c| c.mpi_name()).collect();
+        assert_eq!(names.len(), Call::ALL.len());
+        for c in Call::ALL {
+            assert_eq!(c.mpi_name(), format!("MPI_{}", c.c_name()));
+            assert_eq!(
+                format!("{c:?}"),
+                camel(c.c_name()),
+                "identifier of {}",
+                c.mpi_name()
+            );
+            if let Some(p) = c.primitive() {
+                assert_eq!(p.mpi_name(), c.mpi_name());
+                assert_eq!(p.c_call(), Some(*c));
+            }
+        }
+        for p in Primitive::ALL {
+            if let Some(c) = p.c_call() {
+                assert_eq!(c.primitive(), Some(*p));
+            }
+        }
+        assert_eq!(Call::CommRank.primitive(), None);
+        assert_eq!(Call::Send.primitive(), Some(Primitive::Send));
+        assert_eq!(Primitive::Ibsend.c_call(), None);
+    }
+}
