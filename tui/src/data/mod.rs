@@ -113,6 +113,9 @@ pub struct BlockedRank {
     pub rank: u32,
     pub call: String,
     pub waits_on: Option<DescriptorRow>,
+    /// `waits_on` is matched or completed by a decision of this slice: it no longer waits
+    /// for another rank (the wait-for graph leaves it out).
+    pub matched: bool,
 }
 
 /// Everything the slice detail view shows about one slice.
@@ -571,15 +574,26 @@ impl Recording {
             "SELECT rank, seq, kind, peer, tag, comm, bytes, flags FROM descriptor
              WHERE rank = ?1 AND slice <= ?2 ORDER BY seq DESC LIMIT 1",
         )?;
+        let mut matched = self.conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM decision WHERE slice = ?1 AND (
+                 (kind = 'match' AND ((send_rank = ?2 AND send_seq = ?3)
+                                      OR (recv_rank = ?2 AND recv_seq = ?3)))
+                 OR (kind = 'complete' AND desc_rank = ?2 AND desc_seq = ?3)))",
+        )?;
         let mut blocked = Vec::with_capacity(blocked_calls.len());
         for (rank, call) in blocked_calls {
             let waits_on = last
                 .query_row(params![rank, s], descriptor_row)
                 .optional()?;
+            let is_matched = match &waits_on {
+                Some(d) => matched.query_row(params![s, rank, d.seq], |r| r.get(0))?,
+                None => false,
+            };
             blocked.push(BlockedRank {
                 rank,
                 call,
                 waits_on,
+                matched: is_matched,
             });
         }
         let mut st = self.conn.prepare_cached(
