@@ -759,6 +759,7 @@ impl NodeManager {
         self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
         if self.idle_slices >= self.cfg.deadlock_slices {
             let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks);
+            debug!(slice, blocked = report.blocked.len(), "deadlock detected");
             *self.shared.outcome.lock().expect("outcome lock") =
                 Some(EngineOutcome::Deadlock(report));
             self.shared.stop.store(true, Ordering::Release);

@@ -315,6 +315,8 @@ mod tests {
         let w = wait_for(&b, 2);
         assert_eq!(w.cycle, Some(vec![0, 1]));
         // A receive from MPI_PROC_NULL waits for nobody.
-        assert!(wait_for(&[blocked(0, "MPI_Recv", -2, false)], 2).edges.is_empty());
+        assert!(wait_for(&[blocked(0, "MPI_Recv", -2, false)], 2)
+            .edges
+            .is_empty());
     }
 }
