@@ -6,6 +6,7 @@
 //! trait. Ranks talk to their node manager through the [`JobSegment`].
 
 mod deadlock;
+mod direct;
 pub mod helpers;
 mod node;
 pub mod sink;
