@@ -99,12 +99,12 @@ pub enum Event<'a> {
     Stop,
     /// Strobe Sender: every rank finalized or exited.
     AllRanksDone,
-    /// Strobe Sender: no rank is computing (every rank blocked, held or done).
-    NoRankComputing,
-    /// Strobe Sender: the clock moved (the `now` given to `handle`); the timer may expire.
-    TimeAdvanced,
-    /// Strobe Sender, logical slices: the slice source's gate opened.
-    GateOpen,
+    /// Strobe Sender: no rank is computing (every rank blocked, held or done) at `now`.
+    NoRankComputing { now: u64 },
+    /// Strobe Sender: the clock reads `now`; the timer may have expired.
+    TimeAdvanced { now: u64 },
+    /// Strobe Sender, logical slices: the slice source's gate opened at `now`.
+    GateOpen { now: u64 },
     /// Strobe Receiver: the global strobe of `slice` arrived.
     StrobeReceived { slice: u64 },
     /// The local work of a microphase other than MSM finished.
@@ -127,11 +127,11 @@ pub enum Event<'a> {
 /// What the driver must do next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    /// Strobe Sender: wait for a reason to start the next slice, then report it: `Stop`,
-    /// `AllRanksDone`, `NoRankComputing`, `TimeAdvanced` (`deadline` in ns, `None` with
-    /// logical slices) or `GateOpen`. `early`: whether no rank computing starts a slice
-    /// (worth polling the doorbell).
-    AwaitStart { deadline: Option<u64>, early: bool },
+    /// Strobe Sender: report what could start the next slice (`Stop`, `AllRanksDone`,
+    /// `NoRankComputing`, `TimeAdvanced`, `GateOpen`); if that does not start it, wait for
+    /// a change or until [`SliceMachine::timeout`]. `early`: whether no rank computing
+    /// starts a slice (worth polling the doorbell).
+    AwaitStart { early: bool },
     /// Strobe Sender: send the global strobe of `slice` to every node.
     SendStrobe { slice: u64 },
     /// Strobe Receiver: wait for a strobe other than `last`, report `StrobeReceived` or `Stop`.
@@ -214,7 +214,9 @@ pub struct SliceMachine {
     /// When the current slice was *due*: timer slices are scheduled from this, not from
     /// the actual start, so wake-up latency does not accumulate into drift.
     due: u64,
-    deadline: u64,
+    /// When the timer starts the next slice; computed at the first time event after a
+    /// slice ended, so the slice path itself never needs the clock.
+    deadline: Option<u64>,
 }
 
 impl SliceMachine {
@@ -234,7 +236,7 @@ impl SliceMachine {
             last_digest: None,
             last_start: None,
             due: now,
-            deadline: now,
+            deadline: None,
         };
         if cfg.node == 0 && !cfg.logical {
             m.start(now, StartReason::First);
@@ -245,6 +247,16 @@ impl SliceMachine {
     /// The slice in progress (or the last one).
     pub fn slice(&self) -> u64 {
         self.slice
+    }
+
+    /// The Strobe Sender's timer: when the next slice starts unless something starts it
+    /// earlier (ns). `None` off node 0, with logical slices, or before the first time
+    /// event after a slice (the driver reports the time at once).
+    pub fn timeout(&self) -> Option<u64> {
+        match self.state {
+            State::AwaitingStart if !self.cfg.logical => self.deadline,
+            _ => None,
+        }
     }
 
     /// Whether the Strobe Sender is still waiting to start the next slice.
@@ -260,7 +272,6 @@ impl SliceMachine {
         }
         let c = match self.state {
             State::AwaitingStart => Command::AwaitStart {
-                deadline: (!self.cfg.logical).then_some(self.deadline),
                 early: !self.cfg.logical && self.cfg.policy == StrobePolicy::Adaptive,
             },
             State::AwaitingStrobe => Command::AwaitStrobe { last: self.slice },
@@ -277,24 +288,24 @@ impl SliceMachine {
         Some(c)
     }
 
-    /// Report an event at time `now` (ns; only the Strobe Sender's timer looks at it).
-    pub fn handle(&mut self, now: u64, ev: Event<'_>) {
+    /// Report an event. Only the events that can start a slice carry the time.
+    pub fn handle(&mut self, ev: Event<'_>) {
         match (self.state, ev) {
             (State::AwaitingStart | State::AwaitingStrobe, Event::Stop) => {
                 self.finish(Stopped::Requested)
             }
             (State::AwaitingStart, Event::AllRanksDone) => self.finish(Stopped::AllRanksDone),
-            (State::AwaitingStart, Event::NoRankComputing)
+            (State::AwaitingStart, Event::NoRankComputing { now })
                 if !self.cfg.logical && self.cfg.policy == StrobePolicy::Adaptive =>
             {
                 self.start(now, StartReason::Early)
             }
-            (State::AwaitingStart, Event::TimeAdvanced)
-                if !self.cfg.logical && now >= self.deadline =>
+            (State::AwaitingStart, Event::TimeAdvanced { now })
+                if !self.cfg.logical && now >= self.deadline_from(now) =>
             {
                 self.start(now, StartReason::Timer)
             }
-            (State::AwaitingStart, Event::GateOpen) if self.cfg.logical => {
+            (State::AwaitingStart, Event::GateOpen { now }) if self.cfg.logical => {
                 let reason = match self.last_start {
                     None => StartReason::First,
                     Some(_) => StartReason::Logical,
@@ -306,7 +317,7 @@ impl SliceMachine {
                 self.begin(slice, StartReason::Timer, 0)
             }
             (State::Working(p), Event::PhaseWorkDone(q)) if p == q && p != Phase::Msm => {
-                self.work_done(now, p)
+                self.work_done(p)
             }
             (
                 State::Working(Phase::Msm),
@@ -315,14 +326,14 @@ impl SliceMachine {
                     reductions,
                     replicas,
                 },
-            ) => self.scheduled(now, digest, reductions, replicas),
+            ) => self.scheduled(digest, reductions, replicas),
             (State::Syncing { phase, owed, .. }, Event::MicrostrobeAttempt { opened }) => {
                 if opened {
                     self.queue.push_back(Command::OpenMicrostrobe {
                         code: code(self.slice, phase),
                         drain_signals: owed,
                     });
-                    self.advance(now, phase);
+                    self.advance(phase);
                 } else {
                     self.count_retry(phase);
                     // With every signal consumed, retry at once: the last node's store is
@@ -342,7 +353,7 @@ impl SliceMachine {
                 };
             }
             (State::Syncing { phase, .. }, Event::MicrostrobeOpened) if self.cfg.node != 0 => {
-                self.advance(now, phase)
+                self.advance(phase)
             }
             _ => {}
         }
@@ -357,9 +368,10 @@ impl SliceMachine {
     fn start(&mut self, now: u64, reason: StartReason) {
         let getts = self.last_start.map_or(0, |l| now.saturating_sub(l));
         self.due = match reason {
-            StartReason::Timer => self.deadline,
+            StartReason::Timer => self.deadline.unwrap_or(now),
             _ => now,
         };
+        self.deadline = None;
         self.last_start = Some(now);
         let slice = self.slice + 1;
         self.queue.push_back(Command::SendStrobe { slice });
@@ -382,10 +394,10 @@ impl SliceMachine {
         self.state = State::Working(Phase::Dem);
     }
 
-    fn work_done(&mut self, now: u64, phase: Phase) {
+    fn work_done(&mut self, phase: Phase) {
         if phase == Phase::RmRead && !(self.reductions && self.cfg.nodes > 1) {
             // Nothing to order between reading and writing: no microstrobe.
-            self.advance(now, phase);
+            self.advance(phase);
             return;
         }
         self.queue.push_back(Command::SignalPhaseDone {
@@ -399,7 +411,7 @@ impl SliceMachine {
         };
     }
 
-    fn scheduled(&mut self, now: u64, digest: u64, reductions: bool, replicas: &[ReplicaDigest]) {
+    fn scheduled(&mut self, digest: u64, reductions: bool, replicas: &[ReplicaDigest]) {
         if let Some(own) = self.last_digest {
             // Digests of another slice are not comparable; every node sends the previous
             // slice's, so they only differ if the exchange itself is broken.
@@ -425,7 +437,7 @@ impl SliceMachine {
             digest,
         });
         self.reductions = reductions;
-        self.work_done(now, Phase::Msm);
+        self.work_done(Phase::Msm);
     }
 
     fn count_retry(&mut self, phase: Phase) {
@@ -438,37 +450,47 @@ impl SliceMachine {
     }
 
     /// The microstrobe of `phase` opened (or `phase` needed none): hand out the next work.
-    fn advance(&mut self, now: u64, phase: Phase) {
+    fn advance(&mut self, phase: Phase) {
         let (next, work) = match phase {
             Phase::Dem => (Phase::Msm, Command::MergeAndSchedule { slice: self.slice }),
             Phase::Msm => (Phase::P2p, Command::RunP2p),
             Phase::P2p => (Phase::Bbm, Command::RunBbm),
             Phase::Bbm => (Phase::RmRead, Command::ReduceRead),
             Phase::RmRead => (Phase::Rm, Command::WriteAndDeliver),
-            Phase::Rm => return self.end_slice(now),
+            Phase::Rm => return self.end_slice(),
         };
         self.queue.push_back(work);
         self.state = State::Working(next);
     }
 
-    fn end_slice(&mut self, now: u64) {
+    fn end_slice(&mut self) {
         self.queue.push_back(Command::EndSlice {
             slice: self.slice,
             usr: self.usr,
         });
-        if self.cfg.node != 0 {
-            self.state = State::AwaitingStrobe;
-            return;
+        self.state = if self.cfg.node == 0 {
+            State::AwaitingStart
+        } else {
+            State::AwaitingStrobe
+        };
+    }
+
+    /// The timer deadline of the next slice, computed at the first time event after the
+    /// previous slice ended (`now`).
+    fn deadline_from(&mut self, now: u64) -> u64 {
+        if let Some(d) = self.deadline {
+            return d;
         }
-        self.state = State::AwaitingStart;
         let slice = self.cfg.slice_ns;
         let last = self.last_start.unwrap_or(now);
         // If the slice overran by more than a whole slice, resynchronise rather than fire a
         // burst of back-to-back catch-up slices; and a late slice is not followed by a
         // near-empty catch-up slice: at least half a slice separates two timer starts.
-        self.deadline = (self.due.saturating_add(slice))
+        let d = (self.due.saturating_add(slice))
             .max(now.saturating_sub(slice))
             .max(last.saturating_add(slice / 2));
+        self.deadline = Some(d);
+        d
     }
 }
 

@@ -131,12 +131,12 @@ impl Job {
         match *cmd {
             Command::AwaitStart { .. } => {
                 if self.stop {
-                    n.m.handle(now, Event::Stop);
+                    n.m.handle(Event::Stop);
                 } else if self.all_done {
-                    n.m.handle(now, Event::AllRanksDone);
+                    n.m.handle(Event::AllRanksDone);
                 } else {
                     if !self.computing {
-                        n.m.handle(now, Event::NoRankComputing);
+                        n.m.handle(Event::NoRankComputing { now });
                         // After an early start the ranks compute again (or the job would
                         // run idle slices back to back for ever).
                         if !n.m.awaiting_start() {
@@ -145,38 +145,35 @@ impl Job {
                     }
                     if self.gate {
                         self.gate = false;
-                        n.m.handle(now, Event::GateOpen);
+                        n.m.handle(Event::GateOpen { now });
                     }
-                    n.m.handle(now, Event::TimeAdvanced);
+                    n.m.handle(Event::TimeAdvanced { now });
                 }
                 return !n.m.awaiting_start();
             }
             Command::SendStrobe { slice } => f.strobe.iter_mut().for_each(|s| *s = slice),
             Command::AwaitStrobe { last } => match f.strobe[k] {
                 s if s == last => return false,
-                STOP => n.m.handle(now, Event::Stop),
-                slice => n.m.handle(now, Event::StrobeReceived { slice }),
+                STOP => n.m.handle(Event::Stop),
+                slice => n.m.handle(Event::StrobeReceived { slice }),
             },
             Command::BeginSlice { .. } => {}
             Command::SendBatch { replica, .. } => {
                 f.mail[k] = replica;
-                n.m.handle(now, Event::PhaseWorkDone(Phase::Dem));
+                n.m.handle(Event::PhaseWorkDone(Phase::Dem));
             }
             Command::MergeAndSchedule { slice } => {
                 let replicas: Vec<ReplicaDigest> = f.mail.iter().flatten().copied().collect();
-                n.m.handle(
-                    now,
-                    Event::Scheduled {
-                        digest: slice * 1000 + n.skew,
-                        reductions: self.reductions,
-                        replicas: &replicas,
-                    },
-                );
+                n.m.handle(Event::Scheduled {
+                    digest: slice * 1000 + n.skew,
+                    reductions: self.reductions,
+                    replicas: &replicas,
+                });
             }
-            Command::RunP2p => n.m.handle(now, Event::PhaseWorkDone(Phase::P2p)),
-            Command::RunBbm => n.m.handle(now, Event::PhaseWorkDone(Phase::Bbm)),
-            Command::ReduceRead => n.m.handle(now, Event::PhaseWorkDone(Phase::RmRead)),
-            Command::WriteAndDeliver => n.m.handle(now, Event::PhaseWorkDone(Phase::Rm)),
+            Command::RunP2p => n.m.handle(Event::PhaseWorkDone(Phase::P2p)),
+            Command::RunBbm => n.m.handle(Event::PhaseWorkDone(Phase::Bbm)),
+            Command::ReduceRead => n.m.handle(Event::PhaseWorkDone(Phase::RmRead)),
+            Command::WriteAndDeliver => n.m.handle(Event::PhaseWorkDone(Phase::Rm)),
             Command::SignalPhaseDone { code } => {
                 f.done[k] = code;
                 if k != 0 {
@@ -188,14 +185,14 @@ impl Job {
                 if opened {
                     f.go.iter_mut().for_each(|g| *g = code);
                 }
-                n.m.handle(now, Event::MicrostrobeAttempt { opened });
+                n.m.handle(Event::MicrostrobeAttempt { opened });
             }
             Command::AwaitPhaseDoneSignal => {
                 if f.ev_done == 0 {
                     return false;
                 }
                 f.ev_done -= 1;
-                n.m.handle(now, Event::PhaseDoneSignal);
+                n.m.handle(Event::PhaseDoneSignal);
             }
             Command::OpenMicrostrobe { drain_signals, .. } => {
                 if f.ev_done < drain_signals {
@@ -207,7 +204,7 @@ impl Job {
                 if f.go[k] < code {
                     return false;
                 }
-                n.m.handle(now, Event::MicrostrobeOpened);
+                n.m.handle(Event::MicrostrobeOpened);
             }
             Command::EndSlice { .. } => {}
             Command::Fail(_) => {}
@@ -409,10 +406,10 @@ fn the_first_slice_starts_at_once_then_the_timer() {
         assert_eq!(
             job.nodes[0].m.poll(),
             Some(Command::AwaitStart {
-                deadline: Some(SLICE_NS),
                 early: policy == StrobePolicy::Adaptive
             })
         );
+        assert_eq!(job.nodes[0].m.timeout(), Some(SLICE_NS));
         job.now = SLICE_NS + 7;
         job.run();
         assert_eq!(starts(job.log(0))[1], (2, StartReason::Timer, SLICE_NS + 7));
@@ -452,13 +449,7 @@ fn timer_slices_do_not_drift_and_do_not_burst_after_an_overrun() {
     // Woken late (1300 instead of 1000): the next one is still due at 2000.
     job.now = 1_300;
     job.run();
-    assert_eq!(
-        job.nodes[0].m.poll(),
-        Some(Command::AwaitStart {
-            deadline: Some(2 * SLICE_NS),
-            early: false
-        })
-    );
+    assert_eq!(job.nodes[0].m.timeout(), Some(2 * SLICE_NS));
     // That slice overran by more than a slice: no burst of catch-up slices.
     job.now = 2_000;
     job.nodes[0].hold = true;
@@ -472,13 +463,7 @@ fn timer_slices_do_not_drift_and_do_not_burst_after_an_overrun() {
     let s = starts(job.log(0));
     assert_eq!(s.len(), 4);
     assert_eq!(s[3], (4, StartReason::Timer, 3_000));
-    assert_eq!(
-        job.nodes[0].m.poll(),
-        Some(Command::AwaitStart {
-            deadline: Some(5_500),
-            early: false
-        })
-    );
+    assert_eq!(job.nodes[0].m.timeout(), Some(5_500));
 }
 
 #[test]
@@ -490,10 +475,12 @@ fn logical_slices_start_only_at_the_gate() {
     assert!(starts(job.log(0)).is_empty(), "no timer, no early start");
     assert_eq!(
         job.nodes[0].m.poll(),
-        Some(Command::AwaitStart {
-            deadline: None,
-            early: false
-        })
+        Some(Command::AwaitStart { early: false })
+    );
+    assert_eq!(
+        job.nodes[0].m.timeout(),
+        None,
+        "logical slices have no timer"
     );
     job.gate = true;
     job.run();

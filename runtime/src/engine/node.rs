@@ -180,9 +180,9 @@ impl NodeManager {
             };
             let t = self.t.as_ref();
             match cmd {
-                Command::AwaitStart { deadline, early } => match self.source.clone() {
+                Command::AwaitStart { early } => match self.source.clone() {
                     Some(src) => self.await_gate(&mut m, src.as_ref()),
-                    None => self.await_start(&mut m, deadline.unwrap_or(0), early),
+                    None => self.await_start(&mut m, early),
                 },
                 Command::SendStrobe { slice } => strobe::send_strobe(t, slice)?,
                 Command::AwaitStrobe { last } => {
@@ -190,7 +190,7 @@ impl NodeManager {
                         STOP => Event::Stop,
                         slice => Event::StrobeReceived { slice },
                     };
-                    m.handle(self.now_ns(), ev);
+                    m.handle(ev);
                 }
                 Command::BeginSlice {
                     slice,
@@ -212,18 +212,18 @@ impl NodeManager {
                     if !opened {
                         trace!(code, "microstrobe retry (USR)");
                     }
-                    m.handle(self.now_ns(), Event::MicrostrobeAttempt { opened });
+                    m.handle(Event::MicrostrobeAttempt { opened });
                 }
                 Command::AwaitPhaseDoneSignal => {
                     strobe::await_done_signal(t)?;
-                    m.handle(self.now_ns(), Event::PhaseDoneSignal);
+                    m.handle(Event::PhaseDoneSignal);
                 }
                 Command::OpenMicrostrobe { drain_signals, .. } => {
                     strobe::open_microstrobe(t, drain_signals)?
                 }
                 Command::AwaitMicrostrobe { code } => {
                     strobe::await_microstrobe(t, code)?;
-                    m.handle(self.now_ns(), Event::MicrostrobeOpened);
+                    m.handle(Event::MicrostrobeOpened);
                 }
                 Command::EndSlice { usr, .. } => {
                     let w = work.take().ok_or_else(no_slice)?;
@@ -263,14 +263,11 @@ impl NodeManager {
                         |d| matches!(d, Decision::Collective { kind, .. } if kind.is_reduction()),
                     );
                 let replicas = std::mem::take(&mut self.replicas);
-                m.handle(
-                    self.now_ns(),
-                    Event::Scheduled {
-                        digest,
-                        reductions,
-                        replicas: &replicas,
-                    },
-                );
+                m.handle(Event::Scheduled {
+                    digest,
+                    reductions,
+                    replicas: &replicas,
+                });
                 self.replicas = replicas;
                 return Ok(());
             }
@@ -308,30 +305,31 @@ impl NodeManager {
                 )))
             }
         };
-        m.handle(self.now_ns(), Event::PhaseWorkDone(done));
+        m.handle(Event::PhaseWorkDone(done));
         Ok(())
     }
 
     /// Strobe Sender, one round: report whatever could start the next slice (or end the
-    /// job); if nothing does, sleep until the doorbell rings or `deadline` (ns) passes.
-    fn await_start(&mut self, m: &mut SliceMachine, deadline: u64, early: bool) {
+    /// job); if nothing does, sleep until the doorbell rings or the machine's timer expires.
+    fn await_start(&mut self, m: &mut SliceMachine, early: bool) {
         let h = self.shared.seg.header();
         if self.shared.stop.load(Ordering::Acquire) {
-            return m.handle(self.now_ns(), Event::Stop);
+            return m.handle(Event::Stop);
         }
         if self.all_done() {
             self.finished();
-            return m.handle(self.now_ns(), Event::AllRanksDone);
+            return m.handle(Event::AllRanksDone);
         }
         let bell = h.doorbell.load(Ordering::Acquire);
         // Only the adaptive strobe can start early, so only it reads `computing`.
+        let now = self.now_ns();
         if early && h.computing.load(Ordering::Acquire) == 0 {
-            m.handle(self.now_ns(), Event::NoRankComputing);
+            m.handle(Event::NoRankComputing { now });
         }
-        m.handle(self.now_ns(), Event::TimeAdvanced);
-        if !m.awaiting_start() {
+        m.handle(Event::TimeAdvanced { now });
+        let Some(deadline) = m.timeout().filter(|_| m.awaiting_start()) else {
             return;
-        }
+        };
         let deadline = self.shared.started + Duration::from_nanos(deadline);
         // Only the adaptive strobe polls the doorbell; the fixed strobe sleeps until its timer.
         let spin = if early {
@@ -358,7 +356,7 @@ impl NodeManager {
         let h = self.shared.seg.header();
         let next = m.slice() + 1;
         if self.shared.stop.load(Ordering::Acquire) {
-            return m.handle(self.now_ns(), Event::Stop);
+            return m.handle(Event::Stop);
         }
         let bell = h.doorbell.load(Ordering::Acquire);
         // The gate first: the recording may hold slices after the last rank finished
@@ -369,18 +367,18 @@ impl NodeManager {
         let gate = src.gate(next, &self.shared.seg);
         if gate == Gate::Wait && done {
             self.finished();
-            return m.handle(self.now_ns(), Event::AllRanksDone);
+            return m.handle(Event::AllRanksDone);
         }
         match gate {
             Gate::Open => {
                 self.shared.parked.store(0, Ordering::Release);
-                return m.handle(self.now_ns(), Event::GateOpen);
+                return m.handle(Event::GateOpen { now: self.now_ns() });
             }
             Gate::Stop(why) => {
                 *self.shared.outcome.lock().expect("outcome lock") =
                     Some(EngineOutcome::SourceStopped(why));
                 self.shared.stop.store(true, Ordering::Release);
-                return m.handle(self.now_ns(), Event::Stop);
+                return m.handle(Event::Stop);
             }
             Gate::Wait => self.shared.parked.store(next, Ordering::Release),
         }
