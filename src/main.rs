@@ -145,7 +145,24 @@ struct RunArgs {
     command: Vec<OsString>,
 }
 
+/// Runtime diagnostics (`tracing`) on stderr, off unless `STROBE_LOG` holds a filter such
+/// as `strobe_runtime=debug` (docs/cli.md): normal output is unchanged by default.
+fn init_logging() {
+    let Some(spec) = std::env::var_os("STROBE_LOG") else {
+        return;
+    };
+    match tracing_subscriber::EnvFilter::try_new(spec.to_string_lossy()) {
+        Ok(filter) => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        Err(e) => eprintln!("strobe: ignoring STROBE_LOG: {e}"),
+    }
+}
+
 fn main() {
+    init_logging();
     // Invoked as mpicc / mpiexec / mpirun (install links): behave as that tool.
     let argv: Vec<OsString> = std::env::args_os().collect();
     let name = argv

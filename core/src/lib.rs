@@ -12,3 +12,4 @@ pub mod descriptor;
 pub mod ops;
 pub mod sched;
 pub mod slice;
+pub mod waitfor;

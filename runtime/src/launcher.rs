@@ -316,7 +316,12 @@ pub fn launch(
             } else if shared.stop.load(Ordering::Acquire) {
                 outcome = Some(match shared.outcome.lock().expect("outcome lock").take() {
                     Some(EngineOutcome::Deadlock(r)) => JobOutcome::Deadlock(r),
-                    Some(EngineOutcome::Failed(f)) => JobOutcome::EngineFailed(f),
+                    Some(EngineOutcome::Failed(f)) => {
+                        // A replica divergence lands here: the node threads end the job
+                        // with it, and it becomes the job's failure (EXIT_INTERNAL).
+                        tracing::error!("engine failed: {f}");
+                        JobOutcome::EngineFailed(f)
+                    }
                     Some(EngineOutcome::SourceStopped(why)) => JobOutcome::SourceStopped(why),
                     _ => JobOutcome::EngineFailed("the engine stopped unexpectedly".into()),
                 });
@@ -337,6 +342,7 @@ pub fn launch(
         let rank = rank as u32;
         let slot = shared.seg.slot(rank);
         let finalized = slot.state() == RankState::Finalized;
+        tracing::debug!(rank, pid, status = raw, finalized, "rank exited");
         if leave_computing(&shared.seg, rank, RankState::Exited) {
             ring_doorbell(&shared.seg);
         }
@@ -357,6 +363,7 @@ pub fn launch(
             None
         };
         if let Some(how) = how {
+            tracing::info!(rank, pid, ?how, "rank failed; stopping the job");
             if logical {
                 await_parked(&shared);
             }

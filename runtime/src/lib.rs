@@ -12,7 +12,7 @@
 
 // The deterministic core lives in `strobe-core` (pure: no libc, no unsafe, no I/O, no
 // clock); it is re-exported under its old paths so `strobe_runtime::sched` keeps working.
-pub use strobe_core::{datatype, descriptor, ops, sched, slice};
+pub use strobe_core::{datatype, descriptor, ops, sched, slice, waitfor};
 
 pub mod api;
 pub mod calls;

@@ -9,6 +9,7 @@
 
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
+use strobe_core::descriptor::DescRef;
 use strobe_core::sched::Decision;
 
 use super::{DescriptorRow, NodeRow, Recording, SliceRow};
@@ -43,6 +44,9 @@ pub struct BlockedRank {
     pub rank: u32,
     pub call: String,
     pub waits_on: Option<DescriptorRow>,
+    /// `waits_on` is matched or completed by a decision of this slice: it no longer waits
+    /// for another rank (the wait-for graph leaves it out).
+    pub matched: bool,
 }
 
 /// Everything the slice detail view shows about one slice.
@@ -364,19 +368,29 @@ impl Recording {
             .collect::<Result<Vec<_>, _>>()?;
         // A rank blocked at the start of the slice is blocked in a call it posted before:
         // its latest descriptor handled by this slice is what it waits on.
+        let decisions = self.decisions(slice)?.unwrap_or_default();
         let mut blocked = Vec::with_capacity(blocked_calls.len());
         for (rank, call) in blocked_calls {
+            let waits_on = self.last_descriptor(rank, slice)?;
+            let matched = waits_on.as_ref().is_some_and(|d| {
+                let id = DescRef {
+                    rank: d.rank,
+                    seq: d.seq as u64,
+                };
+                decisions.iter().any(|dec| matches_or_completes(dec, id))
+            });
             blocked.push(BlockedRank {
                 rank,
                 call,
-                waits_on: self.last_descriptor(rank, slice)?,
+                waits_on,
+                matched,
             });
         }
         Ok(SliceDetail {
             slice,
             row,
             descriptors,
-            decisions: self.decisions(slice)?.unwrap_or_default(),
+            decisions,
             blocked,
             nodes: self.metrics(slice..=slice)?,
         })
@@ -452,4 +466,13 @@ fn most_slices(tally: &[(u16, u32)]) -> Option<u16> {
             _ => Some((i, n)),
         })
         .map(|(i, _)| i)
+}
+
+/// Whether `d` matches `id` (as its send or its receive) or completes it.
+fn matches_or_completes(d: &Decision, id: DescRef) -> bool {
+    match d {
+        Decision::Match(m) => m.send == id || m.recv == id,
+        Decision::Complete(c) => c.desc == id,
+        _ => false,
+    }
 }

@@ -1,11 +1,11 @@
 //! Deadlock reports: who is blocked, in which call, waiting for whom, and the cycle.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::descriptor::{ANY_SOURCE, COMM_SELF_BASE, COMM_WORLD};
 use crate::sched::{PendingOp, Scheduler};
 use crate::segment::{JobSegment, RankState};
+use strobe_core::waitfor::{self, Blocked, WaitOp};
 
 #[derive(Clone, Debug)]
 pub struct BlockedRank {
@@ -35,75 +35,44 @@ impl DeadlockReport {
                 ops: sched.pending_of(r),
             })
             .collect();
-        let graph: BTreeMap<u32, Vec<u32>> = blocked
+        let input: Vec<Blocked> = blocked
             .iter()
-            .map(|b| {
-                let mut w: Vec<u32> = b
-                    .ops
-                    .iter()
-                    .flat_map(|o| o.waits_for.iter().copied())
-                    .collect();
-                w.sort_unstable();
-                w.dedup();
-                (b.rank, w)
+            .map(|b| Blocked {
+                rank: b.rank,
+                ops: b.ops.iter().map(|o| wait_op(sched, b.rank, o)).collect(),
             })
             .collect();
+        let cycle = waitfor::analyze(&input).cycle;
+        if let Some(c) = &cycle {
+            tracing::info!(slice, cycle = ?c, "deadlock with a wait-for cycle");
+        }
         DeadlockReport {
             slice,
-            cycle: find_cycle(&graph),
+            cycle,
             blocked,
         }
     }
 }
 
-/// Depth-first search for a cycle in the wait-for graph, starting from the lowest rank so
-/// the same deadlock is always reported the same way.
-pub fn find_cycle(graph: &BTreeMap<u32, Vec<u32>>) -> Option<Vec<u32>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        Active,
-        Done,
+/// The wait-for analysis' view of a pending operation: world ranks instead of
+/// communicator ranks. At a deadlock nothing pending is matched (the scheduler is
+/// quiescent: no transfer in flight).
+fn wait_op(sched: &Scheduler, rank: u32, o: &PendingOp) -> WaitOp {
+    let members = sched
+        .comms()
+        .get(o.comm, rank)
+        .map(|c| c.members())
+        .unwrap_or_default();
+    let peer = u32::try_from(o.peer)
+        .ok()
+        .and_then(|p| members.get(p as usize).copied());
+    WaitOp {
+        kind: o.kind,
+        comm: o.comm,
+        peer: if o.peer == ANY_SOURCE { None } else { peer },
+        members,
+        matched: false,
     }
-    let mut mark: BTreeMap<u32, Mark> = graph.keys().map(|&k| (k, Mark::New)).collect();
-    fn dfs(
-        v: u32,
-        graph: &BTreeMap<u32, Vec<u32>>,
-        mark: &mut BTreeMap<u32, Mark>,
-        path: &mut Vec<u32>,
-    ) -> Option<Vec<u32>> {
-        mark.insert(v, Mark::Active);
-        path.push(v);
-        for &w in graph.get(&v).map(|v| v.as_slice()).unwrap_or(&[]) {
-            match mark.get(&w).copied() {
-                Some(Mark::Active) => {
-                    let start = path
-                        .iter()
-                        .position(|&x| x == w)
-                        .expect("active is on path");
-                    return Some(path[start..].to_vec());
-                }
-                Some(Mark::New) => {
-                    if let Some(c) = dfs(w, graph, mark, path) {
-                        return Some(c);
-                    }
-                }
-                _ => {}
-            }
-        }
-        path.pop();
-        mark.insert(v, Mark::Done);
-        None
-    }
-    let keys: Vec<u32> = graph.keys().copied().collect();
-    for k in keys {
-        if mark[&k] == Mark::New {
-            if let Some(c) = dfs(k, graph, &mut mark, &mut Vec::new()) {
-                return Some(c);
-            }
-        }
-    }
-    None
 }
 
 fn comm_name(c: u32) -> String {
@@ -173,19 +142,5 @@ impl fmt::Display for DeadlockReport {
                 "  no wait-for cycle: some rank waits for a rank that already finished"
             ),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_the_cycle_from_the_lowest_rank() {
-        let g: BTreeMap<u32, Vec<u32>> =
-            [(0, vec![1]), (1, vec![2]), (2, vec![1]), (3, vec![])].into();
-        assert_eq!(find_cycle(&g), Some(vec![1, 2]));
-        let g: BTreeMap<u32, Vec<u32>> = [(0, vec![1]), (1, vec![])].into();
-        assert_eq!(find_cycle(&g), None);
     }
 }

@@ -6,10 +6,13 @@
 //! trait. Ranks talk to their node manager through the [`JobSegment`].
 
 mod deadlock;
+mod direct;
 pub mod helpers;
 mod node;
 pub mod sink;
 mod strobe;
+#[cfg(test)]
+mod tests;
 
 pub use deadlock::{BlockedRank, DeadlockReport};
 pub use sink::{
@@ -25,37 +28,10 @@ use std::time::{Duration, Instant};
 use crate::segment::JobSegment;
 use crate::transport::shm::ShmFabric;
 use crate::transport::TransportError;
+use strobe_core::slice::SliceError;
 
-/// When the Strobe Sender starts the next slice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StrobePolicy {
-    /// Every `slice` exactly, as in the papers.
-    Fixed,
-    /// Every `slice`, or as soon as no rank is computing (every rank blocked or done).
-    Adaptive,
-}
-
-impl std::str::FromStr for StrobePolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "fixed" => Ok(StrobePolicy::Fixed),
-            "adaptive" => Ok(StrobePolicy::Adaptive),
-            _ => Err(format!(
-                "unknown strobe policy {s:?} (expected adaptive or fixed)"
-            )),
-        }
-    }
-}
-
-impl StrobePolicy {
-    pub fn name(self) -> &'static str {
-        match self {
-            StrobePolicy::Fixed => "fixed",
-            StrobePolicy::Adaptive => "adaptive",
-        }
-    }
-}
+/// When the Strobe Sender starts the next slice (decided by the core's slice machine).
+pub use strobe_core::slice::StrobePolicy;
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -101,14 +77,45 @@ pub enum EngineOutcome {
     SourceStopped(String),
 }
 
+impl From<SliceError> for EngineError {
+    fn from(e: SliceError) -> Self {
+        match e {
+            SliceError::ReplicaDivergence {
+                slice,
+                node,
+                digest,
+                other,
+                other_digest,
+            } => EngineError::ReplicaDivergence {
+                slice,
+                node,
+                digest,
+                other,
+                other_digest,
+            },
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
     #[error("scheduler: {0}")]
     Sched(#[from] crate::sched::SchedError),
-    #[error("node {node}'s scheduler disagrees with node 0's in slice {slice}")]
-    ReplicaDivergence { node: u32, slice: u64 },
+    /// Two scheduler replicas computed different decisions for a slice (found by the
+    /// digest cross-check of the next slice's DEM exchange).
+    #[error(
+        "scheduler replicas diverged in slice {slice}: node {node} computed decision digest \
+         {digest:016x}, node {other} computed {other_digest:016x}"
+    )]
+    ReplicaDivergence {
+        slice: u64,
+        node: u32,
+        digest: u64,
+        other: u32,
+        other_digest: u64,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -127,6 +134,12 @@ pub struct JobShared {
     /// Logical slices (replay): the slice the Strobe Sender is waiting to start at a closed
     /// gate, 0 while it is not waiting.
     pub parked: AtomicU64,
+    /// Test hook: `(node, slice)` makes that node's scheduler replica report a wrong digest
+    /// for that slice, as a diverging replica would (the replica cross-check must end the
+    /// job). Set before `Engine::start`; not reachable from the command line or the
+    /// environment.
+    #[doc(hidden)]
+    pub diverge_replica: Option<(u32, u64)>,
 }
 
 impl JobShared {
@@ -138,6 +151,7 @@ impl JobShared {
             started: Instant::now(),
             outcome: Mutex::new(None),
             parked: AtomicU64::new(0),
+            diverge_replica: None,
         }
     }
 

@@ -5,18 +5,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::deadlock::DeadlockReport;
-use super::helpers::{self, DirectChunk, Memory, Overrides};
+use super::direct::{await_direct, dispatch_direct};
+use super::helpers::{self, Memory, Overrides, PendingWrite};
 use super::sink::{
     Gate, GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason,
 };
 use super::strobe::{self, Phase, STOP};
-use super::{EngineConfig, EngineError, EngineOutcome, JobShared, StrobePolicy};
+use super::{EngineConfig, EngineError, EngineOutcome, JobShared};
 use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
 use crate::outcome::OutcomeRec;
 use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
-use crate::segment::{resume_computing, BlockedCall, DmaWork, RankQueues, RankState};
+use crate::segment::{resume_computing, BlockedCall, RankQueues, RankState};
 use crate::transport::{NodeSet, Transport};
+use strobe_core::slice::{Command, Event, MachineConfig, ReplicaDigest, SliceMachine, Usr};
+use tracing::{debug, error, trace};
 
 pub const EVENTS: u32 = 4;
 /// Global memory: variables in the first page, then one DEM mailbox per source node.
@@ -50,12 +53,39 @@ pub struct NodeManager {
     /// pid of every rank, once known.
     pids: Vec<i32>,
     bounce: Vec<u8>,
-    // Strobe Sender state (node 0 only).
-    last_start: Option<Instant>,
-    /// When the current slice was *due*: timer slices are scheduled from this, not from
-    /// the actual start, so wake-up latency does not accumulate into drift.
-    due: Option<Instant>,
+    /// Whether a world rank is on this node (for the helpers).
+    is_local: Box<dyn Fn(u32) -> bool + Send>,
+    /// The replica digests carried by this slice's DEM batches (reused buffer).
+    replicas: Vec<ReplicaDigest>,
+    /// Test hook: the slice whose digest this replica falsifies.
+    diverge_at: Option<u64>,
+    /// Deadlock detection (node 0): idle slices in a row.
     idle_slices: u32,
+}
+
+/// What one slice accumulates on this node while the machine walks its microphases.
+struct SliceWork {
+    slice: u64,
+    reason: StartReason,
+    t0: Instant,
+    local: LocalMetrics,
+    global: GlobalMetrics,
+    /// Local ranks blocked when the slice started, with their calls.
+    blocked: Vec<(u32, BlockedCall)>,
+    /// Node 0 with several nodes: every rank blocked when the slice started.
+    all_blocked: Option<Vec<(u32, BlockedCall)>>,
+    /// Replay: the recorded blocked set.
+    recorded_blocked: Option<Vec<u32>>,
+    posted: Vec<Descriptor>,
+    dec: SliceDecisions,
+    errs: Overrides,
+    writes: Vec<PendingWrite>,
+    /// When the Reduce Helper started (RM spans two commands).
+    t_rm: Option<Instant>,
+}
+
+fn no_slice() -> EngineError {
+    EngineError::Other("slice work outside a slice".into())
 }
 
 impl NodeManager {
@@ -77,6 +107,11 @@ impl NodeManager {
             node_of_rank: node_of_rank.clone(),
             chunk_budget: cfg.chunk_budget,
         });
+        let is_local_of = node_of_rank.clone();
+        let cfg_nodes = cfg.nodes as usize;
+        let diverge_at = shared
+            .diverge_replica
+            .and_then(|(n, s)| (n == node).then_some(s));
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
@@ -92,8 +127,9 @@ impl NodeManager {
             node_of_rank,
             local_ranks,
             queues,
-            last_start: None,
-            due: None,
+            is_local: Box::new(move |r: u32| is_local_of[r as usize] == node),
+            replicas: Vec::with_capacity(cfg_nodes),
+            diverge_at,
             idle_slices: 0,
         }
     }
@@ -117,149 +153,242 @@ impl NodeManager {
         res
     }
 
+    fn now_ns(&self) -> u64 {
+        self.shared.started.elapsed().as_nanos() as u64
+    }
+
+    /// Drive the slice state machine: carry out each command with the transport, the job
+    /// segment and the helpers, and report what happened.
     fn slice_loop(&mut self) -> Result<(), EngineError> {
-        let mut slice = 0u64;
+        let mut m = SliceMachine::new(
+            MachineConfig {
+                node: self.node,
+                nodes: self.cfg.nodes,
+                policy: self.cfg.policy,
+                slice_ns: self.cfg.slice.as_nanos() as u64,
+                logical: self.source.is_some(),
+            },
+            self.now_ns(),
+        );
+        let mut work: Option<SliceWork> = None;
         loop {
-            let (next, reason, getts) = if self.node == 0 {
-                let start = match self.source.clone() {
-                    Some(src) => self.await_logical(src.as_ref(), slice + 1),
-                    None => self.await_start()?,
-                };
-                match start {
-                    Some((reason, getts)) => {
-                        strobe::send_strobe(self.t.as_ref(), slice + 1)?;
-                        (slice + 1, reason, getts)
-                    }
-                    None => return Ok(()),
-                }
-            } else {
-                let s = strobe::await_strobe(self.t.as_ref(), slice)?;
-                (s, StartReason::Timer, Duration::ZERO)
+            let Some(cmd) = m.poll() else {
+                return Err(EngineError::Other("the slice machine stalled".into()));
             };
-            if next == STOP {
+            let t = self.t.as_ref();
+            match cmd {
+                Command::AwaitStart { early } => match self.source.clone() {
+                    Some(src) => self.await_gate(&mut m, src.as_ref()),
+                    None => self.await_start(&mut m, early),
+                },
+                Command::SendStrobe { slice } => strobe::send_strobe(t, slice)?,
+                Command::AwaitStrobe { last } => {
+                    let ev = match strobe::await_strobe(t, last)? {
+                        STOP => Event::Stop,
+                        slice => Event::StrobeReceived { slice },
+                    };
+                    m.handle(ev);
+                }
+                Command::BeginSlice {
+                    slice,
+                    reason,
+                    getts_ns,
+                } => {
+                    self.shared.slice.store(slice, Ordering::Release);
+                    trace!(
+                        node = self.node,
+                        slice,
+                        reason = reason.name(),
+                        "slice starts"
+                    );
+                    work = Some(self.begin_slice(slice, reason, Duration::from_nanos(getts_ns)));
+                }
+                Command::SignalPhaseDone { code } => strobe::signal_done(t, code)?,
+                Command::AttemptMicrostrobe { code } => {
+                    let opened = strobe::try_microstrobe(t, code)?;
+                    if !opened {
+                        trace!(code, "microstrobe retry (USR)");
+                    }
+                    m.handle(Event::MicrostrobeAttempt { opened });
+                }
+                Command::AwaitPhaseDoneSignal => {
+                    strobe::await_done_signal(t)?;
+                    m.handle(Event::PhaseDoneSignal);
+                }
+                Command::OpenMicrostrobe { drain_signals, .. } => {
+                    strobe::open_microstrobe(t, drain_signals)?
+                }
+                Command::AwaitMicrostrobe { code } => {
+                    strobe::await_microstrobe(t, code)?;
+                    m.handle(Event::MicrostrobeOpened);
+                }
+                Command::EndSlice { usr, .. } => {
+                    let w = work.take().ok_or_else(no_slice)?;
+                    self.end_slice(w, usr);
+                }
+                Command::Fail(e) => {
+                    error!(node = self.node, "{e}");
+                    return Err(e.into());
+                }
+                Command::Finished(_) => return Ok(()),
+                phase_work => {
+                    let w = work.as_mut().ok_or_else(no_slice)?;
+                    self.run_phase(&mut m, w, phase_work)?;
+                }
+            }
+        }
+    }
+
+    /// The work of a microphase (DEM, MSM, P2P, BBM, RM), then its report to the machine.
+    fn run_phase(
+        &mut self,
+        m: &mut SliceMachine,
+        w: &mut SliceWork,
+        cmd: Command,
+    ) -> Result<(), EngineError> {
+        let done = match cmd {
+            Command::SendBatch { replica, .. } => {
+                self.send_batch(w, replica)?;
+                Phase::Dem
+            }
+            Command::MergeAndSchedule { .. } => {
+                w.local.ltdem = w.t0.elapsed();
+                w.global.gtdem = w.local.ltdem;
+                let digest = self.merge_and_schedule(w)?;
+                let reductions = w
+                    .dec
+                    .decisions
+                    .iter()
+                    .any(|d| matches!(d, Decision::Collective(run) if run.kind.is_reduction()));
+                let replicas = std::mem::take(&mut self.replicas);
+                m.handle(Event::Scheduled {
+                    digest,
+                    reductions,
+                    replicas: &replicas,
+                });
+                self.replicas = replicas;
                 return Ok(());
             }
-            slice = next;
-            self.shared.slice.store(slice, Ordering::Release);
-            self.run_slice(slice, reason, getts)?;
+            Command::RunP2p => {
+                w.local.ltmsm = w.t0.elapsed();
+                w.global.gtmsm = w.local.ltmsm;
+                self.run_p2p(w);
+                Phase::P2p
+            }
+            Command::RunBbm => {
+                let tb = Instant::now();
+                let mut mem = self.memory();
+                helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, false, &mut w.writes);
+                w.local.t_bbm = tb.elapsed();
+                Phase::Bbm
+            }
+            Command::ReduceRead => {
+                w.t_rm = Some(Instant::now());
+                let mut mem = self.memory();
+                helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, true, &mut w.writes);
+                Phase::RmRead
+            }
+            Command::WriteAndDeliver => {
+                let mut mem = self.memory();
+                helpers::apply_writes(std::mem::take(&mut w.writes), &mut mem, &mut w.errs);
+                w.local.t_rm = w.t_rm.map_or(Duration::ZERO, |t| t.elapsed());
+                let td = Instant::now();
+                self.deliver(&w.dec, &w.errs);
+                w.local.t_deliver = td.elapsed();
+                Phase::Rm
+            }
+            other => {
+                return Err(EngineError::Other(format!(
+                    "unexpected slice command {other:?}"
+                )))
+            }
+        };
+        m.handle(Event::PhaseWorkDone(done));
+        Ok(())
+    }
+
+    /// Strobe Sender, one round: report whatever could start the next slice (or end the
+    /// job); if nothing does, sleep until the doorbell rings or the machine's timer expires.
+    fn await_start(&mut self, m: &mut SliceMachine, early: bool) {
+        let h = self.shared.seg.header();
+        if self.shared.stop.load(Ordering::Acquire) {
+            return m.handle(Event::Stop);
+        }
+        if self.all_done() {
+            self.finished();
+            return m.handle(Event::AllRanksDone);
+        }
+        let bell = h.doorbell.load(Ordering::Acquire);
+        // Only the adaptive strobe can start early, so only it reads `computing`.
+        let now = self.now_ns();
+        if early && h.computing.load(Ordering::Acquire) == 0 {
+            m.handle(Event::NoRankComputing { now });
+        }
+        m.handle(Event::TimeAdvanced { now });
+        let Some(deadline) = m.timeout().filter(|_| m.awaiting_start()) else {
+            return;
+        };
+        let deadline = self.shared.started + Duration::from_nanos(deadline);
+        // Only the adaptive strobe polls the doorbell; the fixed strobe sleeps until its timer.
+        let spin = if early {
+            futex::spin_budget()
+        } else {
+            Duration::ZERO
+        }
+        .min(deadline.saturating_duration_since(Instant::now()));
+        if !futex::spin_while_eq(&h.doorbell, bell, spin) {
+            futex::wait_until(&h.doorbell, bell, Some(deadline));
         }
     }
 
-    /// Strobe Sender: wait until the next slice should start. `None`: the job is over.
-    fn await_start(&mut self) -> Result<Option<(StartReason, Duration)>, EngineError> {
-        let h = self.shared.seg.header();
-        let Some(last) = self.last_start else {
-            let now = Instant::now();
-            self.last_start = Some(now);
-            self.due = Some(now);
-            return Ok(Some((StartReason::First, Duration::ZERO)));
-        };
-        let due = self.due.unwrap_or(last);
-        // If the previous slice overran by more than a whole slice, resynchronise rather
-        // than firing a burst of back-to-back catch-up slices.
-        // A late slice is not followed by a near-empty catch-up slice: at least half a slice
-        // separates two timer starts.
-        let deadline = (due + self.cfg.slice)
-            .max(Instant::now() - self.cfg.slice)
-            .max(last + self.cfg.slice / 2);
-        let reason = loop {
-            if self.shared.stop.load(Ordering::Acquire) {
-                return Ok(None);
-            }
-            if self.all_done() {
-                *self.shared.outcome.lock().expect("outcome lock") =
-                    Some(EngineOutcome::Finished {
-                        slices: self.shared.slice.load(Ordering::Acquire),
-                    });
-                return Ok(None);
-            }
-            let bell = h.doorbell.load(Ordering::Acquire);
-            if self.cfg.policy == StrobePolicy::Adaptive && h.computing.load(Ordering::Acquire) == 0
-            {
-                break StartReason::Early;
-            }
-            if Instant::now() >= deadline {
-                break StartReason::Timer;
-            }
-            // Only the adaptive strobe can start early, so only it polls the doorbell; the
-            // fixed strobe sleeps until its timer.
-            let spin = match self.cfg.policy {
-                StrobePolicy::Adaptive => futex::spin_budget(),
-                StrobePolicy::Fixed => Duration::ZERO,
-            }
-            .min(deadline.saturating_duration_since(Instant::now()));
-            if !futex::spin_while_eq(&h.doorbell, bell, spin) {
-                futex::wait_until(&h.doorbell, bell, Some(deadline));
-            }
-        };
-        let now = Instant::now();
-        self.last_start = Some(now);
-        self.due = Some(if reason == StartReason::Timer {
-            deadline
-        } else {
-            now
-        });
-        Ok(Some((reason, now - last)))
+    fn finished(&self) {
+        let slices = self.shared.slice.load(Ordering::Acquire);
+        debug!(slices, "every rank finalized or exited");
+        *self.shared.outcome.lock().expect("outcome lock") =
+            Some(EngineOutcome::Finished { slices });
     }
 
-    /// Strobe Sender in replay (logical slices, model.md 4.4): no timer; slice `next`
-    /// starts as soon as the slice source's gate opens. `None`: the job is over.
-    fn await_logical(
-        &mut self,
-        src: &dyn SliceSource,
-        next: u64,
-    ) -> Option<(StartReason, Duration)> {
+    /// Strobe Sender in replay (logical slices, model.md 4.4), one round: no timer; the
+    /// next slice starts as soon as the slice source's gate opens.
+    fn await_gate(&mut self, m: &mut SliceMachine, src: &dyn SliceSource) {
         let h = self.shared.seg.header();
-        loop {
-            if self.shared.stop.load(Ordering::Acquire) {
-                return None;
-            }
-            let bell = h.doorbell.load(Ordering::Acquire);
-            // The gate first: the recording may hold slices after the last rank finished
-            // (they ran while the ranks were exiting); a replay runs them too.
-            // Whether everyone is done is read before the gate: states only move towards
-            // done, so a gate that still waits with everyone done waits for nothing.
-            let done = self.all_done();
-            let gate = src.gate(next, &self.shared.seg);
-            if gate == Gate::Wait && done {
-                *self.shared.outcome.lock().expect("outcome lock") =
-                    Some(EngineOutcome::Finished {
-                        slices: self.shared.slice.load(Ordering::Acquire),
-                    });
-                return None;
-            }
-            match gate {
-                Gate::Open => {
-                    self.shared.parked.store(0, Ordering::Release);
-                    break;
-                }
-                Gate::Stop(why) => {
-                    *self.shared.outcome.lock().expect("outcome lock") =
-                        Some(EngineOutcome::SourceStopped(why));
-                    self.shared.stop.store(true, Ordering::Release);
-                    return None;
-                }
-                Gate::Wait => self.shared.parked.store(next, Ordering::Release),
-            }
-            // Replaying ranks ring the doorbell when they post, block or are held; the
-            // timeout covers what rings nothing (a rank that exits, a user command).
-            if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
-                futex::wait_until(
-                    &h.doorbell,
-                    bell,
-                    Some(Instant::now() + Duration::from_millis(2)),
-                );
-            }
+        let next = m.slice() + 1;
+        if self.shared.stop.load(Ordering::Acquire) {
+            return m.handle(Event::Stop);
         }
-        let now = Instant::now();
-        let getts = self.last_start.map_or(Duration::ZERO, |l| now - l);
-        let reason = if self.last_start.is_none() {
-            StartReason::First
-        } else {
-            StartReason::Logical
-        };
-        self.last_start = Some(now);
-        Some((reason, getts))
+        let bell = h.doorbell.load(Ordering::Acquire);
+        // The gate first: the recording may hold slices after the last rank finished
+        // (they ran while the ranks were exiting); a replay runs them too.
+        // Whether everyone is done is read before the gate: states only move towards
+        // done, so a gate that still waits with everyone done waits for nothing.
+        let done = self.all_done();
+        let gate = src.gate(next, &self.shared.seg);
+        if gate == Gate::Wait && done {
+            self.finished();
+            return m.handle(Event::AllRanksDone);
+        }
+        match gate {
+            Gate::Open => {
+                self.shared.parked.store(0, Ordering::Release);
+                return m.handle(Event::GateOpen { now: self.now_ns() });
+            }
+            Gate::Stop(why) => {
+                *self.shared.outcome.lock().expect("outcome lock") =
+                    Some(EngineOutcome::SourceStopped(why));
+                self.shared.stop.store(true, Ordering::Release);
+                return m.handle(Event::Stop);
+            }
+            Gate::Wait => self.shared.parked.store(next, Ordering::Release),
+        }
+        // Replaying ranks ring the doorbell when they post, block or are held; the
+        // timeout covers what rings nothing (a rank that exits, a user command).
+        if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
+            futex::wait_until(
+                &h.doorbell,
+                bell,
+                Some(Instant::now() + Duration::from_millis(2)),
+            );
+        }
     }
 
     /// Replay: let each local rank post what the source allows while `slice` runs, and
@@ -313,98 +442,123 @@ impl NodeManager {
         (0..self.cfg.ranks).all(|r| self.shared.seg.slot(r).state().is_done())
     }
 
-    fn run_slice(
-        &mut self,
-        slice: u64,
-        reason: StartReason,
-        getts: Duration,
-    ) -> Result<(), EngineError> {
+    /// A slice starts on this node: who is blocked (for BPTS, the slice record and
+    /// deadlock detection), post limits and outcomes.
+    fn begin_slice(&mut self, slice: u64, reason: StartReason, getts: Duration) -> SliceWork {
         let t0 = Instant::now();
-        let mut local = LocalMetrics {
-            node: self.node,
-            letts: getts,
-            ..Default::default()
-        };
-        let mut global = GlobalMetrics {
-            getts,
-            ..Default::default()
-        };
         self.raise_post_limits(slice);
-        // Who is blocked when the slice starts (for BPTS, the slice record and deadlock
-        // detection). The job-wide list is also taken now: taken after the slice, it would
-        // name calls ranks entered during the slice. Replay takes both from the recording,
-        // once the batch is known (below).
-        let mut blocked = self.observe_blocked(self.local_ranks.iter().copied());
-        let mut all_blocked =
+        // The job-wide blocked list is also taken now: taken after the slice, it would name
+        // calls ranks entered during the slice. Replay takes both from the recording, once
+        // the batch is known (MSM).
+        let blocked = self.observe_blocked(self.local_ranks.iter().copied());
+        let all_blocked =
             (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
         self.drain_outcomes();
+        SliceWork {
+            slice,
+            reason,
+            t0,
+            local: LocalMetrics {
+                node: self.node,
+                letts: getts,
+                ..Default::default()
+            },
+            global: GlobalMetrics {
+                getts,
+                ..Default::default()
+            },
+            blocked,
+            all_blocked,
+            recorded_blocked: None,
+            posted: Vec::new(),
+            dec: SliceDecisions::default(),
+            errs: Overrides::new(),
+            writes: Vec::new(),
+            t_rm: None,
+        }
+    }
 
-        // DEM: the Buffer Sender drains the local ranks' queues and delivers the batch to
-        // every node's Buffer Receiver.
-        let batch = self.drain(slice);
+    /// DEM: the Buffer Sender drains the local ranks' queues and delivers the batch, with
+    /// this replica's digest of the previous slice, to every node's Buffer Receiver.
+    fn send_batch(
+        &mut self,
+        w: &mut SliceWork,
+        replica: Option<ReplicaDigest>,
+    ) -> Result<(), EngineError> {
+        let batch = self.drain(w.slice);
         for d in &batch {
             match d.kind() {
-                Some(k) if k.is_collective() => local.ncolldem += 1,
-                Some(_) => local.np2pdem += 1,
+                Some(k) if k.is_collective() => w.local.ncolldem += 1,
+                Some(_) => w.local.np2pdem += 1,
                 None => {}
             }
         }
-        local.t_drain = t0.elapsed();
+        w.local.t_drain = w.t0.elapsed();
         let bytes = descriptors_as_bytes(&batch);
-        let mut mail = Vec::with_capacity(8 + bytes.len());
+        let mut mail = Vec::with_capacity(MAILBOX_HEADER + bytes.len());
+        let (of, digest) = replica.map_or((0, 0), |r| (r.slice, r.digest));
         mail.extend_from_slice(&(batch.len() as u64).to_le_bytes());
+        mail.extend_from_slice(&of.to_le_bytes());
+        mail.extend_from_slice(&digest.to_le_bytes());
         mail.resize(MAILBOX_HEADER, 0);
         mail.extend_from_slice(bytes);
         let all = NodeSet::all(self.cfg.nodes);
         self.t
             .xfer_and_signal(&mail, &all, self.mailbox(self.node), None, None)?;
-        global.usrdem = strobe::microstrobe(self.t.as_ref(), slice, Phase::Dem)?;
-        local.ltdem = t0.elapsed();
-        global.gtdem = local.ltdem;
+        Ok(())
+    }
 
-        // MSM: every node's scheduler replica schedules the global batch.
+    /// MSM: every node's scheduler replica schedules the global batch. Returns the digest
+    /// this replica reports for the cross-check.
+    fn merge_and_schedule(&mut self, w: &mut SliceWork) -> Result<u64, EngineError> {
         let ts = Instant::now();
-        let posted = self.collect_mail()?;
-        let recorded_blocked = self.source.as_ref().and_then(|s| s.blocked(slice, &posted));
-        if let Some(rec) = &recorded_blocked {
-            blocked = self.with_calls(rec, true);
-            all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
+        w.posted = self.collect_mail()?;
+        w.recorded_blocked = self
+            .source
+            .as_ref()
+            .and_then(|s| s.blocked(w.slice, &w.posted));
+        if let Some(rec) = &w.recorded_blocked {
+            w.blocked = self.with_calls(rec, true);
+            w.all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
         }
-        local.bpts = blocked.len() as u32;
-        let dec = self.sched.schedule(slice, &posted)?;
-        local.t_schedule = ts.elapsed();
-        for d in &dec.decisions {
+        w.local.bpts = w.blocked.len() as u32;
+        w.dec = self.sched.schedule(w.slice, &w.posted)?;
+        w.local.t_schedule = ts.elapsed();
+        for d in &w.dec.decisions {
             match d {
-                Decision::Chunk(c) if self.is_local(c.recv.rank) => local.np2pmsm += 1,
+                Decision::Chunk(c) if self.is_local(c.recv.rank) => w.local.np2pmsm += 1,
                 Decision::Collective(run) if run.parts.iter().any(|p| self.is_local(p.rank)) => {
-                    local.ncollmsm += 1
+                    w.local.ncollmsm += 1
                 }
                 _ => {}
             }
         }
-        global.usrmsm = strobe::microstrobe(self.t.as_ref(), slice, Phase::Msm)?;
-        local.ltmsm = t0.elapsed();
-        global.gtmsm = local.ltmsm;
+        let mut digest = w.dec.digest();
+        if self.diverge_at == Some(w.slice) {
+            // Test hook (`JobShared::diverge_replica`): this replica disagrees.
+            digest ^= 1;
+        }
+        Ok(digest)
+    }
 
-        // P2P, BBM, RM: the helpers execute this node's share of the decisions.
-        let mut errs = Overrides::new();
-        // A rank's pid is set once, before it can post anything: refresh only unknown ones.
+    /// P2P: the DMA Helper moves every chunk whose receiver is local (large chunks through
+    /// the receiving rank's own DMA Helper thread).
+    fn run_p2p(&mut self, w: &mut SliceWork) {
+        // A rank's pid is set once, before it can post anything: refresh only unknown ones,
+        // once per slice, before the first helper runs.
         for (r, pid) in self.pids.iter_mut().enumerate() {
             if *pid == 0 {
                 *pid = self.shared.seg.slot(r as u32).pid.load(Ordering::Acquire) as i32;
             }
         }
-        let pids = &self.pids;
-        let node_of = &self.node_of_rank;
-        let me = self.node;
-        let is_local = move |r: u32| node_of[r as usize] == me;
+        let min = self.cfg.direct_copy_min;
         let mut mem = Memory {
-            pids,
-            local: &is_local,
+            pids: &self.pids,
+            local: &*self.is_local,
             bounce: &mut self.bounce,
         };
         let tp = Instant::now();
-        let direct = helpers::direct_chunks(&dec, &mem, self.cfg.direct_copy_min);
+        let direct = helpers::direct_chunks(&w.dec, &mem, min);
         let waits = dispatch_direct(
             &self.shared,
             &self.local_ranks,
@@ -412,55 +566,46 @@ impl NodeManager {
             &mut self.dma_pushed,
             &direct,
         );
-        helpers::run_p2p(&dec, &mut mem, &mut errs, self.cfg.direct_copy_min);
-        await_direct(&self.shared, &waits, &direct, &mut errs);
-        local.t_p2p = tp.elapsed();
-        let mut usr = strobe::microstrobe(self.t.as_ref(), slice, Phase::P2p)?;
-        let tb = Instant::now();
-        let mut writes = Vec::new();
-        helpers::run_collectives(&dec, &mut mem, &mut errs, false, &mut writes);
-        local.t_bbm = tb.elapsed();
-        usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::Bbm)?;
-        let tr = Instant::now();
-        helpers::run_collectives(&dec, &mut mem, &mut errs, true, &mut writes);
-        // Every node must have read its reduction inputs before any node writes results (an
-        // in-place member's input is its output buffer). The decisions are the same on every
-        // node, so every node takes part in this microstrobe or none does.
-        if self.cfg.nodes > 1
-            && dec
-                .decisions
-                .iter()
-                .any(|d| matches!(d, Decision::Collective(run) if run.kind.is_reduction()))
-        {
-            usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::RmRead)?;
-        }
-        helpers::apply_writes(writes, &mut mem, &mut errs);
-        local.t_rm = tr.elapsed();
-        let td = Instant::now();
-        self.deliver(&dec, &errs);
-        local.t_deliver = td.elapsed();
-        usr += strobe::microstrobe(self.t.as_ref(), slice, Phase::Rm)?;
-        local.ltts = t0.elapsed();
-        global.gtts = local.ltts;
-        global.usrsts = global.usrdem + global.usrmsm + usr;
+        helpers::run_p2p(&w.dec, &mut mem, &mut w.errs, min);
+        await_direct(&self.shared, &waits, &direct, &mut w.errs);
+        w.local.t_p2p = tp.elapsed();
+    }
 
-        self.sink.node_metrics(slice, &local);
+    /// The slice is over on this node: metrics, and on node 0 deadlock detection and the
+    /// slice record.
+    fn end_slice(&mut self, w: SliceWork, usr: Usr) {
+        let mut local = w.local;
+        let mut global = w.global;
+        local.ltts = w.t0.elapsed();
+        global.gtts = local.ltts;
+        global.usrdem = usr.dem;
+        global.usrmsm = usr.msm;
+        global.usrsts = usr.sts;
+        self.sink.node_metrics(w.slice, &local);
         if self.node == 0 {
-            let digest = dec.digest();
-            let all_blocked = all_blocked.unwrap_or(blocked);
-            self.check_deadlock(slice, &posted, &dec, recorded_blocked.as_deref());
+            let digest = w.dec.digest();
+            let all_blocked = w.all_blocked.unwrap_or(w.blocked);
+            self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
             self.sink.slice(&SliceRecord {
-                slice,
-                reason,
-                start_ns: (t0 - self.shared.started).as_nanos() as u64,
+                slice: w.slice,
+                reason: w.reason,
+                start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
                 global,
-                descriptors: posted,
-                decisions: dec,
+                descriptors: w.posted,
+                decisions: w.dec,
                 digest,
                 blocked: all_blocked,
             });
         }
-        Ok(())
+    }
+
+    /// The helpers' view of the node's memory (pids as refreshed at P2P).
+    fn memory(&mut self) -> Memory<'_> {
+        Memory {
+            pids: &self.pids,
+            local: &*self.is_local,
+            bounce: &mut self.bounce,
+        }
     }
 
     fn is_local(&self, rank: u32) -> bool {
@@ -493,14 +638,25 @@ impl NodeManager {
         batch
     }
 
-    /// Buffer Receiver: read every node's batch and merge into canonical order.
-    fn collect_mail(&self) -> Result<Vec<Descriptor>, EngineError> {
+    /// Buffer Receiver: read every node's batch and merge into canonical order; keep the
+    /// replica digest each batch carried in `self.replicas`.
+    fn collect_mail(&mut self) -> Result<Vec<Descriptor>, EngineError> {
         let mut all = Vec::new();
+        self.replicas.clear();
         for n in 0..self.cfg.nodes {
             let base = self.mailbox(n);
-            let mut head = [0u8; 8];
+            // Header: descriptor count, then the slice and digest of the sender's replica.
+            let mut head = [0u8; 24];
             self.t.read_local(base, &mut head)?;
-            let count = u64::from_le_bytes(head) as usize;
+            let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8"));
+            let count = word(0) as usize;
+            if word(1) != 0 {
+                self.replicas.push(ReplicaDigest {
+                    node: n,
+                    slice: word(1),
+                    digest: word(2),
+                });
+            }
             let mut raw = vec![0u8; count * std::mem::size_of::<Descriptor>()];
             self.t.read_local(base + MAILBOX_HEADER, &mut raw)?;
             all.extend(
@@ -595,92 +751,10 @@ impl NodeManager {
         self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
         if self.idle_slices >= self.cfg.deadlock_slices {
             let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks);
+            debug!(slice, blocked = report.blocked.len(), "deadlock detected");
             *self.shared.outcome.lock().expect("outcome lock") =
                 Some(EngineOutcome::Deadlock(report));
             self.shared.stop.store(true, Ordering::Release);
-        }
-    }
-}
-
-/// Queue each direct chunk to its receiver's DMA Helper and wake it. Returns, per rank,
-/// the `dma_done` value that means "all done".
-fn dispatch_direct(
-    shared: &JobShared,
-    local_ranks: &[u32],
-    queues: &[RankQueues],
-    pushed: &mut [u32],
-    direct: &[DirectChunk],
-) -> Vec<(u32, u32)> {
-    let mut woken: Vec<(u32, u32)> = Vec::new();
-    for (tag, c) in direct.iter().enumerate() {
-        let i = local_ranks
-            .binary_search(&c.recv.rank)
-            .expect("direct chunks have local receivers");
-        let w = DmaWork {
-            src_pid: c.src_pid as u32,
-            _pad: 0,
-            src_addr: c.src_addr,
-            dst_addr: c.dst_addr,
-            len: c.len,
-            tag: tag as u64,
-        };
-        // The queue holds far more than one slice's chunks (the budget bounds them); if it
-        // is ever full, the copy still happens: the receiver's helper drains it meanwhile.
-        while queues[i].dma.push(&w).is_err() {
-            std::thread::yield_now();
-        }
-        pushed[i] = pushed[i].wrapping_add(1);
-        match woken.iter_mut().find(|(r, _)| *r == c.recv.rank) {
-            Some(e) => e.1 = pushed[i],
-            None => woken.push((c.recv.rank, pushed[i])),
-        }
-    }
-    for &(rank, _) in &woken {
-        let slot = shared.seg.slot(rank);
-        slot.dma_req.fetch_add(1, Ordering::Release);
-        futex::wake_all(&slot.dma_req);
-    }
-    woken
-}
-
-/// Wait until every rank's DMA Helper finished the copies queued this slice.
-fn await_direct(
-    shared: &JobShared,
-    waits: &[(u32, u32)],
-    direct: &[DirectChunk],
-    errs: &mut Overrides,
-) {
-    for &(rank, target) in waits {
-        let slot = shared.seg.slot(rank);
-        let mut spins = 0u32;
-        loop {
-            let done = slot.dma_done.load(Ordering::Acquire);
-            if done == target {
-                break;
-            }
-            if slot.state() == RankState::Exited
-                || shared.seg.header().shutdown.load(Ordering::Acquire) != 0
-            {
-                for c in direct.iter().filter(|c| c.recv.rank == rank) {
-                    errs.insert(c.recv, crate::descriptor::RtError::Aborted);
-                }
-                break;
-            }
-            spins += 1;
-            if spins < 2000 {
-                if spins % 32 == 0 {
-                    std::thread::yield_now();
-                }
-                std::hint::spin_loop();
-            } else {
-                futex::wait(&slot.dma_done, done, Some(Duration::from_millis(5)));
-            }
-        }
-        let e = slot.dma_error.swap(0, Ordering::AcqRel);
-        if e != 0 {
-            if let Some(c) = direct.get(e as usize - 1) {
-                errs.insert(c.recv, crate::descriptor::RtError::Buffer);
-            }
         }
     }
 }

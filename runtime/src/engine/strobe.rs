@@ -7,8 +7,11 @@
 //! Strobe Sender's Compare-And-Write "VAR_DONE >= code on all nodes, then VAR_GO := code"
 //! opens the next microphase (a failed attempt is one unsuccessful synchronization retry,
 //! the papers' USR* metrics), and `EV_MICRO` wakes the other nodes.
+//!
+//! When to do which is decided by the slice state machine (`strobe_core::slice::machine`);
+//! these functions are its commands carried out on a [`Transport`].
 
-pub use strobe_core::slice::{code, Phase};
+pub use strobe_core::slice::Phase;
 
 use crate::transport::{CmpOp, EventId, NodeSet, Transport, TransportError, Wait};
 
@@ -54,35 +57,41 @@ pub fn await_strobe(t: &dyn Transport, last: u64) -> Result<u64, TransportError>
     }
 }
 
-/// Mark `phase` of `slice` done on this node and wait for the microstrobe that opens the
-/// next one. On node 0 this is the Strobe Sender's side; it returns the number of
-/// unsuccessful Compare-And-Write retries.
-pub fn microstrobe(t: &dyn Transport, slice: u64, phase: Phase) -> Result<u32, TransportError> {
-    let c = code(slice, phase);
-    t.store_var(VAR_DONE, c)?;
-    let nodes = t.nodes();
+/// Mark the microphase `code` done on this node: store it in `VAR_DONE` and, off node 0,
+/// signal `EV_DONE` on node 0 (exactly once per microphase).
+pub fn signal_done(t: &dyn Transport, code: u64) -> Result<(), TransportError> {
+    t.store_var(VAR_DONE, code)?;
     if t.node() != 0 {
         t.xfer_and_signal(&[], &NodeSet::single(0), 0, None, Some(EV_DONE))?;
-        while t.load_var(VAR_GO)? < c {
-            t.test_event(EV_MICRO, Wait::BlockSpinning)?;
-        }
-        return Ok(0);
     }
-    let all = NodeSet::all(nodes);
-    // Every other node signals EV_DONE exactly once per phase; consume exactly that many
-    // signals per phase so stale signals never turn into phantom retries later.
-    let mut owed = nodes - 1;
-    let mut retries = 0;
-    while !t.compare_and_write(VAR_DONE, CmpOp::Ge, c, &all, Some((VAR_GO, c)))? {
-        retries += 1;
-        if owed > 0 {
-            t.test_event(EV_DONE, Wait::BlockSpinning)?;
-            owed -= 1;
-        }
-    }
+    Ok(())
+}
+
+/// Strobe Sender: the microstrobe's Compare-And-Write, "`VAR_DONE >= code` on all nodes,
+/// then `VAR_GO := code`". `false` is one unsuccessful synchronization retry.
+pub fn try_microstrobe(t: &dyn Transport, code: u64) -> Result<bool, TransportError> {
+    let all = NodeSet::all(t.nodes());
+    t.compare_and_write(VAR_DONE, CmpOp::Ge, code, &all, Some((VAR_GO, code)))
+}
+
+/// Strobe Sender: consume one node's phase-done signal.
+pub fn await_done_signal(t: &dyn Transport) -> Result<(), TransportError> {
+    t.test_event(EV_DONE, Wait::BlockSpinning).map(drop)
+}
+
+/// Strobe Sender: the microstrobe opened. Consume the phase-done signals still owed for it
+/// (so stale signals never turn into phantom retries later) and wake the other nodes.
+pub fn open_microstrobe(t: &dyn Transport, owed: u32) -> Result<(), TransportError> {
     for _ in 0..owed {
-        t.test_event(EV_DONE, Wait::BlockSpinning)?;
+        await_done_signal(t)?;
     }
-    signal_others(t, EV_MICRO)?;
-    Ok(retries)
+    signal_others(t, EV_MICRO)
+}
+
+/// Nodes other than 0: wait until the microstrobe `code` opened the next microphase.
+pub fn await_microstrobe(t: &dyn Transport, code: u64) -> Result<(), TransportError> {
+    while t.load_var(VAR_GO)? < code {
+        t.test_event(EV_MICRO, Wait::BlockSpinning)?;
+    }
+    Ok(())
 }

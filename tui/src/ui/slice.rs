@@ -2,8 +2,6 @@
 //! handled, the scheduler's decisions, the blocked ranks with what they wait for, the
 //! wait-for graph (a cycle highlighted) and each node's local metrics.
 
-use std::collections::BTreeMap;
-
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -13,6 +11,8 @@ use super::dur;
 use crate::app::App;
 use crate::data::{BlockedRank, DescriptorRow, SliceDetail};
 use crate::theme::Theme;
+use strobe_runtime::descriptor::{DescKind, COMM_SELF_BASE, COMM_WORLD};
+use strobe_runtime::waitfor::{self, Blocked, WaitFor, WaitOp};
 
 /// Peer values with a meaning of their own (docs/recording.md, `descriptor.peer`).
 fn peer(p: i64) -> String {
@@ -46,47 +46,52 @@ fn describe(d: &DescriptorRow) -> String {
     )
 }
 
-/// Wait-for edges between blocked ranks: a rank blocked in a point-to-point call on the
-/// world communicator waits for its peer. Returns the edges and the ranks on a cycle.
-pub fn wait_for(blocked: &[BlockedRank]) -> (BTreeMap<u32, u32>, Vec<u32>) {
-    let mut edges = BTreeMap::new();
-    for b in blocked {
-        if let Some(d) = &b.waits_on {
-            let p2p = matches!(
-                d.kind.as_str(),
-                "MPI_Send"
-                    | "MPI_Ssend"
-                    | "MPI_Rsend"
-                    | "MPI_Bsend"
-                    | "MPI_Recv"
-                    | "MPI_Probe"
-                    | "MPI_Sendrecv"
-            );
-            if p2p && d.comm == 0 && d.peer >= 0 {
-                edges.insert(b.rank, d.peer as u32);
-            }
-        }
-    }
-    // Out-degree is at most one: follow each path until it repeats.
-    let mut cycle = Vec::new();
-    for &start in edges.keys() {
-        let mut path = vec![start];
-        let mut at = start;
-        while let Some(&next) = edges.get(&at) {
-            if let Some(pos) = path.iter().position(|r| *r == next) {
-                for r in &path[pos..] {
-                    if !cycle.contains(r) {
-                        cycle.push(*r);
+/// The kind of a recorded descriptor (`descriptor.kind` is the MPI name of a `DescKind`).
+fn kind_of(name: &str) -> Option<DescKind> {
+    (0..=u8::MAX)
+        .filter_map(DescKind::from_u8)
+        .find(|k| k.mpi_name() == name)
+}
+
+/// The wait-for graph of a slice's blocked ranks (`strobe_core::waitfor`): each blocked
+/// rank waits through the descriptor it is blocked on, unless a decision of this slice
+/// matches or completes that descriptor. Peers are world ranks on `MPI_COMM_WORLD` and
+/// `MPI_COMM_SELF`; on a derived communicator the recording has no member list at hand
+/// here, so such a wait shows no edge (decided: no edge rather than a wrong one).
+pub fn wait_for(blocked: &[BlockedRank], ranks: u32) -> WaitFor {
+    let world: Vec<u32> = (0..ranks).collect();
+    let input: Vec<Blocked> = blocked
+        .iter()
+        .map(|b| {
+            let op = b.waits_on.as_ref().and_then(|d| {
+                let kind = kind_of(&d.kind)?;
+                let comm = u32::try_from(d.comm).ok()?;
+                let (peer, members) = if comm == COMM_WORLD {
+                    // -1: ANY_SOURCE (waits for any member); -2: PROC_NULL (for nobody).
+                    match d.peer {
+                        -2 => return None,
+                        p => (u32::try_from(p).ok(), world.clone()),
                     }
-                }
-                break;
+                } else if comm >= COMM_SELF_BASE {
+                    (Some(b.rank), vec![b.rank])
+                } else {
+                    (None, Vec::new())
+                };
+                Some(WaitOp {
+                    kind,
+                    comm,
+                    peer,
+                    members,
+                    matched: b.matched,
+                })
+            });
+            Blocked {
+                rank: b.rank,
+                ops: op.into_iter().collect(),
             }
-            path.push(next);
-            at = next;
-        }
-    }
-    cycle.sort_unstable();
-    (edges, cycle)
+        })
+        .collect();
+    waitfor::analyze(&input)
 }
 
 fn metrics_lines(d: &SliceDetail, t: &Theme) -> Vec<Line<'static>> {
@@ -144,8 +149,9 @@ fn schedule_lines(d: &SliceDetail, t: &Theme) -> Vec<Line<'static>> {
     l
 }
 
-fn blocked_lines(d: &SliceDetail, t: &Theme) -> Vec<Line<'static>> {
-    let (edges, cycle) = wait_for(&d.blocked);
+fn blocked_lines(d: &SliceDetail, ranks: u32, t: &Theme) -> Vec<Line<'static>> {
+    let graph = wait_for(&d.blocked, ranks);
+    let cycle = graph.cycle.clone().unwrap_or_default();
     let mut l = vec![section("blocked ranks: call, waiting on", t)];
     if d.blocked.is_empty() {
         l.push(Line::from(Span::styled("  none", t.dim())));
@@ -165,33 +171,25 @@ fn blocked_lines(d: &SliceDetail, t: &Theme) -> Vec<Line<'static>> {
         )));
     }
     l.push(section("wait-for graph", t));
-    if edges.is_empty() {
+    if graph.edges.is_empty() {
         l.push(Line::from(Span::styled(
-            "  no point-to-point waits",
+            "  no rank waits for another",
             t.dim(),
         )));
     }
     if !cycle.is_empty() {
-        // Print the cycle in path order from its lowest rank.
-        let mut path = vec![cycle[0]];
-        while let Some(&n) = edges.get(path.last().expect("non-empty")) {
-            if n == path[0] || path.len() > cycle.len() {
-                break;
-            }
-            path.push(n);
-        }
-        let text = path
+        // In path order from its lowest rank, back to it.
+        let text = cycle
             .iter()
-            .chain(std::iter::once(&path[0]))
+            .chain(cycle.first())
             .map(|r| r.to_string())
             .collect::<Vec<_>>()
             .join(" -> ");
         l.push(Line::from(Span::styled(format!("  CYCLE {text}"), t.bad())));
     }
-    for (a, b) in &edges {
-        if !(cycle.contains(a) && cycle.contains(b)) {
-            l.push(Line::from(format!("  {a} -> {b}")));
-        }
+    for (a, to) in &graph.edges {
+        let to = to.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        l.push(Line::from(format!("  {a} -> {}", to.join(", "))));
     }
     l.push(section(
         "per node: LETTS LTDEM LTMSM LTTS NP2P NCOLL BPTS",
@@ -237,14 +235,14 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
             .block(block.clone())
             .scroll((app.detail_scroll, 0))
             .render(left, buf);
-        Paragraph::new(blocked_lines(d, t))
+        Paragraph::new(blocked_lines(d, app.rec.job().ranks, t))
             .block(block)
             .scroll((app.detail_scroll, 0))
             .render(right, buf);
     } else {
         // Narrow: one column, blocked ranks first (what a person debugging a hang wants).
         let mut l = metrics_lines(d, t);
-        l.extend(blocked_lines(d, t));
+        l.extend(blocked_lines(d, app.rec.job().ranks, t));
         l.extend(schedule_lines(d, t));
         Paragraph::new(l)
             .block(block)
@@ -257,7 +255,7 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
 mod tests {
     use super::*;
 
-    fn blocked(rank: u32, kind: &str, peer: i64) -> BlockedRank {
+    fn blocked(rank: u32, kind: &str, peer: i64, matched: bool) -> BlockedRank {
         BlockedRank {
             rank,
             call: kind.into(),
@@ -271,26 +269,54 @@ mod tests {
                 bytes: 8,
                 blocking: true,
             }),
+            matched,
         }
     }
 
     #[test]
     fn a_cycle_is_found_and_a_chain_is_not_one() {
         let b = [
-            blocked(0, "MPI_Recv", 2),
-            blocked(1, "MPI_Recv", 0),
-            blocked(2, "MPI_Recv", 1),
-            blocked(3, "MPI_Recv", 0),
+            blocked(0, "MPI_Recv", 2, false),
+            blocked(1, "MPI_Recv", 0, false),
+            blocked(2, "MPI_Recv", 1, false),
+            blocked(3, "MPI_Recv", 0, false),
         ];
-        let (edges, cycle) = wait_for(&b);
-        assert_eq!(edges.len(), 4);
-        assert_eq!(cycle, vec![0, 1, 2]);
-        let (_, cycle) = wait_for(&b[1..]);
-        assert!(cycle.is_empty());
-        let (edges, _) = wait_for(&[blocked(0, "MPI_Barrier", 0)]);
-        assert!(
-            edges.is_empty(),
-            "a collective is not a point-to-point wait"
-        );
+        let w = wait_for(&b, 4);
+        assert_eq!(w.edges.len(), 4);
+        assert_eq!(w.cycle, Some(vec![0, 2, 1]));
+        assert_eq!(wait_for(&b[1..], 4).cycle, None);
+    }
+
+    #[test]
+    fn a_send_and_receive_matched_in_the_slice_are_no_cycle() {
+        // The healthy case the string matcher got wrong: both blocked at the start of the
+        // slice that matches them.
+        let b = [
+            blocked(0, "MPI_Send", 1, true),
+            blocked(1, "MPI_Recv", 0, true),
+        ];
+        let w = wait_for(&b, 2);
+        assert_eq!(w.cycle, None);
+        assert!(w.edges.is_empty());
+        // Not matched (a real send-receive deadlock would be two sends).
+        let b = [
+            blocked(0, "MPI_Send", 1, false),
+            blocked(1, "MPI_Ssend", 0, false),
+        ];
+        assert_eq!(wait_for(&b, 2).cycle, Some(vec![0, 1]));
+    }
+
+    #[test]
+    fn a_barrier_against_a_receive_is_a_cycle() {
+        let b = [
+            blocked(0, "MPI_Barrier", 0, false),
+            blocked(1, "MPI_Recv", 0, false),
+        ];
+        let w = wait_for(&b, 2);
+        assert_eq!(w.cycle, Some(vec![0, 1]));
+        // A receive from MPI_PROC_NULL waits for nobody.
+        assert!(wait_for(&[blocked(0, "MPI_Recv", -2, false)], 2)
+            .edges
+            .is_empty());
     }
 }

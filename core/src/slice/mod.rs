@@ -1,5 +1,13 @@
 //! The slice vocabulary shared by the runtime, the wire format and the recorder: the
-//! microphases of a slice (DEM, MSM, P2P, BBM, RM) and why a slice started.
+//! microphases of a slice (DEM, MSM, P2P, BBM, RM), why a slice started, when the Strobe
+//! Sender starts one ([`StrobePolicy`]), and the slice state machine of a Node Manager
+//! ([`machine`]), which the runtime drives with its transport and its clock.
+
+pub mod machine;
+
+pub use machine::{
+    Command, Event, MachineConfig, ReplicaDigest, SliceError, SliceMachine, Stopped, Usr,
+};
 
 /// The microphases of a slice, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +50,37 @@ impl StartReason {
             StartReason::Timer => "timer",
             StartReason::Early => "early",
             StartReason::Logical => "logical",
+        }
+    }
+}
+
+/// When the Strobe Sender starts the next slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrobePolicy {
+    /// Every `slice` exactly, as in the papers.
+    Fixed,
+    /// Every `slice`, or as soon as no rank is computing (every rank blocked or done).
+    Adaptive,
+}
+
+impl std::str::FromStr for StrobePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fixed" => Ok(StrobePolicy::Fixed),
+            "adaptive" => Ok(StrobePolicy::Adaptive),
+            _ => Err(format!(
+                "unknown strobe policy {s:?} (expected adaptive or fixed)"
+            )),
+        }
+    }
+}
+
+impl StrobePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            StrobePolicy::Fixed => "fixed",
+            StrobePolicy::Adaptive => "adaptive",
         }
     }
 }

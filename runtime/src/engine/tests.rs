@@ -1,0 +1,74 @@
+//! The engine with real node threads over the shared-memory transport, without rank
+//! processes: ranks that never post still get slices, which is enough to exercise the
+//! node-level protocol and the replica cross-check.
+
+use std::sync::mpsc;
+
+use super::*;
+
+fn config(nodes: u32) -> EngineConfig {
+    EngineConfig {
+        ranks: 4,
+        nodes,
+        slice: Duration::from_micros(200),
+        policy: StrobePolicy::Fixed,
+        deadlock_slices: 1000,
+        chunk_budget: 4 << 20,
+        direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
+    }
+}
+
+/// Run an engine until it ends by itself, or stop it once `stop_after` slices ran; fail
+/// the test instead of hanging.
+fn run(cfg: EngineConfig, diverge: Option<(u32, u64)>, stop_after: u64) -> EngineOutcome {
+    let seg = crate::rank::create_segment(cfg.ranks, cfg.nodes).expect("segment");
+    let mut shared = JobShared::new(seg);
+    shared.diverge_replica = diverge;
+    let shared = Arc::new(shared);
+    let engine = Engine::start(cfg, shared.clone(), Arc::new(NullSink), None).expect("start");
+    let (tx, rx) = mpsc::channel();
+    let joiner = std::thread::spawn(move || tx.send(engine.join()).expect("send"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(outcome) = rx.recv_timeout(Duration::from_millis(5)) {
+            joiner.join().expect("join");
+            return outcome;
+        }
+        if shared.slice.load(Ordering::Acquire) >= stop_after {
+            shared.request_stop();
+        }
+        assert!(Instant::now() < deadline, "the engine hangs");
+    }
+}
+
+#[test]
+fn agreeing_replicas_run_until_stopped() {
+    let outcome = run(config(2), None, 20);
+    assert!(
+        matches!(outcome, EngineOutcome::Stopped { slices } if slices >= 20),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_diverging_replica_ends_the_job_with_the_slice_and_the_nodes() {
+    let outcome = run(config(2), Some((1, 5)), u64::MAX);
+    let EngineOutcome::Failed(msg) = outcome else {
+        panic!("expected a failure, got {outcome:?}");
+    };
+    assert!(
+        msg.contains("scheduler replicas diverged in slice 5")
+            && msg.contains("node 0")
+            && msg.contains("node 1"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_diverging_replica_among_three_nodes_stops_every_node() {
+    let outcome = run(config(3), Some((2, 3)), u64::MAX);
+    assert!(
+        matches!(&outcome, EngineOutcome::Failed(m) if m.contains("slice 3") && m.contains("node 2")),
+        "{outcome:?}"
+    );
+}
