@@ -26,16 +26,45 @@ use std::sync::OnceLock;
 /// and the 64-bit byte count as two halves).
 pub const STATUS_SIZE: usize = 6;
 
-// Written by nobody; `static mut` because Fortran sees ordinary writable variables (a
-// program may legally assign to them) and the blocks must not sit in read-only memory.
-#[unsafe(no_mangle)]
-pub static mut mpifcmb1_: c_int = 0;
-#[unsafe(no_mangle)]
-pub static mut mpifcmb2_: c_int = 0;
-#[unsafe(no_mangle)]
-pub static mut mpifcmb3_: [c_int; STATUS_SIZE] = [0; STATUS_SIZE];
-#[unsafe(no_mangle)]
-pub static mut mpifcmb4_: [c_int; STATUS_SIZE] = [0; STATUS_SIZE];
+// The blocks are defined in assembly, not as Rust statics: gfortran gives a COMMON
+// symbol its exact size and 16-byte alignment, and a static link merging a program's
+// COMMON with a definition of another size or alignment warns. They are writable `.bss`
+// data because Fortran sees ordinary variables (a program may legally assign to them).
+core::arch::global_asm!(
+    ".pushsection .bss",
+    ".p2align 4",
+    ".globl mpifcmb1_",
+    ".type mpifcmb1_, \"object\"",
+    "mpifcmb1_:",
+    ".zero 4",
+    ".size mpifcmb1_, 4",
+    ".p2align 4",
+    ".globl mpifcmb2_",
+    ".type mpifcmb2_, \"object\"",
+    "mpifcmb2_:",
+    ".zero 4",
+    ".size mpifcmb2_, 4",
+    ".p2align 4",
+    ".globl mpifcmb3_",
+    ".type mpifcmb3_, \"object\"",
+    "mpifcmb3_:",
+    ".zero 24",
+    ".size mpifcmb3_, 24",
+    ".p2align 4",
+    ".globl mpifcmb4_",
+    ".type mpifcmb4_, \"object\"",
+    "mpifcmb4_:",
+    ".zero 24",
+    ".size mpifcmb4_, 24",
+    ".popsection",
+);
+
+extern "C" {
+    static mpifcmb1_: c_int;
+    static mpifcmb2_: c_int;
+    static mpifcmb3_: [c_int; STATUS_SIZE];
+    static mpifcmb4_: [c_int; STATUS_SIZE];
+}
 
 #[derive(Clone, Copy)]
 enum Which {
