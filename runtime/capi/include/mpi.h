@@ -383,6 +383,27 @@ STROBE_MPI_FN(int, Group_free, (MPI_Group *group))
 
 #undef STROBE_MPI_FN
 
+/* Handle and status conversion for mixed C/Fortran programs: a Fortran handle (MPI_Fint)
+ * is the C handle, except for the Fortran-only datatypes (MPI_LOGICAL, MPI_COMPLEX, ...),
+ * which MPI_Type_f2c maps onto C datatypes. Defined in src/fortran/handles.rs; the
+ * Fortran status array (INTEGER status(MPI_STATUS_SIZE), MPI_STATUS_SIZE = 6) is
+ * source, tag, error, cancelled and the byte count as two ints (low, high). */
+#define STROBE_MPI_F2C(T, name) \
+    T MPI_##name##_f2c(MPI_Fint h); T PMPI_##name##_f2c(MPI_Fint h); \
+    MPI_Fint MPI_##name##_c2f(T h); MPI_Fint PMPI_##name##_c2f(T h);
+STROBE_MPI_F2C(MPI_Comm, Comm)
+STROBE_MPI_F2C(MPI_Datatype, Type)
+STROBE_MPI_F2C(MPI_Group, Group)
+STROBE_MPI_F2C(MPI_Op, Op)
+STROBE_MPI_F2C(MPI_Request, Request)
+STROBE_MPI_F2C(MPI_Errhandler, Errhandler)
+STROBE_MPI_F2C(MPI_Info, Info)
+#undef STROBE_MPI_F2C
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+
 #ifdef __cplusplus
 }
 #endif
