@@ -186,6 +186,9 @@ impl FArg for Index {
     }
 }
 
+/// C's `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`: `(MPI_Status *)1`.
+pub const C_STATUS_IGNORE: *mut CStatus = std::ptr::without_provenance_mut(1);
+
 /// `INTEGER status(MPI_STATUS_SIZE)`, output (or `MPI_STATUS_IGNORE`).
 pub struct Status;
 impl FArg for Status {
@@ -198,8 +201,7 @@ impl FArg for Status {
     fn c(t: &mut Option<CStatus>) -> *mut CStatus {
         match t {
             Some(s) => s,
-            // C's MPI_STATUS_IGNORE.
-            None => 1 as *mut CStatus,
+            None => C_STATUS_IGNORE,
         }
     }
     unsafe fn post(f: *mut c_int, t: &Option<CStatus>) {

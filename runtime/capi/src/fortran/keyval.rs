@@ -91,7 +91,7 @@ fn is_fn(p: *const c_void, own: usize, name: &CStr) -> bool {
     }
     // SAFETY: dlsym with a NUL-terminated name.
     let d = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    !d.is_null() && d as usize == p as usize
+    !d.is_null() && std::ptr::eq(d, p)
 }
 
 unsafe extern "C" fn copy_trampoline(

@@ -6,7 +6,7 @@
 
 use std::os::raw::c_int;
 
-use super::args::{status_c2f, Flag, In, Index, Ptr, Status};
+use super::args::{status_c2f, Flag, In, Index, Ptr, Status, C_STATUS_IGNORE as C_STATUSES_IGNORE};
 use super::cabi::{self, CStatus};
 use super::sentinel::{self, STATUS_SIZE};
 use super::{guard, UNDEFINED};
@@ -33,8 +33,7 @@ fn statuses_for(n: c_int, f: *const c_int) -> Option<Vec<CStatus>> {
 fn c_statuses(v: &mut Option<Vec<CStatus>>) -> *mut CStatus {
     match v {
         Some(v) => v.as_mut_ptr(),
-        // C's MPI_STATUSES_IGNORE.
-        None => 1 as *mut CStatus,
+        None => C_STATUSES_IGNORE,
     }
 }
 
