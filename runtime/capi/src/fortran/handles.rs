@@ -200,12 +200,37 @@ pub fn reduce_args(name: &str, comm: c_int, dt: c_int, op: c_int) -> Result<(c_i
                 name,
                 comm,
                 ERR_OP,
-                &format!("op {op} is not defined on complex numbers (only MPI_SUM and MPI_PROD)"),
+                &format!(
+                    "{} is not defined on complex numbers (only MPI_SUM and MPI_PROD are)",
+                    op_name(op)
+                ),
             ))
         }
         _ => op,
     };
     Ok((cdt, cop))
+}
+
+fn op_name(op: c_int) -> String {
+    const NAMES: [&str; 13] = [
+        "MPI_OP_NULL",
+        "MPI_MAX",
+        "MPI_MIN",
+        "MPI_SUM",
+        "MPI_PROD",
+        "MPI_LAND",
+        "MPI_BAND",
+        "MPI_LOR",
+        "MPI_BOR",
+        "MPI_LXOR",
+        "MPI_BXOR",
+        "MPI_MINLOC",
+        "MPI_MAXLOC",
+    ];
+    usize::try_from(op)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .map_or_else(|| format!("op {op}"), |n| n.to_string())
 }
 
 macro_rules! identity_conversions {
