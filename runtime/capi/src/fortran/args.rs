@@ -259,3 +259,54 @@ pub unsafe fn status_c2f(s: &CStatus, f: *mut c_int) {
     a[4] = s.bytes as u32 as c_int;
     a[5] = (s.bytes >> 32) as c_int;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_round_trips_with_a_64_bit_count() {
+        let s = CStatus {
+            source: 3,
+            tag: -1,
+            error: 15,
+            cancelled: 1,
+            bytes: (5_i64 << 32) + 0xffff_fff0,
+        };
+        let mut f = [0 as c_int; STATUS_SIZE];
+        // SAFETY: f holds MPI_STATUS_SIZE integers.
+        let back = unsafe {
+            status_c2f(&s, f.as_mut_ptr());
+            status_f2c(f.as_ptr())
+        };
+        assert_eq!(
+            &f[..3],
+            &[3, -1, 15],
+            "MPI_SOURCE, MPI_TAG, MPI_ERROR first"
+        );
+        assert_eq!(
+            (
+                back.source,
+                back.tag,
+                back.error,
+                back.cancelled,
+                back.bytes
+            ),
+            (s.source, s.tag, s.error, s.cancelled, s.bytes)
+        );
+    }
+
+    #[test]
+    fn indices_count_from_one_and_undefined_stays() {
+        for (c, f) in [
+            (0, 1),
+            (4, 5),
+            (super::super::UNDEFINED, super::super::UNDEFINED),
+        ] {
+            let mut i = c;
+            // SAFETY: a local int.
+            unsafe { <Index as FArg>::post(&mut i, &std::ptr::null_mut()) };
+            assert_eq!(i, f);
+        }
+    }
+}

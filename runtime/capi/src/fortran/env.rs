@@ -174,3 +174,33 @@ fortran! {
     pmpi_comm_get_errhandler_ => PMPI_Comm_get_errhandler(comm: In, errhandler: Ptr<*mut c_int>);
     pmpi_errhandler_free_ => PMPI_Errhandler_free(errhandler: Ptr<*mut c_int>);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_strings_drop_trailing_blanks_and_come_back_padded() {
+        let name = *b"the ring   ";
+        // SAFETY: a local buffer with its length.
+        let c = unsafe { from_fortran(name.as_ptr() as *const c_char, name.len()) };
+        assert_eq!(c.to_bytes(), b"the ring");
+        let mut out = [0u8; 6];
+        // SAFETY: as above.
+        unsafe { to_fortran(b"abc", out.as_mut_ptr() as *mut c_char, out.len()) };
+        assert_eq!(&out, b"abc   ");
+        // SAFETY: as above.
+        unsafe { to_fortran(b"abcdefgh", out.as_mut_ptr() as *mut c_char, out.len()) };
+        assert_eq!(&out, b"abcdef");
+        let mut len = 0;
+        // SAFETY: as above; the closure plays a C entry point filling 5 bytes.
+        let rc = unsafe {
+            string_result(8, out.as_mut_ptr() as *mut c_char, 4, &mut len, |b, n| {
+                std::ptr::copy_nonoverlapping(c"hello".as_ptr(), b, 6);
+                *n = 5;
+                0
+            })
+        };
+        assert_eq!((rc, len, &out[..4]), (0, 4, &b"hell"[..]));
+    }
+}
