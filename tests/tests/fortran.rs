@@ -197,6 +197,13 @@ fn mpif_h_agrees_with_mpi_h_and_is_fixed_and_free_form() {
         }
     }
     assert!(shared > 150, "only {shared} constants in both headers");
+    // Every integer constant of mpi.h is in mpif.h too (a constant added to mpi.h must be
+    // added there).
+    let missing: Vec<&String> = c
+        .keys()
+        .filter(|n| n.starts_with("MPI_") && !f.contains_key(*n))
+        .collect();
+    assert!(missing.is_empty(), "in mpi.h, not in mpif.h: {missing:?}");
     // The Fortran datatypes that are C datatypes outright.
     for (fname, cname) in [
         ("MPI_INTEGER", "MPI_INT"),

@@ -11,9 +11,9 @@
 //! C layer's internals. Handles are the C handles (`MPI_Fint` = `int` = C handle), except
 //! for the Fortran-only datatypes, which [`handles`] maps onto C datatypes. Statuses are
 //! converted between the `MPI_STATUS_SIZE` integer array and the C `MPI_Status`. The
-//! sentinels `MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE` and
-//! `MPI_ERRCODES_IGNORE` are variables in named common blocks that this library defines
-//! ([`sentinel`]); the wrappers recognise them by address.
+//! sentinels `MPI_BOTTOM`, `MPI_IN_PLACE` and `MPI_STATUS(ES)_IGNORE` are variables in
+//! named common blocks that this library defines ([`sentinel`]); the wrappers recognise
+//! them by address.
 //!
 //! Panics never cross into Fortran: [`guard`] catches them and reports
 //! `MPI_ERR_INTERN` through the communicator's error handler, as the C entry points do.
