@@ -3,6 +3,7 @@
 #   sqlite3  the tour queries recordings with it (docs/recording.md)
 #   tmux     the terminal UI's end-to-end tests drive the real binary in it
 #   gcc      `strobe mpicc` compiles C programs with cc
+#   gfortran `strobe mpifort` compiles Fortran programs (tests/tests/fortran.rs)
 # MPICH has its own script (scripts/ensure-mpich.sh): only the tests and the benchmarks
 # compare against it. Prints what it could not do and exits non-zero.
 set -euo pipefail
@@ -11,6 +12,7 @@ need=()
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v gfortran >/dev/null 2>&1 || need+=(gfortran)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-tools: installing ${need[*]}" >&2

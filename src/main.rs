@@ -5,6 +5,7 @@ mod bench;
 mod cli_util;
 mod decision_log;
 mod mpicc;
+mod mpifort;
 mod record;
 mod replay;
 mod stats;
@@ -76,8 +77,17 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
-    /// Install bin/strobe (with mpicc, mpiexec and mpirun links), include/mpi.h and
-    /// lib/libmpi.{so,a} under a prefix.
+    /// Compile and link a Fortran MPI program against strobe (also installable as
+    /// `mpifort`, `mpif90`, `mpif77`). Flags pass through to the Fortran compiler
+    /// (`gfortran`, or $STROBE_FC); `-show` prints the command instead, `-static-mpi`
+    /// links libmpi.a. Builds the `mpi` module (mpi.mod) on first use.
+    #[command(disable_help_flag = true)]
+    Mpifort {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Install bin/strobe (with mpicc, mpifort, mpif90, mpif77, mpiexec and mpirun
+    /// links), include/{mpi.h,mpif.h,mpi.f90,mpi.mod} and lib/libmpi.{so,a} under a prefix.
     Install {
         #[arg(long)]
         prefix: PathBuf,
@@ -163,7 +173,7 @@ fn init_logging() {
 
 fn main() {
     init_logging();
-    // Invoked as mpicc / mpiexec / mpirun (install links): behave as that tool.
+    // Invoked as mpicc / mpifort / mpiexec / mpirun (install links): behave as that tool.
     let argv: Vec<OsString> = std::env::args_os().collect();
     let name = argv
         .first()
@@ -172,11 +182,13 @@ fn main() {
         .unwrap_or_default();
     let cli = match name.as_str() {
         "mpicc" => finish(mpicc::mpicc(&argv[1..])),
+        "mpifort" | "mpif90" | "mpif77" => finish(mpifort::mpifort(&argv[1..])),
         "mpiexec" | "mpirun" => Cli::parse_from(mpicc::mpiexec_args(&argv[1..])),
         _ => Cli::parse(),
     };
     let code = match cli.cmd {
         Cmd::Mpicc { args } => mpicc::mpicc(&args),
+        Cmd::Mpifort { args } => mpifort::mpifort(&args),
         Cmd::Install { prefix } => mpicc::install(&prefix),
         Cmd::Run(a) => run(&a.job, &a.command),
         Cmd::Record(a) => record::record(&a),

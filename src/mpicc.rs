@@ -225,7 +225,8 @@ pub fn install(prefix: &Path) -> Result<i32> {
     if static_lib.is_file() {
         copy(&static_lib, &lib.join("libmpi.a"))?;
     }
-    for name in ["mpicc", "mpiexec", "mpirun"] {
+    crate::mpifort::install(&pre, &include, &copy)?;
+    for name in ["mpicc", "mpifort", "mpif90", "mpif77", "mpiexec", "mpirun"] {
         let link = bin.join(name);
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("strobe", &link)

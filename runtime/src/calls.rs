@@ -153,6 +153,25 @@ macro_rules! for_each_mpi_call {
                 GroupTranslateRanks "Group_translate_ranks",
                 GroupCompare "Group_compare",
                 GroupFree "Group_free",
+                // Language interoperability (MPI-3.1 17.2.4): handle and status
+                // conversions between C and Fortran, implemented by strobe-mpi's Fortran
+                // binding (`runtime/capi/src/fortran/handles.rs`).
+                CommF2c "Comm_f2c",
+                CommC2f "Comm_c2f",
+                TypeF2c "Type_f2c",
+                TypeC2f "Type_c2f",
+                GroupF2c "Group_f2c",
+                GroupC2f "Group_c2f",
+                OpF2c "Op_f2c",
+                OpC2f "Op_c2f",
+                RequestF2c "Request_f2c",
+                RequestC2f "Request_c2f",
+                ErrhandlerF2c "Errhandler_f2c",
+                ErrhandlerC2f "Errhandler_c2f",
+                InfoF2c "Info_f2c",
+                InfoC2f "Info_c2f",
+                StatusF2c "Status_f2c",
+                StatusC2f "Status_c2f",
             }
         }
     };

@@ -381,6 +381,29 @@ STROBE_MPI_FN(int, Group_translate_ranks, (MPI_Group group1, int n, const int ra
 STROBE_MPI_FN(int, Group_compare, (MPI_Group group1, MPI_Group group2, int *result))
 STROBE_MPI_FN(int, Group_free, (MPI_Group *group))
 
+
+/* Handle and status conversion for mixed C/Fortran programs: a Fortran handle (MPI_Fint)
+ * is the C handle, except for the Fortran-only datatypes (MPI_LOGICAL, MPI_COMPLEX, ...),
+ * which MPI_Type_f2c maps onto C datatypes. Defined in src/fortran/handles.rs; the
+ * Fortran status array (INTEGER status(MPI_STATUS_SIZE), MPI_STATUS_SIZE = 6) is
+ * source, tag, error, cancelled and the byte count as two ints (low, high). */
+STROBE_MPI_FN(MPI_Comm, Comm_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Comm_c2f, (MPI_Comm handle))
+STROBE_MPI_FN(MPI_Datatype, Type_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Type_c2f, (MPI_Datatype handle))
+STROBE_MPI_FN(MPI_Group, Group_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Group_c2f, (MPI_Group handle))
+STROBE_MPI_FN(MPI_Op, Op_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Op_c2f, (MPI_Op handle))
+STROBE_MPI_FN(MPI_Request, Request_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Request_c2f, (MPI_Request handle))
+STROBE_MPI_FN(MPI_Errhandler, Errhandler_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Errhandler_c2f, (MPI_Errhandler handle))
+STROBE_MPI_FN(MPI_Info, Info_f2c, (MPI_Fint handle))
+STROBE_MPI_FN(MPI_Fint, Info_c2f, (MPI_Info handle))
+STROBE_MPI_FN(int, Status_f2c, (const MPI_Fint *f_status, MPI_Status *c_status))
+STROBE_MPI_FN(int, Status_c2f, (const MPI_Status *c_status, MPI_Fint *f_status))
+
 #undef STROBE_MPI_FN
 
 #ifdef __cplusplus

@@ -28,6 +28,7 @@ mod consts;
 mod datatype;
 mod env;
 mod error;
+mod fortran;
 mod p2p;
 mod pack;
 mod reduce;

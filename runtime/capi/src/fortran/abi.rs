@@ -1,0 +1,61 @@
+//! The weak `mpi_x_` aliases of the Fortran `pmpi_x_` implementations (the `MPI_X_f2c`
+//! family is in the call table, so the C layer's `abi.rs` makes their `MPI_` aliases):
+//! the same scheme as the C layer's `MPI_X` (see `src/abi.rs` there), kept as its
+//! own copy so the Fortran binding does not depend on that file's internals. A profiling
+//! library defining `mpi_send_` (strong) wins and can call `pmpi_send_`.
+
+/// `weak_aliases!(ALIAS_PREFIX, TARGET_PREFIX, SUFFIX: NAME...)` defines, for each NAME,
+/// the weak function ALIAS_PREFIX NAME SUFFIX as a tail jump to TARGET_PREFIX NAME SUFFIX.
+macro_rules! weak_aliases {
+    ($ap:literal, $tp:literal, $sfx:literal: $($name:literal)*) => {
+        $(
+            #[cfg(target_arch = "x86_64")]
+            core::arch::global_asm!(concat!(
+                ".pushsection .text.", $ap, $name, $sfx, ",\"ax\",@progbits\n",
+                ".weak ", $ap, $name, $sfx, "\n",
+                ".type ", $ap, $name, $sfx, ",@function\n",
+                ".p2align 4\n",
+                $ap, $name, $sfx, ":\n",
+                "    jmp ", $tp, $name, $sfx, "@PLT\n",
+                ".size ", $ap, $name, $sfx, ", .-", $ap, $name, $sfx, "\n",
+                ".popsection\n",
+            ));
+            #[cfg(target_arch = "aarch64")]
+            core::arch::global_asm!(concat!(
+                ".pushsection .text.", $ap, $name, $sfx, ",\"ax\",@progbits\n",
+                ".weak ", $ap, $name, $sfx, "\n",
+                ".type ", $ap, $name, $sfx, ",%function\n",
+                ".p2align 2\n",
+                $ap, $name, $sfx, ":\n",
+                "    b ", $tp, $name, $sfx, "\n",
+                ".size ", $ap, $name, $sfx, ", .-", $ap, $name, $sfx, "\n",
+                ".popsection\n",
+            ));
+        )*
+    };
+}
+
+// Every pmpi_x_ of this directory (tests/tests/fortran.rs checks both names are exported
+// for every function of mpi.h).
+weak_aliases! { "mpi_", "pmpi_", "_":
+    "abort" "allgather" "allgatherv" "alloc_mem" "allreduce" "alltoall" "alltoallv"
+    "attr_get" "barrier" "bcast" "bsend" "buffer_attach" "buffer_detach" "cancel"
+    "comm_compare" "comm_create" "comm_create_group" "comm_create_keyval"
+    "comm_delete_attr" "comm_dup" "comm_free" "comm_free_keyval" "comm_get_attr"
+    "comm_get_errhandler" "comm_get_name" "comm_get_parent" "comm_group" "comm_rank"
+    "comm_remote_size" "comm_set_attr" "comm_set_errhandler" "comm_set_name" "comm_size"
+    "comm_split" "comm_split_type" "comm_test_inter" "dims_create" "errhandler_free"
+    "error_class" "error_string" "exscan" "finalize" "finalized" "free_mem" "gather"
+    "gatherv" "get_address" "get_count" "get_library_version" "get_processor_name"
+    "get_version" "group_compare" "group_excl" "group_free" "group_incl" "group_range_incl"
+    "group_rank" "group_size" "group_translate_ranks" "init" "init_thread" "initialized"
+    "iprobe" "irecv" "irsend" "is_thread_main" "isend" "issend" "op_commutative"
+    "op_create" "op_free" "pack" "pack_size" "probe" "query_thread" "recv" "reduce"
+    "reduce_local" "reduce_scatter" "reduce_scatter_block" "request_free" "rsend" "scan"
+    "scatter" "scatterv" "send" "sendrecv" "sendrecv_replace" "ssend" "test"
+    "test_cancelled" "testall" "testany" "testsome" "type_commit" "type_contiguous"
+    "type_create_hindexed" "type_create_hvector" "type_create_indexed_block"
+    "type_create_resized" "type_create_struct" "type_dup" "type_free" "type_get_envelope"
+    "type_get_extent" "type_get_true_extent" "type_indexed" "type_size" "type_vector"
+    "unpack" "wait" "waitall" "waitany" "waitsome" "wtick" "wtime"
+}
