@@ -77,45 +77,17 @@ pub enum EngineOutcome {
     SourceStopped(String),
 }
 
-impl From<SliceError> for EngineError {
-    fn from(e: SliceError) -> Self {
-        match e {
-            SliceError::ReplicaDivergence {
-                slice,
-                node,
-                digest,
-                other,
-                other_digest,
-            } => EngineError::ReplicaDivergence {
-                slice,
-                node,
-                digest,
-                other,
-                other_digest,
-            },
-        }
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
     #[error("scheduler: {0}")]
     Sched(#[from] crate::sched::SchedError),
-    /// Two scheduler replicas computed different decisions for a slice (found by the
-    /// digest cross-check of the next slice's DEM exchange).
-    #[error(
-        "scheduler replicas diverged in slice {slice}: node {node} computed decision digest \
-         {digest:016x}, node {other} computed {other_digest:016x}"
-    )]
-    ReplicaDivergence {
-        slice: u64,
-        node: u32,
-        digest: u64,
-        other: u32,
-        other_digest: u64,
-    },
+    /// The slice state machine failed: two scheduler replicas computed different
+    /// decisions for a slice (found by the digest cross-check of the next slice's DEM
+    /// exchange).
+    #[error(transparent)]
+    Slice(#[from] SliceError),
     #[error("{0}")]
     Other(String),
 }
