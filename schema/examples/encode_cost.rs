@@ -33,7 +33,10 @@ fn main() {
     let mut decoded = 0usize;
     for _ in 0..rounds {
         for e in &encoded {
-            decoded += decode_slice_decisions(e).expect("round trip").decisions.len();
+            decoded += decode_slice_decisions(e)
+                .expect("round trip")
+                .decisions
+                .len();
         }
     }
     println!(
