@@ -287,12 +287,12 @@ fn get_descriptor(r: g::descriptor::Reader<'_>) -> Result<Descriptor, SchemaErro
 // as unreachable (`agreed`); decoding untrusted bytes never depends on it.
 //
 // Cost: the dynamic API reads the schema as it goes and is slower than the generated
-// setters: about 1-3 us a decision against 0.1-0.6 us for the hand-written encoder it
-// replaced (release build, measured on a loaded 2-core machine, so roughly). Only the
-// recorder's writer thread encodes decision sets, never the slice path; there the whole
-// write of a decision (its SQL row, its share of the slice and the transaction) measured
-// about 28 us on the same machine. `field_of` caches field lookups, which roughly halved
-// the encoding's cost.
+// setters: 12,100 instructions a decision to encode against 4,400 for the hand-written
+// encoder it replaced, 19,700 against 2,800 to decode (callgrind over the previous
+// release's recording: docs/benchmarks-detail.md, `examples/encode_cost.rs`). Only the
+// recorder's writer thread encodes decision sets, never the slice path, and only readers
+// of a recording decode them. `field_of` caches field lookups, which roughly halved the
+// encoding's cost.
 
 /// The schema's field name for a visitor field name (the schema uses camel case).
 fn capnp_field(field: &'static str) -> &'static str {
