@@ -319,7 +319,8 @@ impl Recorder {
         }
     }
 
-    /// Stop the writer and get the connection back, with the writer's first error.
+    /// Stop the writer and get the connection back, with the writer's first error. On an
+    /// error (a full disk), the file is marked cut at the last committed slice first.
     fn stop_writer(&self) -> Result<(Connection, u64), RecordError> {
         self.tx.write().expect("recorder lock").take();
         if let Some((stop, handle)) = self.checkpointer.lock().expect("recorder lock").take() {
@@ -336,7 +337,11 @@ impl Recorder {
             .join()
             .map_err(|_| RecordError::Writer("panicked".into()))?;
         match done.error {
-            Some(e) => Err(RecordError::Writer(e.to_string())),
+            Some(e) => {
+                let e = RecordError::Writer(e.to_string());
+                mark_cut(done.conn, done.committed, &e);
+                Err(e)
+            }
             None => Ok((done.conn, done.slices)),
         }
     }
@@ -408,6 +413,35 @@ impl Recorder {
         conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
         Ok(recorded)
     }
+}
+
+/// The writer failed (typically a full disk: ENOSPC, or EFBIG past `RLIMIT_FSIZE`): keep
+/// what was committed and say so in the job row. `outcome` stays NULL (cut short, so a
+/// replay goes to the end of what was recorded), `message` says `cut: ... at slice S`,
+/// `total_slices` is S. Best effort: with no space at all the update itself may fail, and
+/// the slices stay in the WAL next to the file (SQLite reads them from there). Then fold
+/// the WAL back if there is room, so the file can be copied alone.
+fn mark_cut(conn: Connection, committed: u64, e: &RecordError) {
+    let why = e.to_string();
+    let what =
+        if why.contains("full") || why.contains("too large") || why.contains("File too large") {
+            "disk full"
+        } else {
+            "write error"
+        };
+    let _ = conn.execute(
+        "UPDATE job SET message = ?1, total_slices = ?2, ended_at = ?3 WHERE outcome IS NULL",
+        params![
+            format!(
+                "cut: {what} at slice {committed} ({why}); the slices up to {committed} are kept"
+            ),
+            committed as i64,
+            unix_ns()
+        ],
+    );
+    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    let _ = conn.pragma_update(None, "journal_mode", "DELETE");
+    let _ = conn.close();
 }
 
 /// A job's outcome as `job.outcome` names it.
