@@ -1,0 +1,238 @@
+//! Issue 11, item 1: a recording is data, never a command. Real recordings, tampered with
+//! plain SQL the way an attacker would, replayed by the real `strobe` binary with stdin not
+//! a terminal: nothing the user did not record, name or confirm may run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use rusqlite::Connection;
+use strobe_tests::{fixture, strobe};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// `strobe ARGS` with stdin closed (not a terminal), `$HOME` and `$XDG_STATE_HOME` set
+/// to `home` (whose launch list says what "this user" recorded).
+fn strobe_in(home: &Path, args: &[&str]) -> Out {
+    let o = Command::new(strobe())
+        .args(args)
+        .env("HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("STROBE_SCHEDULE_LOG")
+        .env_remove("STROBE_METRICS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn strobe");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+    db: PathBuf,
+}
+
+/// A token_ring recording made by "this user" (home `dir/home`), run in `dir`.
+fn setup(extra: &[&str]) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let db = dir.path().join("t.db");
+    let fx = fixture("token_ring").display().to_string();
+    let dbs = db.display().to_string();
+    let mut args = vec!["record", "-o", &dbs, "-n", "2", "--", &fx];
+    args.extend_from_slice(extra);
+    let o = strobe_in(&home, &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    Setup { dir, home, db }
+}
+
+fn sql(db: &Path, s: &str) {
+    Connection::open(db).unwrap().execute_batch(s).unwrap();
+}
+
+fn sha256(p: &Path) -> String {
+    strobe_recorder::sha256_file(p).unwrap()
+}
+
+#[test]
+fn the_issue_attack_with_no_hash_is_refused_and_runs_nothing() {
+    let s = setup(&[]);
+    let pwned = s.dir.path().join("pwned");
+    sql(
+        &s.db,
+        &format!(
+            "UPDATE job SET program='/bin/sh', program_sha256=NULL, \
+             command='[\"/bin/sh\",\"-c\",\"id > {}\"]'",
+            pwned.display()
+        ),
+    );
+    let dbs = s.db.display().to_string();
+    for extra in [&[][..], &["--yes"], &["--dry-run"]] {
+        let mut args = vec!["replay", dbs.as_str()];
+        args.extend_from_slice(extra);
+        let o = strobe_in(&s.home, &args);
+        assert_eq!(o.code, 2, "{extra:?}: {}{}", o.stdout, o.stderr);
+        assert!(o.stderr.contains("cannot verify"), "{}", o.stderr);
+        assert!(!pwned.exists(), "{extra:?} ran the recorded shell command");
+    }
+}
+
+#[test]
+fn a_forged_hash_of_a_real_program_needs_confirmation_and_drops_ld_preload() {
+    let s = setup(&[]);
+    let pwned = s.dir.path().join("pwned");
+    sql(
+        &s.db,
+        &format!(
+            "UPDATE job SET program='/bin/sh', program_sha256='{}', \
+             command='[\"/bin/sh\",\"-c\",\"id > {}\"]', \
+             env='{{\"LD_PRELOAD\":\"/nonexistent/evil.so\",\"STROBE_JOB_FD\":\"0\",\"OMP_NUM_THREADS\":\"1\"}}'",
+            sha256(Path::new("/bin/sh")),
+            pwned.display()
+        ),
+    );
+    let dbs = s.db.display().to_string();
+    // Not a launch this user recorded: refused without a terminal or --yes.
+    let o = strobe_in(&s.home, &["replay", &dbs]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("not recorded by you"), "{}", o.stderr);
+    assert!(o.stderr.contains("--yes"), "{}", o.stderr);
+    assert!(!pwned.exists(), "ran the recorded shell command");
+    // --dry-run shows exactly what would run, and runs nothing.
+    let o = strobe_in(&s.home, &["replay", &dbs, "--dry-run"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for want in [
+        "program: /bin/sh (from the recording)",
+        "hash:    SHA-256 matches the recording",
+        "\"-c\"",
+        "env:     OMP_NUM_THREADS=1",
+        "dropped: LD_PRELOAD, STROBE_JOB_FD",
+        "recorded by you: no",
+        "would ask:",
+    ] {
+        assert!(o.stdout.contains(want), "{want}:\n{}", o.stdout);
+    }
+    assert!(!pwned.exists(), "--dry-run ran the recorded shell command");
+}
+
+#[test]
+fn ld_preload_from_the_recording_never_reaches_the_ranks() {
+    let s = setup(&[]);
+    // An edit of the environment only (the user then confirms with --yes): the ranks
+    // must not get LD_PRELOAD (the loader would complain about the missing object).
+    sql(
+        &s.db,
+        "UPDATE job SET env='{\"LD_PRELOAD\":\"/nonexistent/evil.so\",\"OMP_NUM_THREADS\":\"1\"}'",
+    );
+    let dbs = s.db.display().to_string();
+    let o = strobe_in(&s.home, &["replay", &dbs, "--yes"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("replay matched"), "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("evil.so"),
+        "LD_PRELOAD passed: {}",
+        o.stderr
+    );
+    // The user may pass it explicitly, and then it does reach them.
+    let o = strobe_in(
+        &s.home,
+        &[
+            "replay",
+            &dbs,
+            "--yes",
+            "--env",
+            "LD_PRELOAD=/nonexistent/evil.so",
+        ],
+    );
+    assert!(
+        o.stderr.contains("evil.so"),
+        "--env not passed: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn own_recordings_run_without_a_question_and_mailed_ones_ask() {
+    let s = setup(&[]);
+    let dbs = s.db.display().to_string();
+    let o = strobe_in(&s.home, &["replay", &dbs]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // The same file opened by someone else (another home: another launch list).
+    let other = s.dir.path().join("other-home");
+    std::fs::create_dir(&other).unwrap();
+    let o = strobe_in(&other, &["replay", &dbs]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("program: "), "{}", o.stderr);
+    let o = strobe_in(&other, &["replay", &dbs, "--yes"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // A different binary named by the user needs --allow-different-binary AND --yes.
+    let hello = fixture("hello").display().to_string();
+    let o = strobe_in(
+        &s.home,
+        &[
+            "replay",
+            &dbs,
+            "--program",
+            &hello,
+            "--allow-different-binary",
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--yes"), "{}", o.stderr);
+}
+
+#[test]
+fn the_working_directory_must_exist_and_be_the_users() {
+    let s = setup(&[]);
+    let dbs = s.db.display().to_string();
+    let gone = s.dir.path().join("gone");
+    sql(&s.db, &format!("UPDATE job SET cwd='{}'", gone.display()));
+    let o = strobe_in(&s.home, &["replay", &dbs, "--yes"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("does not exist"), "{}", o.stderr);
+    // World-writable: refused too; --cwd gives another.
+    let open = s.dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = strobe_in(
+        &s.home,
+        &[
+            "replay",
+            &dbs,
+            "--yes",
+            "--cwd",
+            &open.display().to_string(),
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("writable by everyone"), "{}", o.stderr);
+    let here = s.dir.path().display().to_string();
+    let o = strobe_in(&s.home, &["replay", &dbs, "--yes", "--cwd", &here]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+#[test]
+fn redacted_arguments_replay_only_with_the_users_arguments() {
+    let s = setup(&["--password=hunter2"]);
+    let c = Connection::open(&s.db).unwrap();
+    let command: String = c
+        .query_row("SELECT command FROM job", [], |r| r.get(0))
+        .unwrap();
+    assert!(command.contains("--password=<redacted>"), "{command}");
+    assert!(!command.contains("hunter2"), "{command}");
+    let dbs = s.db.display().to_string();
+    let o = strobe_in(&s.home, &["replay", &dbs]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("redacted"), "{}", o.stderr);
+    let o = strobe_in(&s.home, &["replay", &dbs, "--", "--password=hunter2"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
