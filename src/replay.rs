@@ -119,6 +119,7 @@ fn options(a: &ReplayArgs) -> ReplayOptions {
         env,
         confirmed: false,
         replace: a.force,
+        attachable: a.control.is_some() || a.step || a.tui,
     }
 }
 

@@ -107,6 +107,9 @@ pub struct ReplayOptions {
     pub confirmed: bool,
     /// Regenerated recording's file: replace an existing one (`--force`).
     pub replace: bool,
+    /// A client may pause the replay (a control socket): ranks let the user's debugger
+    /// attach (`PR_SET_PTRACER_ANY`), as they do when the options themselves stop.
+    pub attachable: bool,
 }
 
 /// How the replay ended.
@@ -214,6 +217,16 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     env.push((
         ENV_REPLAY_OUTCOMES.into(),
         outfile.path().as_os_str().to_owned(),
+    ));
+    // Any process of the user may attach (gdb -p) only when this replay can hold the
+    // ranks for a debugger; otherwise only strobe and its descendants (procmem).
+    let holds = opts.start_paused
+        || opts.until_slice.is_some()
+        || !opts.breaks.is_empty()
+        || opts.attachable;
+    env.push((
+        strobe_runtime::procmem::ENV_DEBUG_ATTACH.into(),
+        if holds { "1" } else { "0" }.into(),
     ));
     let cfg = LaunchConfig {
         engine: engine.clone(),
