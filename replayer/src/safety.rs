@@ -250,9 +250,11 @@ pub fn private_dir() -> std::io::Result<PathBuf> {
                 .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0)
         });
     let base = runtime.unwrap_or_else(std::env::temp_dir);
-    // mkdtemp: created 0700 with a random name, so nothing can be planted in it.
+    // A random name created exclusively, mode 0700: nothing can be planted in it.
     let dir = tempfile::Builder::new()
         .prefix("strobe-replay-")
+        // Explicitly: tempfile creates directories with the umask's default (0755).
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir_in(&base)?;
     Ok(dir.keep())
 }
@@ -260,6 +262,19 @@ pub fn private_dir() -> std::io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_dirs_are_0700_and_unpredictable() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b) = (private_dir().unwrap(), private_dir().unwrap());
+        assert_ne!(a, b);
+        for d in [&a, &b] {
+            let m = std::fs::symlink_metadata(d).unwrap();
+            assert!(m.is_dir());
+            assert_eq!(m.permissions().mode() & 0o777, 0o700, "{}", d.display());
+            std::fs::remove_dir(d).unwrap();
+        }
+    }
 
     #[test]
     fn only_allow_listed_variables_pass() {

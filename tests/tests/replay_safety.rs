@@ -236,3 +236,118 @@ fn redacted_arguments_replay_only_with_the_users_arguments() {
     let o = strobe_in(&s.home, &["replay", &dbs, "--", "--password=hunter2"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+/// A tmux server of our own, killed when the test ends (as in tui_tmux.rs).
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .env("TERM", "xterm-256color")
+            .output()
+            .expect("run tmux")
+    }
+
+    fn wait_for(&self, what: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let out = self.run(&["capture-pane", "-p", "-J", "-t", "t"]);
+            let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+            if screen.contains(what) {
+                return screen;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pane never showed {what:?}:\n{screen}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// Item 5: `replay --tui` used to append the ranks' output to `$TMPDIR/strobe-replay-PID.out`,
+/// following a symlink planted there. Plant one at every name the next pids would give;
+/// none may be followed, and the output goes to a private 0700 directory.
+#[test]
+fn the_tui_output_file_is_private_and_never_a_planted_symlink() {
+    if !Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("SKIPPED: tmux is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let s = setup(&[]);
+    let tmp = s.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let victim = s.dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(1);
+    for pid in last + 1..last + 2000 {
+        let _ = std::os::unix::fs::symlink(&victim, tmp.join(format!("strobe-replay-{pid}.out")));
+    }
+    let cmd = format!(
+        "env -u XDG_RUNTIME_DIR -u XDG_STATE_HOME HOME={} TMPDIR={} {} replay {} --tui; echo strobe-exited-$?; sleep 60",
+        s.home.display(),
+        tmp.display(),
+        strobe().display(),
+        s.db.display()
+    );
+    let t = Tmux {
+        socket: format!("strobe-safety-{}", std::process::id()),
+    };
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "250",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(out.status.success(), "tmux: {out:?}");
+    t.wait_for("[replay paused before slice 1]");
+    // Run to the end (the ranks print), then quit.
+    let _ = t.run(&["send-keys", "-t", "t", "Space"]);
+    t.wait_for("matched");
+    let _ = t.run(&["send-keys", "-t", "t", "q"]);
+    let screen = t.wait_for("strobe-exited-");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let line = screen
+        .lines()
+        .find(|l| l.contains("the ranks' output is in "))
+        .unwrap_or_else(|| panic!("no output file named:\n{screen}"));
+    let path = PathBuf::from(
+        line.split("the ranks' output is in ")
+            .nth(1)
+            .unwrap()
+            .trim(),
+    );
+    let dir = path.parent().unwrap();
+    assert!(dir.starts_with(&tmp), "{}", path.display());
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir).unwrap();
+    assert!(
+        meta.is_dir() && meta.mode() & 0o777 == 0o700,
+        "{:o}",
+        meta.mode()
+    );
+    assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+}
