@@ -137,6 +137,9 @@ pub fn record_to(
                 }
                 Err(e) => {
                     eprintln!("strobe: recording {} failed: {e}", out.display());
+                    eprintln!(
+                        "strobe: the slices committed before the error are kept; the file's job.message says where it was cut (docs/recording.md, \"Files and privacy\")"
+                    );
                     // Never report success when the recording is not complete.
                     Ok(if code == 0 { EXIT_INTERNAL } else { code })
                 }

@@ -123,7 +123,8 @@ fn options(a: &ReplayArgs) -> ReplayOptions {
     }
 }
 
-/// Show the launch plan, then decide: `Ok(true)` to go on (confirmed if it had to be).
+/// Show the launch plan, then decide: `Ok(None)` to go on (`opts.confirmed` set if the
+/// launch needed it), `Ok(Some(code))` to exit with `code` (`--dry-run`, refused).
 fn confirm(a: &ReplayArgs, opts: &mut ReplayOptions) -> Result<Option<i32>> {
     let plan = match strobe_replayer::plan(opts) {
         Ok(p) => p,
