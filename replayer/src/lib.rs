@@ -47,7 +47,7 @@ pub const EXIT_STOPPED: i32 = 130;
 pub enum ReplayError {
     #[error(transparent)]
     Recording(#[from] RecordError),
-    #[error("{program} is not the recorded program (SHA-256 {found}, recorded {recorded}); pass --allow-different-binary to replay it anyway")]
+    #[error("{program} is not the recorded program (SHA-256 {found}, recorded {recorded}); to replay it anyway name it: --program PATH --allow-different-binary (then confirm)")]
     DifferentBinary {
         program: String,
         found: String,

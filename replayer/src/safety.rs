@@ -162,6 +162,39 @@ fn check_cwd(cwd: &Path) -> Result<(), ReplayError> {
     Ok(())
 }
 
+/// SHA-256 of the program, memoized per process on the file's identity and change times:
+/// `strobe replay` plans (to show and confirm) and then replays, and hashing a large
+/// unoptimized binary twice costs half a second.
+fn program_sha256(path: &Path) -> std::io::Result<String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Key = (PathBuf, u64, u64, u64, i64, i64, i64, i64);
+    static MEMO: Mutex<Option<HashMap<Key, String>>> = Mutex::new(None);
+    let m = std::fs::metadata(path)?;
+    let key = (
+        path.to_path_buf(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    );
+    if let Some(h) = MEMO
+        .lock()
+        .ok()
+        .and_then(|g| g.as_ref()?.get(&key).cloned())
+    {
+        return Ok(h);
+    }
+    let h = strobe_recorder::sha256_file(path)?;
+    if let Ok(mut g) = MEMO.lock() {
+        g.get_or_insert_with(HashMap::new).insert(key, h.clone());
+    }
+    Ok(h)
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -170,7 +203,7 @@ fn absolute(p: &Path) -> PathBuf {
 pub fn plan(rec: &Recording, opts: &ReplayOptions) -> Result<LaunchPlan, ReplayError> {
     let job = &rec.job;
     let program = absolute(opts.program.as_deref().unwrap_or(&job.program));
-    let found = strobe_recorder::sha256_file(&program).map_err(|source| ReplayError::Io {
+    let found = program_sha256(&program).map_err(|source| ReplayError::Io {
         path: program.clone(),
         source,
     })?;
