@@ -96,16 +96,31 @@ fn replace_existing(path: &Path) -> Result<(), RecordError> {
     if !try_lock(&old).map_err(|e| io(path, e))? {
         return Err(busy(path));
     }
-    for suffix in ["-wal", "-shm", "-journal", ""] {
+    clear_side_files(path)?;
+    std::fs::remove_file(path).map_err(|e| io(path, e))?;
+    // `old` (and its lock) is released here: the name now belongs to the new file.
+    Ok(())
+}
+
+/// SQLite opens `FILE-wal`, `FILE-shm` and `FILE-journal` itself, following symlinks: a
+/// side file left without its database is stale (or planted, in a shared directory such as
+/// /tmp) and is removed; anything but a regular file there is refused.
+fn clear_side_files(path: &Path) -> Result<(), RecordError> {
+    for suffix in ["-wal", "-shm", "-journal"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
+        let p = PathBuf::from(p);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) => {
+                if let Some(what) = not_regular(m.file_type()) {
+                    return Err(RecordError::NotRegular(p, what));
+                }
+                std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&PathBuf::from(p), e)),
+            Err(e) => return Err(io(&p, e)),
         }
     }
-    // `old` (and its lock) is released here: the name now belongs to the new file.
     Ok(())
 }
 
@@ -122,6 +137,7 @@ pub fn create_locked(path: &Path, mode: u32, replace: bool) -> Result<FileLock, 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io(path, e)),
     }
+    clear_side_files(path)?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -101,6 +101,18 @@ fn a_directory_a_symlink_or_a_fifo_is_never_replaced() {
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
     }
 
+    // SQLite opens FILE-wal itself: a symlink planted there is refused too.
+    let fresh = dir.path().join("fresh.db");
+    std::os::unix::fs::symlink(&victim, dir.path().join("fresh.db-wal")).unwrap();
+    let o = record(&fresh, &[], "token_ring", &[]);
+    assert_ne!(o.code, 0);
+    assert!(
+        o.stderr.contains("fresh.db-wal is a symbolic link"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+
     let fifo = dir.path().join("fifo.db");
     let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
     // SAFETY: a valid NUL-terminated path and a mode.
