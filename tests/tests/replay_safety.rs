@@ -351,3 +351,60 @@ fn the_tui_output_file_is_private_and_never_a_planted_symlink() {
     );
     assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
 }
+
+/// On a terminal, a launch that needs confirmation is shown and asked about: "n" (or
+/// anything but yes) runs nothing, "y" runs it.
+#[test]
+fn a_terminal_is_asked_and_no_runs_nothing() {
+    if !Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("SKIPPED: tmux is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let s = setup(&[]);
+    let pwned = s.dir.path().join("pwned");
+    sql(
+        &s.db,
+        &format!(
+            "UPDATE job SET program='/bin/sh', program_sha256='{}', \
+             command='[\"/bin/sh\",\"-c\",\"id > {}\"]'",
+            sha256(Path::new("/bin/sh")),
+            pwned.display()
+        ),
+    );
+    for (answer, runs) in [("n", false), ("y", true)] {
+        let cmd = format!(
+            "env -u XDG_STATE_HOME HOME={} {} replay {}; echo strobe-exited-$?; sleep 60",
+            s.home.display(),
+            strobe().display(),
+            s.db.display()
+        );
+        let t = Tmux {
+            socket: format!("strobe-ask-{}-{answer}", std::process::id()),
+        };
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "250",
+            "-y",
+            "40",
+            &cmd,
+        ]);
+        assert!(out.status.success(), "tmux: {out:?}");
+        let screen = t.wait_for("Run this? [y/N]");
+        assert!(screen.contains("program: /bin/sh"), "{screen}");
+        let _ = t.run(&["send-keys", "-t", "t", answer, "Enter"]);
+        let screen = t.wait_for("strobe-exited-");
+        assert_eq!(pwned.exists(), runs, "answer {answer}:\n{screen}");
+        if !runs {
+            assert!(screen.contains("nothing was run"), "{screen}");
+            assert!(screen.contains("strobe-exited-2"), "{screen}");
+        }
+    }
+}
