@@ -24,7 +24,7 @@ use std::time::Duration;
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
 use strobe_runtime::engine::SliceSink;
 use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
-use strobe_runtime::outcome::{encode_file, ENV_REPLAY_OUTCOMES};
+use strobe_runtime::outcome::encode_file;
 
 pub use control::{Break, Controller, Event, Pause};
 pub use recording::Recording;
@@ -164,19 +164,7 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     if let (Some(why), false) = (plan.needs_confirmation(), opts.confirmed) {
         return Err(ReplayError::NeedsConfirmation(why));
     }
-    let mut warnings = Vec::new();
-    if let HashVerdict::Different { found, recorded } = &plan.verdict {
-        warnings.push(format!(
-            "warning: {} is not the recorded program (SHA-256 {found}, recorded {recorded}); the replay will likely diverge",
-            plan.program.display()
-        ));
-    }
-    if plan.verdict == HashVerdict::CannotVerify {
-        warnings.push(
-            "warning: the recording has no SHA-256 of its program; running the program you named"
-                .into(),
-        );
-    }
+    let warnings = plan.warnings();
     let regen_path = opts.regenerate.as_deref().map(absolute);
     if let Some(p) = &regen_path {
         let same = match (std::fs::canonicalize(p), std::fs::canonicalize(&rec.path)) {
@@ -211,23 +199,7 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     })?;
 
     let engine = job.engine();
-    // The allow-listed recorded variables and the user's (safety::plan), then strobe's
-    // own last, so nothing from the file can override it.
-    let mut env = plan.env.clone();
-    env.push((
-        ENV_REPLAY_OUTCOMES.into(),
-        outfile.path().as_os_str().to_owned(),
-    ));
-    // Any process of the user may attach (gdb -p) only when this replay can hold the
-    // ranks for a debugger; otherwise only strobe and its descendants (procmem).
-    let holds = opts.start_paused
-        || opts.until_slice.is_some()
-        || !opts.breaks.is_empty()
-        || opts.attachable;
-    env.push((
-        strobe_runtime::procmem::ENV_DEBUG_ATTACH.into(),
-        if holds { "1" } else { "0" }.into(),
-    ));
+    let env = safety::rank_env(&plan, opts, outfile.path());
     let cfg = LaunchConfig {
         engine: engine.clone(),
         program: plan.program.clone(),

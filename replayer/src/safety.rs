@@ -26,6 +26,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use strobe_recorder::privacy;
+use strobe_runtime::outcome::ENV_REPLAY_OUTCOMES;
+use strobe_runtime::procmem::ENV_DEBUG_ATTACH;
 
 use crate::{Recording, ReplayError, ReplayOptions};
 
@@ -68,6 +70,20 @@ impl LaunchPlan {
             HashVerdict::CannotVerify => Some(
                 "the recording has no SHA-256 of its program: cannot verify it".into(),
             ),
+        }
+    }
+
+    /// Warnings to print before the replay (a different or unverified binary).
+    pub fn warnings(&self) -> Vec<String> {
+        match &self.verdict {
+            HashVerdict::Match => Vec::new(),
+            HashVerdict::Different { found, recorded } => vec![format!(
+                "warning: {} is not the recorded program (SHA-256 {found}, recorded {recorded}); the replay will likely diverge",
+                self.program.display()
+            )],
+            HashVerdict::CannotVerify => vec![
+                "warning: the recording has no SHA-256 of its program; running the program you named".into(),
+            ],
         }
     }
 
@@ -134,6 +150,29 @@ pub fn passed_var(k: &str) -> bool {
 
 fn unsafe_cwd(what: String) -> ReplayError {
     ReplayError::UnsafeLaunch(what)
+}
+
+/// The ranks' extra environment: the allow-listed recorded variables and the user's
+/// (the plan), then strobe's own last (the launcher applies them in order), so nothing
+/// from the file can override them.
+pub(crate) fn rank_env(
+    plan: &LaunchPlan,
+    opts: &ReplayOptions,
+    outcomes: &Path,
+) -> Vec<(OsString, OsString)> {
+    let mut env = plan.env.clone();
+    env.push((ENV_REPLAY_OUTCOMES.into(), outcomes.as_os_str().to_owned()));
+    // Any process of the user may attach (gdb -p) only when this replay can hold the
+    // ranks for a debugger; otherwise only strobe and its descendants (procmem).
+    let holds = opts.start_paused
+        || opts.until_slice.is_some()
+        || !opts.breaks.is_empty()
+        || opts.attachable;
+    env.push((
+        ENV_DEBUG_ATTACH.into(),
+        if holds { "1" } else { "0" }.into(),
+    ));
+    env
 }
 
 /// The working directory must exist and be the user's own, not writable by others.
