@@ -93,13 +93,29 @@ pub fn launch_id(
     h.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The per-user list of launches recorded here (`None` without `$HOME`).
+/// The per-user list of launches recorded here: under `$XDG_STATE_HOME`, else `$HOME`,
+/// else the home directory of the effective uid in /etc/passwd (services and CI
+/// runners often have no `$HOME`); `None` when there is none of them.
 pub fn launches_file() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => PathBuf::from(h),
+            _ => passwd_home()?,
+        }
+        .join(".local/state"),
     };
     Some(base.join("strobe").join("launches"))
+}
+
+fn passwd_home() -> Option<PathBuf> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() }.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2] == me && !f[5].is_empty()).then(|| PathBuf::from(f[5]))
+    })
 }
 
 /// Remember a launch this user recorded. Best effort: without the list, replays of the
@@ -125,7 +141,37 @@ pub fn remember_launch(id: &str) {
         // One write of one line: appends from concurrent recorders do not interleave.
         let _ = f.write_all(format!("{id}\n").as_bytes());
     }
+    trim_launches(&path);
 }
+
+/// Keep the list bounded: past [`LAUNCHES_MAX`] bytes, keep the newest half (a forgotten
+/// launch only means its replay asks again). Replaced by rename, so readers never see a
+/// partial list.
+fn trim_launches(path: &std::path::Path) {
+    if std::fs::metadata(path).map_or(0, |m| m.len()) <= LAUNCHES_MAX {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let keep = lines[lines.len() / 2..].join("\n") + "\n";
+    let tmp = path.with_extension(format!("trim-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(keep.as_bytes()));
+    if written.is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    } else {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The size past which the launch list is trimmed (about 60,000 launches).
+const LAUNCHES_MAX: u64 = 4 << 20;
 
 /// Whether this user recorded this launch (the list must be the user's own, not
 /// writable by others).
@@ -182,6 +228,20 @@ mod tests {
         );
         assert!(is_redacted(&got));
         assert!(!is_redacted(&v(&["./app", "-n", "4"])));
+    }
+
+    #[test]
+    fn the_launch_list_stays_bounded_and_keeps_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("launches");
+        let n = (LAUNCHES_MAX / 65 + 10) as usize;
+        let text: String = (0..n).map(|i| format!("{i:064x}\n")).collect();
+        std::fs::write(&p, text).unwrap();
+        trim_launches(&p);
+        let after = std::fs::read_to_string(&p).unwrap();
+        assert!((after.len() as u64) < LAUNCHES_MAX);
+        assert!(after.ends_with(&format!("{:064x}\n", n - 1)));
+        assert!(!after.contains(&format!("{:064x}\n", 0)));
     }
 
     #[test]
