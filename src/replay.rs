@@ -287,8 +287,10 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         bail!("--allow-different-binary only applies with --program");
     }
     let mut opts = options(a);
-    if let Some(code) = confirm(a, &mut opts)? {
-        return Ok(code);
+    if a.dry_run || a.tui {
+        if let Some(code) = confirm(a, &mut opts)? {
+            return Ok(code);
+        }
     }
     if a.tui {
         return replay_tui(a, opts);
@@ -313,6 +315,13 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         },
         None => None,
     };
+    // Confirmed after the socket is up (nothing runs before): a client that connects as
+    // soon as the socket appears must not miss the first pause, which the replay reaches
+    // sooner now that the program's hash is memoized (safety::program_sha256).
+    if let Some(code) = confirm(a, &mut opts)? {
+        drop(server);
+        return Ok(code);
+    }
     // Pauses are announced on stderr (stdout belongs to the program).
     let events = ctl.subscribe();
     let terminal_stepper = a.step || (stops && std::io::stdin().is_terminal());
