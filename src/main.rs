@@ -389,7 +389,8 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         &job,
         &[prog.into_os_string()],
         &path,
-        true,
+        // O_NOFOLLOW and the lock: a symlink planted at the demo's name is refused.
+        record::FileOptions::new(true),
         None,
         None,
         None,

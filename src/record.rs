@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use strobe_recorder::window::{ENV_METRICS, ENV_SCHEDULE_LOG};
 use strobe_recorder::{JobInfo, Layer, RecordOptions, Recorder};
@@ -19,9 +19,18 @@ pub struct RecordArgs {
     /// The recording to write (an SQLite file).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: PathBuf,
-    /// Overwrite FILE if it exists.
+    /// Replace FILE if it exists (a regular file no other `strobe record` is writing;
+    /// directories, symlinks, FIFOs and devices are refused).
     #[arg(long)]
     force: bool,
+    /// Permission bits of the new recording, octal (default 0600: only you can read it;
+    /// e.g. 0640 or 0644 to share). Group- or world-writable modes are refused.
+    #[arg(long, value_name = "MODE", value_parser = strobe_recorder::file::parse_mode)]
+    mode: Option<u32>,
+    /// Store secret-looking arguments (`*password*`, `*token*`, `*secret*`) as given
+    /// instead of `<redacted>` (docs/recording.md, "Privacy").
+    #[arg(long)]
+    no_redact: bool,
     /// Record descriptors, decisions and blocked ranks: on, off, or a slice window FROM..TO
     /// (default: $STROBE_SCHEDULE_LOG, else on).
     #[arg(long, value_name = "on|off|FROM..TO")]
@@ -42,15 +51,39 @@ pub struct RecordArgs {
 }
 
 pub fn record(a: &RecordArgs) -> Result<i32> {
+    let files = FileOptions {
+        force: a.force,
+        mode: a.mode.unwrap_or(strobe_recorder::file::DEFAULT_MODE),
+        redact: !a.no_redact,
+    };
     record_to(
         &a.job,
         &a.command,
         &a.out,
-        a.force,
+        files,
         a.schedule_log,
         a.metrics,
         a.histogram_resolution,
     )
+}
+
+/// How the recording file is created (`--force`, `--mode`, `--no-redact`).
+#[derive(Clone, Copy, Debug)]
+pub struct FileOptions {
+    pub force: bool,
+    pub mode: u32,
+    pub redact: bool,
+}
+
+impl FileOptions {
+    /// The defaults, with `--force` as given.
+    pub fn new(force: bool) -> Self {
+        FileOptions {
+            force,
+            mode: strobe_recorder::file::DEFAULT_MODE,
+            redact: true,
+        }
+    }
 }
 
 /// The MMDS resolution: the flag, else the environment, else the default; 0 (off) when the
@@ -69,26 +102,12 @@ fn mmds_resolution(flag: Option<u32>, metrics: Layer) -> Result<u32> {
     }
 }
 
-/// Remove a recording and the SQLite side files a cut-short one may have left.
-fn remove_recording(path: &Path) -> Result<()> {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
-        }
-    }
-    Ok(())
-}
-
 /// Record `command` into `out`; returns the job's exit status.
 pub fn record_to(
     job: &JobArgs,
     command: &[OsString],
     out: &Path,
-    force: bool,
+    files: FileOptions,
     schedule_log: Option<Layer>,
     metrics: Option<Layer>,
     histogram_resolution: Option<u32>,
@@ -97,18 +116,13 @@ pub fn record_to(
     let opts = RecordOptions {
         schedule_log: Layer::resolve(schedule_log, ENV_SCHEDULE_LOG).map_err(|e| anyhow!(e))?,
         metrics: Layer::resolve(metrics, ENV_METRICS).map_err(|e| anyhow!(e))?,
+        mode: files.mode,
+        replace: files.force,
+        redact: files.redact,
         ..RecordOptions::default()
     };
     cfg.mmds_resolution = mmds_resolution(histogram_resolution, opts.metrics)?;
-    if out.exists() {
-        if !force {
-            bail!(
-                "{} already exists (use --force to overwrite it)",
-                out.display()
-            );
-        }
-        remove_recording(out)?;
-    }
+    // Existence, file type, the lock and --force are the recorder's (strobe_recorder::file).
     let rec = Arc::new(
         Recorder::create(out, &JobInfo::new(&cfg, command), opts)
             .with_context(|| format!("creating the recording {}", out.display()))?,
@@ -123,6 +137,9 @@ pub fn record_to(
                 }
                 Err(e) => {
                     eprintln!("strobe: recording {} failed: {e}", out.display());
+                    eprintln!(
+                        "strobe: the slices committed before the error are kept; the file's job.message says where it was cut (docs/recording.md, \"Files and privacy\")"
+                    );
                     // Never report success when the recording is not complete.
                     Ok(if code == 0 { EXIT_INTERNAL } else { code })
                 }

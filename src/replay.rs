@@ -1,8 +1,9 @@
 //! `strobe replay`: re-execute a recording (the `strobe-replayer` crate) with the terminal
 //! stepper and the control socket as clients of its control API.
 
+use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +61,114 @@ pub struct ReplayArgs {
     /// With --tui: the file the ranks' stdout and stderr go to.
     #[arg(long, value_name = "FILE", requires = "tui")]
     output: Option<PathBuf>,
+    /// Print what would run (program, hash verdict, arguments, working directory,
+    /// environment) and exit without running anything: 0, or 2 if the replay is refused.
+    #[arg(long)]
+    dry_run: bool,
+    /// Confirm running a launch this user did not record (a copied or edited recording)
+    /// or a different binary, without the terminal prompt (needed when stdin is not a
+    /// terminal). Check with --dry-run first.
+    #[arg(long)]
+    yes: bool,
+    /// Pass KEY=VALUE to the ranks (recorded variables outside the allow-list are not
+    /// passed: docs/cli.md). Repeatable.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(OsString, OsString)>,
+    /// Pass this variable from strobe's own environment to the ranks, overriding the
+    /// recording's. Repeatable.
+    #[arg(long = "pass-env", value_name = "KEY")]
+    pass_env: Vec<OsString>,
+    /// Run in DIR instead of the recorded working directory.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The program's arguments, replacing the recorded ones (after `--`; needed when the
+    /// recording's arguments were redacted).
+    #[arg(last = true, value_name = "ARGS")]
+    args: Vec<OsString>,
+}
+
+fn parse_env(s: &str) -> Result<(OsString, OsString), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.into(), v.into())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}
+
+/// The replay options the command line asks for (not yet confirmed).
+fn options(a: &ReplayArgs) -> ReplayOptions {
+    let mut env = a.env.clone();
+    for k in &a.pass_env {
+        // A variable strobe does not have is passed as unset: nothing to pass.
+        if let Some(v) = std::env::var_os(k) {
+            env.push((k.clone(), v));
+        }
+    }
+    ReplayOptions {
+        recording: a.file.clone(),
+        program: a.program.clone(),
+        allow_different_binary: a.allow_different_binary,
+        breaks: a.breaks.clone(),
+        until_slice: a.until_slice,
+        start_paused: a.step || a.tui,
+        tag_output: a.tag_output,
+        timeout: a.timeout,
+        regenerate: a.record.clone(),
+        output: None,
+        args: (!a.args.is_empty()).then(|| a.args.clone()),
+        cwd: a.cwd.clone(),
+        env,
+        confirmed: false,
+        replace: a.force,
+        attachable: a.control.is_some() || a.step || a.tui,
+    }
+}
+
+/// Show the launch plan, then decide: `Ok(None)` to go on (`opts.confirmed` set if the
+/// launch needed it), `Ok(Some(code))` to exit with `code` (`--dry-run`, refused).
+fn confirm(a: &ReplayArgs, opts: &mut ReplayOptions) -> Result<Option<i32>> {
+    let plan = match strobe_replayer::plan(opts) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("strobe: cannot replay {}: {e}", a.file.display());
+            return Ok(Some(EXIT_CANNOT_START));
+        }
+    };
+    if a.dry_run {
+        print!("{}", plan.render());
+        match plan.needs_confirmation() {
+            Some(why) if !a.yes => {
+                println!("would ask: {why} (confirm on the terminal or with --yes)")
+            }
+            _ => println!("would run: yes"),
+        }
+        return Ok(Some(0));
+    }
+    let Some(why) = plan.needs_confirmation() else {
+        return Ok(None);
+    };
+    if a.yes {
+        opts.confirmed = true;
+        return Ok(None);
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "strobe: refusing to replay {}: {why}.\n{}strobe: stdin is not a terminal: pass --yes to run it (check with --dry-run)",
+            a.file.display(),
+            plan.render()
+        );
+        return Ok(Some(EXIT_CANNOT_START));
+    }
+    eprint!("strobe: {why}.\n{}Run this? [y/N] ", plan.render());
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes" | "YES") {
+        opts.confirmed = true;
+        Ok(None)
+    } else {
+        eprintln!("strobe: not confirmed: nothing was run");
+        Ok(Some(EXIT_CANNOT_START))
+    }
 }
 
 /// `strobe replay FILE --tui`: the terminal UI on the replay (in-process, through the
@@ -76,7 +185,9 @@ fn replay_tui(a: &ReplayArgs, mut opts: ReplayOptions) -> Result<i32> {
     }
     let output = match &a.output {
         Some(p) => std::path::absolute(p)?,
-        None => std::env::temp_dir().join(format!("strobe-replay-{}.out", std::process::id())),
+        // Never a predictable name in /tmp (issue 11, item 5: a planted symlink there was
+        // followed): a fresh private directory, kept for the user to read afterwards.
+        None => strobe_replayer::safety::private_dir()?.join("ranks.out"),
     };
     opts.output = Some(output.clone());
     match strobe_tui::run_live(opts) {
@@ -95,14 +206,6 @@ fn replay_tui(a: &ReplayArgs, mut opts: ReplayOptions) -> Result<i32> {
             Ok(EXIT_CANNOT_START)
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-fn remove_db(p: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut q = p.as_os_str().to_owned();
-        q.push(suffix);
-        let _ = std::fs::remove_file(q);
     }
 }
 
@@ -169,35 +272,27 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
             );
             return Ok(EXIT_CANNOT_START);
         }
-        if out.exists() {
-            if !a.force {
-                eprintln!(
-                    "strobe: {} already exists (use --force to overwrite it)",
-                    out.display()
-                );
-                return Ok(EXIT_CANNOT_START);
-            }
-            remove_db(out);
+        if out.exists() && !a.force {
+            eprintln!(
+                "strobe: {} already exists (use --force to overwrite it)",
+                out.display()
+            );
+            return Ok(EXIT_CANNOT_START);
         }
+        // --force: the recorder replaces it (only a regular file no one is writing).
     }
     if a.program.is_some() && a.allow_different_binary {
         // Checked (and warned about) by the replayer.
     } else if a.allow_different_binary {
         bail!("--allow-different-binary only applies with --program");
     }
+    let mut opts = options(a);
+    if a.dry_run || a.tui {
+        if let Some(code) = confirm(a, &mut opts)? {
+            return Ok(code);
+        }
+    }
     if a.tui {
-        let opts = ReplayOptions {
-            recording: a.file.clone(),
-            program: a.program.clone(),
-            allow_different_binary: a.allow_different_binary,
-            breaks: a.breaks.clone(),
-            until_slice: a.until_slice,
-            start_paused: true,
-            tag_output: a.tag_output,
-            timeout: a.timeout,
-            regenerate: a.record.clone(),
-            output: None,
-        };
         return replay_tui(a, opts);
     }
     let ctl = Arc::new(Controller::new());
@@ -220,6 +315,13 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         },
         None => None,
     };
+    // Confirmed after the socket is up (nothing runs before): a client that connects as
+    // soon as the socket appears must not miss the first pause, which the replay reaches
+    // sooner now that the program's hash is memoized (safety::program_sha256).
+    if let Some(code) = confirm(a, &mut opts)? {
+        drop(server);
+        return Ok(code);
+    }
     // Pauses are announced on stderr (stdout belongs to the program).
     let events = ctl.subscribe();
     let terminal_stepper = a.step || (stops && std::io::stdin().is_terminal());
@@ -239,18 +341,6 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         let c = ctl.clone();
         std::thread::spawn(move || stepper(c));
     }
-    let opts = ReplayOptions {
-        recording: a.file.clone(),
-        program: a.program.clone(),
-        allow_different_binary: a.allow_different_binary,
-        breaks: a.breaks.clone(),
-        until_slice: a.until_slice,
-        start_paused: a.step,
-        tag_output: a.tag_output,
-        timeout: a.timeout,
-        regenerate: a.record.clone(),
-        output: None,
-    };
     let res = strobe_replayer::replay(&opts, ctl);
     drop(server);
     match res {

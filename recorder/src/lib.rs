@@ -5,8 +5,10 @@
 //! transactions, so node managers never wait on the disk (unless the queue fills, in which
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
+pub mod file;
 pub mod migrations;
 pub mod mmds_stats;
+pub mod privacy;
 pub mod read;
 pub mod recording;
 pub mod replay_log;
@@ -46,6 +48,10 @@ pub enum RecordError {
     },
     #[error("{0} already exists (use --force to overwrite it)")]
     Exists(PathBuf),
+    #[error("{0} is being written by another strobe (it holds the file's lock): not touching it; choose another file or wait for it to finish")]
+    Busy(PathBuf),
+    #[error("{0} is {1}: a recording must be a regular file (give a file name)")]
+    NotRegular(PathBuf, &'static str),
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("this recording has format version {found}, but this strobe reads only up to version {supported}: use a newer strobe")]
@@ -77,6 +83,12 @@ pub struct RecordOptions {
     pub batch_slices: usize,
     /// ...or this long after the transaction began, whichever comes first.
     pub batch_interval: Duration,
+    /// Permission bits of a new recording ([`file::DEFAULT_MODE`], 0600).
+    pub mode: u32,
+    /// Replace an existing recording (`--force`; see [`file`] for how).
+    pub replace: bool,
+    /// Store secret-looking argument values as `<redacted>` ([`privacy::redact_args`]).
+    pub redact: bool,
 }
 
 impl Default for RecordOptions {
@@ -87,6 +99,9 @@ impl Default for RecordOptions {
             queue: 8192,
             batch_slices: 512,
             batch_interval: Duration::from_millis(20),
+            mode: file::DEFAULT_MODE,
+            replace: false,
+            redact: true,
         }
     }
 }
@@ -138,16 +153,15 @@ impl JobInfo {
     }
 }
 
-/// The environment variables a recording keeps: `STROBE_*` (strobe's own switches),
+/// The environment variables a recording keeps: an allow-list of strobe's documented
+/// switches ([`privacy::STORED_ENV`], never its internal `STROBE_JOB_FD` and the like),
 /// `OMP_*` (threading inside ranks changes timing) and `MPIEXEC_TIMEOUT`. Not `PATH`: the
 /// resolved program path and its SHA-256 identify the program better, and a full
 /// environment would leak secrets into files people share. Sorted by name.
 pub fn recorded_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = vars
         .filter_map(|(k, val)| Some((k.into_string().ok()?, val)))
-        .filter(|(k, _)| {
-            k.starts_with("STROBE_") || k.starts_with("OMP_") || k == "MPIEXEC_TIMEOUT"
-        })
+        .filter(|(k, _)| privacy::stored_var(k))
         .map(|(k, val)| (k, val.to_string_lossy().into_owned()))
         .collect();
     v.sort();
@@ -184,19 +198,33 @@ pub struct Recorder {
     writer: Mutex<Option<JoinHandle<WriterDone>>>,
     /// Dropping the sender stops the checkpointer thread.
     checkpointer: Mutex<Option<(SyncSender<()>, JoinHandle<()>)>>,
+    /// Held until the recorder is dropped: a second writer is refused.
+    _lock: file::FileLock,
 }
 
 impl Recorder {
-    /// Create `path` (which must not exist), write the job row and start the writer thread.
+    /// Create `path` (which must not exist, unless `opts.replace`: see [`file`]), locked
+    /// while it is written, write the job row and start the writer thread.
     pub fn create(
         path: &Path,
         job: &JobInfo,
         opts: RecordOptions,
     ) -> Result<Recorder, RecordError> {
-        if path.exists() {
-            return Err(RecordError::Exists(path.to_path_buf()));
-        }
+        let lock = file::create_locked(path, opts.mode, opts.replace)?;
         let sha = sha256_file(&job.program).ok();
+        let command = if opts.redact {
+            privacy::redact_args(&job.command)
+        } else {
+            job.command.clone()
+        };
+        let program = job.program.display().to_string();
+        privacy::remember_launch(&privacy::launch_id(
+            &program,
+            sha.as_deref(),
+            &command,
+            &job.cwd,
+            &job.env,
+        ));
         let mut conn = Connection::open(path)?;
         // WAL: the writer's commits do not rewrite the main file; NORMAL: a commit does not
         // wait for fsync (a power cut may lose the last batch, never corrupt the file).
@@ -209,7 +237,7 @@ impl Recorder {
         migrations::migrate(&mut conn)?;
         // JSON, so SQLite's `json_each` can read them (docs/recording.md).
         let command =
-            serde_json::to_string(&job.command).map_err(|e| RecordError::Writer(e.to_string()))?;
+            serde_json::to_string(&command).map_err(|e| RecordError::Writer(e.to_string()))?;
         let env = serde_json::to_string(
             &job.env
                 .iter()
@@ -229,7 +257,7 @@ impl Recorder {
                 env!("CARGO_PKG_VERSION"),
                 command,
                 job.cwd,
-                job.program.display().to_string(),
+                program,
                 sha,
                 env,
                 job.ranks,
@@ -259,6 +287,7 @@ impl Recorder {
             tx: RwLock::new(Some(tx)),
             writer: Mutex::new(Some(handle)),
             checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
+            _lock: lock,
         })
     }
 
@@ -290,7 +319,8 @@ impl Recorder {
         }
     }
 
-    /// Stop the writer and get the connection back, with the writer's first error.
+    /// Stop the writer and get the connection back, with the writer's first error. On an
+    /// error (a full disk), the file is marked cut at the last committed slice first.
     fn stop_writer(&self) -> Result<(Connection, u64), RecordError> {
         self.tx.write().expect("recorder lock").take();
         if let Some((stop, handle)) = self.checkpointer.lock().expect("recorder lock").take() {
@@ -307,7 +337,11 @@ impl Recorder {
             .join()
             .map_err(|_| RecordError::Writer("panicked".into()))?;
         match done.error {
-            Some(e) => Err(RecordError::Writer(e.to_string())),
+            Some(e) => {
+                let e = RecordError::Writer(e.to_string());
+                mark_cut(done.conn, done.committed, &e);
+                Err(e)
+            }
             None => Ok((done.conn, done.slices)),
         }
     }
@@ -379,6 +413,35 @@ impl Recorder {
         conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
         Ok(recorded)
     }
+}
+
+/// The writer failed (typically a full disk: ENOSPC, or EFBIG past `RLIMIT_FSIZE`): keep
+/// what was committed and say so in the job row. `outcome` stays NULL (cut short, so a
+/// replay goes to the end of what was recorded), `message` says `cut: ... at slice S`,
+/// `total_slices` is S. Best effort: with no space at all the update itself may fail, and
+/// the slices stay in the WAL next to the file (SQLite reads them from there). Then fold
+/// the WAL back if there is room, so the file can be copied alone.
+fn mark_cut(conn: Connection, committed: u64, e: &RecordError) {
+    let why = e.to_string();
+    let what =
+        if why.contains("full") || why.contains("too large") || why.contains("File too large") {
+            "disk full"
+        } else {
+            "write error"
+        };
+    let _ = conn.execute(
+        "UPDATE job SET message = ?1, total_slices = ?2, ended_at = ?3 WHERE outcome IS NULL",
+        params![
+            format!(
+                "cut: {what} at slice {committed} ({why}); the slices up to {committed} are kept"
+            ),
+            committed as i64,
+            unix_ns()
+        ],
+    );
+    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    let _ = conn.pragma_update(None, "journal_mode", "DELETE");
+    let _ = conn.close();
 }
 
 /// A job's outcome as `job.outcome` names it.

@@ -42,7 +42,12 @@ pub fn check_header(path: &Path) -> Result<(), RecordError> {
     let pages = be32(28) as u64;
     // The in-header page count is valid when "version-valid-for" equals the change counter
     // (every SQLite since 3.7.0 keeps it so).
-    if be32(92) == be32(24) && pages * page_size > len {
+    // A WAL next to the file may hold the pages a checkpoint has not copied yet (a
+    // recording cut by a full disk: the checkpoint that would fold it back had no room).
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal_len = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    if be32(92) == be32(24) && pages * page_size > len && wal_len == 0 {
         return Err(RecordError::Corrupt(format!(
             "{} is truncated: {} bytes, but its header says {} pages of {} bytes",
             path.display(),

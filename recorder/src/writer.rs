@@ -62,6 +62,20 @@ pub(crate) struct WriterDone {
     /// The first error; later messages were drained and dropped so senders never block.
     pub error: Option<RecordError>,
     pub slices: u64,
+    /// The last slice of the last successful commit (0: none): after an error (a full
+    /// disk), the recording holds exactly the slices up to it.
+    pub committed: u64,
+}
+
+/// The writer's transaction state.
+#[derive(Default)]
+struct Batch {
+    open_since: Option<Instant>,
+    pending: usize,
+    /// The last slice written in the open transaction.
+    last: u64,
+    /// The last slice committed.
+    committed: u64,
 }
 
 /// How long the writer sleeps when its queue is empty.
@@ -75,8 +89,7 @@ pub(crate) fn run(
 ) -> WriterDone {
     let mut error: Option<RecordError> = None;
     let mut slices = 0u64;
-    let mut pending = 0usize;
-    let mut open_since: Option<Instant> = None;
+    let mut b = Batch::default();
     let mut enc = ReplayLogEncoder::default();
     loop {
         // Poll, never park: a parked receiver makes every send on the slice path pay a
@@ -87,8 +100,8 @@ pub(crate) fn run(
             Ok(m) => Some(m),
             Err(TryRecvError::Disconnected) => None,
             Err(TryRecvError::Empty) => {
-                if open_since.is_some_and(|t| t.elapsed() >= interval) {
-                    commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
+                if b.open_since.is_some_and(|t| t.elapsed() >= interval) {
+                    commit(&conn, &mut enc, &mut b, &mut error);
                 }
                 std::thread::sleep(WRITER_NAP);
                 continue;
@@ -98,16 +111,17 @@ pub(crate) fn run(
         if error.is_some() {
             continue;
         }
-        if open_since.is_none() {
+        if b.open_since.is_none() {
             if let Err(e) = conn.execute_batch("BEGIN") {
                 error = Some(e.into());
                 continue;
             }
-            open_since = Some(Instant::now());
+            b.open_since = Some(Instant::now());
         }
         let res = match &msg {
             Msg::Slice(s) => {
-                pending += 1;
+                b.pending += 1;
+                b.last = s.slice;
                 slices += 1;
                 enc.slice(
                     s.slice,
@@ -128,28 +142,28 @@ pub(crate) fn run(
         if let Err(e) = res {
             error = Some(e.into());
         }
-        if pending >= batch_slices || open_since.is_some_and(|t| t.elapsed() >= interval) {
-            commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
+        if b.pending >= batch_slices || b.open_since.is_some_and(|t| t.elapsed() >= interval) {
+            commit(&conn, &mut enc, &mut b, &mut error);
         }
     }
-    if open_since.is_some() {
-        commit(&conn, &mut enc, &mut open_since, &mut pending, &mut error);
+    if b.open_since.is_some() {
+        commit(&conn, &mut enc, &mut b, &mut error);
     }
     WriterDone {
         conn,
         error,
         slices,
+        committed: b.committed,
     }
 }
 
 fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
-    open_since: &mut Option<Instant>,
-    pending: &mut usize,
+    b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
-    if open_since.take().is_some() {
+    if b.open_since.take().is_some() {
         // The replay log goes into the same transaction as its slices: a crash never
         // leaves slices whose replay log is missing.
         if error.is_none() {
@@ -157,12 +171,19 @@ fn commit(
                 error.get_or_insert(e.into());
             }
         }
-        // Commit even after an insert failed: what was written before it is still good.
-        if let Err(e) = conn.execute_batch("COMMIT") {
+        // After an error, roll back: a failed write (a full disk) may have left part of
+        // a slice, and SQLite may already have rolled the transaction back itself. The
+        // file keeps the batches committed before, with a consistent replay log.
+        if error.is_some() {
+            let _ = conn.execute_batch("ROLLBACK");
+        } else if let Err(e) = conn.execute_batch("COMMIT") {
             error.get_or_insert(e.into());
+            let _ = conn.execute_batch("ROLLBACK");
+        } else {
+            b.committed = b.last;
         }
     }
-    *pending = 0;
+    b.pending = 0;
 }
 
 fn ns(d: Duration) -> i64 {

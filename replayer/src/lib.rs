@@ -12,6 +12,7 @@
 pub mod control;
 pub mod recording;
 mod report;
+pub mod safety;
 pub mod socket;
 pub mod source;
 
@@ -23,10 +24,11 @@ use std::time::Duration;
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
 use strobe_runtime::engine::SliceSink;
 use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
-use strobe_runtime::outcome::{encode_file, ENV_REPLAY_OUTCOMES};
+use strobe_runtime::outcome::encode_file;
 
 pub use control::{Break, Controller, Event, Pause};
 pub use recording::Recording;
+pub use safety::{HashVerdict, LaunchPlan};
 pub use source::{Divergence, ReplaySource, Verifier};
 /// The outcome of a job report as the recorder names it.
 pub use strobe_recorder::outcome_name;
@@ -45,7 +47,7 @@ pub const EXIT_STOPPED: i32 = 130;
 pub enum ReplayError {
     #[error(transparent)]
     Recording(#[from] RecordError),
-    #[error("{program} is not the recorded program (SHA-256 {found}, recorded {recorded}); pass --allow-different-binary to replay it anyway")]
+    #[error("{program} is not the recorded program (SHA-256 {found}, recorded {recorded}); to replay it anyway name it: --program PATH --allow-different-binary (then confirm)")]
     DifferentBinary {
         program: String,
         found: String,
@@ -56,8 +58,12 @@ pub enum ReplayError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("the recorded working directory {0} does not exist")]
+    #[error("the working directory {0} does not exist (give --cwd DIR)")]
     NoCwd(PathBuf),
+    #[error("refusing to replay: {0}")]
+    UnsafeLaunch(String),
+    #[error("refusing to replay without confirmation: {0}; check what would run with --dry-run, then pass --yes")]
+    NeedsConfirmation(String),
     #[error(transparent)]
     Launch(#[from] LaunchError),
     #[error("the recording to regenerate into: {0}")]
@@ -88,6 +94,22 @@ pub struct ReplayOptions {
     /// Send the ranks' stdout and stderr to this file instead of the terminal (and give
     /// rank 0 no stdin): the terminal UI owns the terminal.
     pub output: Option<PathBuf>,
+    /// The program's arguments, given by the user, instead of the recorded ones (needed
+    /// when the recording's were redacted).
+    pub args: Option<Vec<std::ffi::OsString>>,
+    /// Run in this directory instead of the recorded one.
+    pub cwd: Option<PathBuf>,
+    /// Variables the user passes to the ranks (`--env`, `--pass-env`), on top of the
+    /// allow-listed recorded ones ([`safety::passed_var`]).
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The user confirmed the launch ([`LaunchPlan::needs_confirmation`]): a prompt
+    /// answered yes, or `--yes`.
+    pub confirmed: bool,
+    /// Regenerated recording's file: replace an existing one (`--force`).
+    pub replace: bool,
+    /// A client may pause the replay (a control socket): ranks let the user's debugger
+    /// attach (`PR_SET_PTRACER_ANY`), as they do when the options themselves stop.
+    pub attachable: bool,
 }
 
 /// How the replay ended.
@@ -125,27 +147,11 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Check the program against the recorded SHA-256. Returns warnings.
-fn check_program(rec: &Recording, program: &Path, allow: bool) -> Result<Vec<String>, ReplayError> {
-    let found = strobe_recorder::sha256_file(program).map_err(|source| ReplayError::Io {
-        path: program.to_path_buf(),
-        source,
-    })?;
-    match &rec.job.program_sha256 {
-        Some(want) if *want == found => Ok(Vec::new()),
-        Some(want) if allow => Ok(vec![format!(
-            "warning: {} is not the recorded program (SHA-256 {found}, recorded {want}); the replay will likely diverge",
-            program.display()
-        )]),
-        Some(want) => Err(ReplayError::DifferentBinary {
-            program: program.display().to_string(),
-            found,
-            recorded: want.clone(),
-        }),
-        None => Ok(vec![
-            "warning: the recording has no SHA-256 of its program; cannot check the binary".into(),
-        ]),
-    }
+/// What replaying `opts.recording` would run (for `--dry-run` and the confirmation
+/// prompt), without spawning anything.
+pub fn plan(opts: &ReplayOptions) -> Result<LaunchPlan, ReplayError> {
+    let rec = Recording::open(&absolute(&opts.recording))?;
+    safety::plan(&rec, opts)
 }
 
 /// Replay a recording. `ctl` is the control API the caller's clients use. Changes this
@@ -154,11 +160,11 @@ fn check_program(rec: &Recording, program: &Path, allow: bool) -> Result<Vec<Str
 pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport, ReplayError> {
     let rec = Recording::open(&absolute(&opts.recording))?;
     let job = rec.job.clone();
-    let program = absolute(opts.program.as_deref().unwrap_or(&job.program));
-    let mut warnings = check_program(&rec, &program, opts.allow_different_binary)?;
-    if opts.program.is_none() {
-        warnings.clear();
+    let plan = safety::plan(&rec, opts)?;
+    if let (Some(why), false) = (plan.needs_confirmation(), opts.confirmed) {
+        return Err(ReplayError::NeedsConfirmation(why));
     }
+    let warnings = plan.warnings();
     let regen_path = opts.regenerate.as_deref().map(absolute);
     if let Some(p) = &regen_path {
         let same = match (std::fs::canonicalize(p), std::fs::canonicalize(&rec.path)) {
@@ -187,25 +193,17 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             source,
         })?;
 
-    if !job.cwd.is_dir() {
-        return Err(ReplayError::NoCwd(job.cwd.clone()));
-    }
-    std::env::set_current_dir(&job.cwd).map_err(|source| ReplayError::Io {
-        path: job.cwd.clone(),
+    std::env::set_current_dir(&plan.cwd).map_err(|source| ReplayError::Io {
+        path: plan.cwd.clone(),
         source,
     })?;
 
     let engine = job.engine();
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
-        job.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
-    env.push((
-        ENV_REPLAY_OUTCOMES.into(),
-        outfile.path().as_os_str().to_owned(),
-    ));
+    let env = safety::rank_env(&plan, opts, outfile.path());
     let cfg = LaunchConfig {
         engine: engine.clone(),
-        program,
-        args: job.command[1..].iter().map(Into::into).collect(),
+        program: plan.program.clone(),
+        args: plan.args.clone(),
         tag_output: opts.tag_output,
         timeout: opts.timeout,
         env,
@@ -230,6 +228,7 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             let opts = RecordOptions {
                 schedule_log: Layer::On,
                 metrics: Layer::On,
+                replace: opts.replace,
                 ..RecordOptions::default()
             };
             let r = Recorder::create(p, &info, opts).map_err(ReplayError::Regenerate)?;

@@ -151,7 +151,11 @@ pub(crate) fn verdict(
                 Verdict::Matched,
                 format!(
                     "strobe: replay matched the recording: {last} slices verified, to the end of the recording (the recorded job was {})",
-                    rec.job.outcome.as_deref().unwrap_or("cut short")
+                    // A recording cut by a write error (a full disk) says where.
+                    rec.job.outcome.as_deref().unwrap_or_else(|| match &rec.job.message {
+                        Some(m) if m.starts_with("cut: ") => m.as_str(),
+                        _ => "cut short",
+                    })
                 ),
             );
         }

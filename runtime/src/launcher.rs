@@ -237,6 +237,10 @@ pub fn launch(
             .env(ENV_LEN, seg_len.to_string())
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, e.ranks.to_string())
+            .env(
+                crate::procmem::ENV_LAUNCHER_PID,
+                std::process::id().to_string(),
+            )
             .stdin(if rank == 0 && output.is_none() {
                 Stdio::inherit()
             } else {

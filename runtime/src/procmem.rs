@@ -278,6 +278,38 @@ pub fn allow_cross_memory_attach() -> io::Result<()> {
     Err(err)
 }
 
+/// The pid of the `strobe` process that started this rank (set by the launcher).
+pub const ENV_LAUNCHER_PID: &str = "STROBE_LAUNCHER_PID";
+/// `1`: this rank may be held for the user's debugger (a replay that stops), so any
+/// process of the user may attach (`gdb -p PID`), not only strobe and its descendants.
+pub const ENV_DEBUG_ATTACH: &str = "STROBE_DEBUG_ATTACH";
+
+/// Declare who may attach to this rank (issue 11, item 14: not every process of the user).
+/// Yama's exception covers the named process *and its descendants*, so naming the `strobe`
+/// launcher lets in the node manager (strobe itself) and the sibling ranks' DMA Helpers,
+/// which is all cross-memory attach needs. A replay that can hold ranks for a debugger
+/// passes [`ENV_DEBUG_ATTACH`]`=1` and gets `PR_SET_PTRACER_ANY` instead.
+pub fn restrict_cross_memory_attach() -> io::Result<()> {
+    if std::env::var_os(ENV_DEBUG_ATTACH).is_some_and(|v| v == "1") {
+        return allow_cross_memory_attach();
+    }
+    let launcher = std::env::var(ENV_LAUNCHER_PID)
+        .ok()
+        .and_then(|v| v.parse::<libc::c_ulong>().ok())
+        // SAFETY: getppid has no preconditions.
+        .unwrap_or_else(|| unsafe { libc::getppid() } as libc::c_ulong);
+    // SAFETY: PR_SET_PTRACER takes plain integers; no pointers are involved.
+    let r = unsafe { libc::prctl(libc::PR_SET_PTRACER, launcher, 0, 0, 0) };
+    if r == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EINVAL) {
+        return Ok(());
+    }
+    Err(err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

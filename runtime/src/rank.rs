@@ -90,8 +90,9 @@ impl RankCtx {
             return Err(InitError::BadEnv(ENV_RANK, rank.to_string()));
         }
         // Let our node manager (and, under Yama ptrace_scope=1, sibling helpers) reach our
-        // buffers with cross-memory attach.
-        let _ = crate::procmem::allow_cross_memory_attach();
+        // buffers with cross-memory attach: strobe and its descendants only, any process
+        // of the user only in a replay that holds ranks for a debugger.
+        let _ = crate::procmem::restrict_cross_memory_attach();
         seg.slot(rank)
             .pid
             .store(std::process::id(), Ordering::Release);

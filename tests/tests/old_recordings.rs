@@ -36,7 +36,11 @@ fn old_recording() -> (tempfile::TempDir, PathBuf) {
 /// is the previous release's build: same source, other bytes).
 fn replay_old(db: &Path) -> Out {
     let prog = fixture("token_ring").display().to_string();
-    replay(db, &["--program", &prog, "--allow-different-binary"], &[])
+    replay(
+        db,
+        &["--program", &prog, "--allow-different-binary", "--yes"],
+        &[],
+    )
 }
 
 #[test]

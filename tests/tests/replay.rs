@@ -220,7 +220,11 @@ fn replay_refuses_what_it_cannot_replay() {
         "{}",
         r.stderr
     );
-    let r = replay(&db, &["--program", &other, "--allow-different-binary"], &[]);
+    let r = replay(
+        &db,
+        &["--program", &other, "--allow-different-binary", "--yes"],
+        &[],
+    );
     assert!(r.stderr.contains("warning:"), "{}", r.stderr);
     assert_eq!(r.code, 1, "a different program diverges\n{}", r.stderr);
 
