@@ -111,36 +111,148 @@ fn monotonic_timespec(deadline: Instant) -> Option<Timespec> {
     })
 }
 
-/// How long a waiter polls before it sleeps in the kernel (`STROBE_SPIN_US`, default 50 us;
-/// 0 turns polling off). Waking a sleeping thread on an idle core costs tens of
-/// microseconds (more in a VM), while the hand-offs of a slice are a few microseconds apart.
-pub fn spin_budget() -> Duration {
-    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let us = std::env::var("STROBE_SPIN_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50u64);
-        Duration::from_micros(us)
+/// The default polling budget, in microseconds.
+pub const DEFAULT_SPIN_US: u64 = 50;
+/// The largest `STROBE_SPIN_US` accepted (1 s): more is a typo, not a tuning.
+pub const MAX_SPIN_US: u64 = 1_000_000;
+
+/// Parse a `STROBE_SPIN_US` value: whole microseconds, 0..=[`MAX_SPIN_US`].
+pub fn parse_spin_us(v: &str) -> Result<u64, String> {
+    match v.trim().parse::<u64>() {
+        Ok(us) if us <= MAX_SPIN_US => Ok(us),
+        Ok(us) => Err(format!(
+            "STROBE_SPIN_US={us} is more than {MAX_SPIN_US} microseconds"
+        )),
+        Err(_) => Err(format!(
+            "STROBE_SPIN_US={v:?} is not a number of microseconds (0 turns polling off; default {DEFAULT_SPIN_US})"
+        )),
+    }
+}
+
+/// `STROBE_SPIN_US` from the environment: `Ok(None)` when unset. The CLI calls this before
+/// starting a job and refuses a bad value (exit 2, the variable named).
+pub fn spin_env() -> Result<Option<u64>, String> {
+    match std::env::var("STROBE_SPIN_US") {
+        Ok(v) => parse_spin_us(&v).map(Some),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(format!(
+            "STROBE_SPIN_US={v:?} is not a number of microseconds"
+        )),
+    }
+}
+
+/// `STROBE_SPIN_US` as set, or `None` for the default policy. A rank (which the CLI has
+/// already checked) that still sees a bad value warns once and uses the default policy
+/// rather than failing the job inside `MPI_Init`.
+fn explicit_spin() -> Option<Duration> {
+    static SPIN: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| match spin_env() {
+        Ok(us) => us.map(Duration::from_micros),
+        Err(e) => {
+            eprintln!("strobe: ignoring {e}; using the default polling policy");
+            None
+        }
     })
+}
+
+/// Ranks of the job this process belongs to (0: unknown). The launcher notes it; a rank
+/// reads it from its environment.
+static JOB_RANKS: AtomicU32 = AtomicU32::new(0);
+
+/// Tell the spin policy how many ranks the job has (the launcher, before it starts).
+pub fn note_job_ranks(ranks: u32) {
+    JOB_RANKS.store(ranks, Ordering::Relaxed);
+}
+
+fn job_ranks() -> u32 {
+    static FROM_ENV: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    match JOB_RANKS.load(Ordering::Relaxed) {
+        0 => *FROM_ENV.get_or_init(|| {
+            std::env::var(crate::segment::ENV_SIZE)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        }),
+        n => n,
+    }
+}
+
+fn cores() -> u32 {
+    static CORES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
+    })
+}
+
+/// How long a waiter polls before it sleeps in the kernel. Waking a sleeping thread on an
+/// idle core costs tens of microseconds (more in a VM), while the hand-offs of a slice are
+/// a few microseconds apart, so polling pays — as long as the thread polled for has a core.
+///
+/// Spin policy (issue 11, item 8): `STROBE_SPIN_US` when set (0 turns polling off);
+/// otherwise [`DEFAULT_SPIN_US`], but 0 when the job has more ranks than the machine has
+/// cores (a poller then takes the core the rank it waits for needs). Load from outside the
+/// job (other programs' busy loops) is handled adaptively by [`spin_while_eq`].
+pub fn spin_budget() -> Duration {
+    if let Some(d) = explicit_spin() {
+        return d;
+    }
+    if job_ranks() > cores() {
+        return Duration::ZERO;
+    }
+    Duration::from_micros(DEFAULT_SPIN_US)
+}
+
+/// Consecutive polls in this process that ran out of budget.
+static FAILED_SPINS: AtomicU32 = AtomicU32::new(0);
+/// Waits left that go straight to the kernel without polling.
+static SKIP_SPINS: AtomicU32 = AtomicU32::new(0);
+/// Polls that fail in a row before polling is suspended.
+const FAILS_BEFORE_BACKOFF: u32 = 4;
+
+/// Adaptive back-off: when polls keep running out of budget (the thread polled for does not
+/// get a core — the machine is oversubscribed — or computes for long), polling is suspended
+/// for 64, 128, ... up to 4096 waits, and one poll then probes whether it pays again. A
+/// poll that succeeds ends the back-off.
+fn backing_off() -> bool {
+    let left = SKIP_SPINS.load(Ordering::Relaxed);
+    if left == 0 {
+        return false;
+    }
+    SKIP_SPINS.store(left - 1, Ordering::Relaxed);
+    true
+}
+
+fn spin_outcome(changed: bool) {
+    if changed {
+        FAILED_SPINS.store(0, Ordering::Relaxed);
+        return;
+    }
+    let fails = FAILED_SPINS.fetch_add(1, Ordering::Relaxed) + 1;
+    if fails >= FAILS_BEFORE_BACKOFF {
+        let shift = (fails - FAILS_BEFORE_BACKOFF).min(6);
+        SKIP_SPINS.store(64 << shift, Ordering::Relaxed);
+    }
 }
 
 /// Poll `word` for up to `budget` while it still holds `expected`, yielding the core now and
 /// then so that polling never starves a runnable thread (on an oversubscribed host the
-/// thread we wait for may need our core). Returns true when the word changed.
+/// thread we wait for may need our core). Returns true when the word changed. Polling is
+/// skipped while the adaptive back-off ([`backing_off`]) holds.
 pub fn spin_while_eq(word: &AtomicU32, expected: u32, budget: Duration) -> bool {
-    if budget.is_zero() {
+    if budget.is_zero() || (explicit_spin().is_none() && backing_off()) {
         return word.load(Ordering::Acquire) != expected;
     }
     let start = Instant::now();
     let mut i = 0u32;
     loop {
         if word.load(Ordering::Acquire) != expected {
+            spin_outcome(true);
             return true;
         }
         i = i.wrapping_add(1);
         if i % 64 == 0 {
             if start.elapsed() >= budget {
+                spin_outcome(false);
                 return false;
             }
             std::thread::yield_now();
@@ -168,6 +280,31 @@ mod tests {
             );
             thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn spin_us_values_are_checked() {
+        assert_eq!(parse_spin_us("0"), Ok(0));
+        assert_eq!(parse_spin_us(" 200 "), Ok(200));
+        let e = parse_spin_us("garbage").unwrap_err();
+        assert!(e.contains("STROBE_SPIN_US"), "{e}");
+        assert!(parse_spin_us("-5").is_err());
+        assert!(parse_spin_us("99999999").is_err());
+    }
+
+    #[test]
+    fn polling_backs_off_after_failures_and_resumes_on_success() {
+        let w = AtomicU32::new(0);
+        for _ in 0..FAILS_BEFORE_BACKOFF {
+            assert!(!spin_while_eq(&w, 0, Duration::from_micros(5)));
+        }
+        assert!(SKIP_SPINS.load(Ordering::Relaxed) > 0);
+        // Backing off: returns at once without polling (the word never changes).
+        let t = Instant::now();
+        assert!(!spin_while_eq(&w, 0, Duration::from_secs(5)));
+        assert!(t.elapsed() < Duration::from_secs(5));
+        spin_outcome(true);
+        assert_eq!(FAILED_SPINS.load(Ordering::Relaxed), 0);
     }
 
     #[test]
