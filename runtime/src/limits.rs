@@ -180,7 +180,7 @@ mod tests {
         let m = Machine {
             free_pids: Some(1000),
             nproc: Some(300),
-            mem_available: Some(1 << 30),
+            mem_available: Some(2 << 30),
         };
         assert!(m.check(100, 1 << 20).is_ok());
         let e = m.check(600, 0).unwrap_err().to_string();
