@@ -187,9 +187,9 @@ mod tests {
         assert!(e.contains("pid_max"), "{e}");
         let e = m.check(200, 0).unwrap_err().to_string();
         assert!(e.contains("RLIMIT_NPROC"), "{e}");
-        let e = m.check(120, 1 << 20).unwrap_err().to_string();
+        let e = m.check(130, 1 << 30).unwrap_err().to_string();
         assert!(
-            e.contains("MemAvailable") && e.contains("--max-ranks 120"),
+            e.contains("MemAvailable") && e.contains("--max-ranks 130"),
             "{e}"
         );
     }
