@@ -17,6 +17,10 @@ use crate::cli_util;
 pub struct ReplayArgs {
     /// The recording to replay (written by `strobe record`).
     file: PathBuf,
+    /// Accept a recording of up to N ranks without checking them against this machine
+    /// (pid_max, RLIMIT_NPROC, memory); without it a recording too large is refused.
+    #[arg(long, value_name = "N")]
+    max_ranks: Option<u32>,
     /// Run this program instead of the recorded one (e.g. a rebuild with debug symbols).
     /// Refused when its SHA-256 differs from the recorded one, unless
     /// --allow-different-binary.
@@ -157,6 +161,9 @@ fn stepper(ctl: Arc<Controller>) {
 }
 
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
+    if let Some(n) = a.max_ranks {
+        strobe_runtime::limits::allow_ranks(n);
+    }
     if let Some(out) = &a.record {
         let same = matches!(
             (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)),
