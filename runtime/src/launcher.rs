@@ -243,8 +243,11 @@ pub fn launch(
 
     let mut children: Vec<Child> = Vec::new();
     let mut forwarders = Vec::new();
-    // A terminal stays strobe's (the ranks are in background groups): rank 0 reads it
-    // through a pipe.
+    // A terminal stays strobe's (the ranks are in background groups): in a live run rank 0
+    // reads it through a pipe. A replay (`logical`) does not feed it to rank 0: the
+    // terminal is the stepper's there, and a forwarding thread would swallow its commands;
+    // input for a replayed rank comes from a redirected stdin (a file or a pipe is passed
+    // on as before).
     let tty_stdin = output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for rank in 0..e.ranks {
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -267,8 +270,10 @@ pub fn launch(
             .env(ENV_LEN, seg_len.to_string())
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, e.ranks.to_string())
-            .stdin(if rank == 0 && tty_stdin {
+            .stdin(if rank == 0 && tty_stdin && !logical {
                 Stdio::piped()
+            } else if rank == 0 && tty_stdin {
+                Stdio::null()
             } else if rank == 0 && output.is_none() {
                 Stdio::inherit()
             } else {
