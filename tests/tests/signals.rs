@@ -182,3 +182,59 @@ fn await_first(token: &str) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// At a real terminal (a pty from `script(1)`): rank 0, in a background process group, still
+/// reads the terminal (through strobe), and the terminal's own Ctrl-C (the ^C character, not
+/// a kill) stops the job with 130.
+#[test]
+fn at_a_terminal_rank_0_reads_it_through_strobe_and_ctrl_c_is_130() {
+    use std::io::{Read, Write};
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: script(1) is not installed");
+        return;
+    }
+    let inner = format!(
+        "{} run -n 2 -- /bin/sh -c 'read x; echo got-$x; exec sleep 60'; echo STATUS=$?",
+        strobe().display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qc", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn script");
+    let mut tty_in = child.stdin.take().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let mut await_text = |what: &str, seen: &mut String| {
+        let t = Instant::now();
+        while !seen.contains(what) {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "no {what:?} in {seen:?}"
+            );
+            if let Ok(b) = rx.recv_timeout(Duration::from_millis(100)) {
+                seen.push_str(&String::from_utf8_lossy(&b));
+            }
+        }
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    tty_in.write_all(b"hello\n").unwrap();
+    await_text("got-hello", &mut seen);
+    tty_in.write_all(b"\x03").unwrap();
+    await_text("STATUS=", &mut seen);
+    assert!(seen.contains("STATUS=130"), "{seen}");
+    assert!(!seen.contains("killed by SIGINT"), "{seen}");
+    drop(tty_in);
+    let _ = child.wait();
+}
