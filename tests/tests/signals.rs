@@ -216,7 +216,7 @@ fn at_a_terminal_rank_0_reads_it_through_strobe_and_ctrl_c_is_130() {
         }
     });
     let mut seen = String::new();
-    let mut await_text = |what: &str, seen: &mut String| {
+    let await_text = |what: &str, seen: &mut String| {
         let t = Instant::now();
         while !seen.contains(what) {
             assert!(
