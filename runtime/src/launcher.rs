@@ -492,10 +492,17 @@ fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) 
         slot.wake.fetch_add(1, Ordering::Release);
         crate::futex::wake_all(&slot.wake);
     }
-    // Ranks computing outside MPI would never notice: kill everything still running.
+    // Ranks computing outside MPI would never notice: kill everything still running. Each
+    // rank leads its own process group, which holds whatever it started too (the
+    // terminal's Ctrl-C no longer reaches those): kill the group; a rank that has not
+    // reached its `setpgid` yet has no group (ESRCH), so kill it alone.
     for (i, c) in children.iter_mut().enumerate() {
         if reaped.get(i).is_none_or(|s| s.is_none()) {
-            let _ = c.kill();
+            // SAFETY: kill with a negative pid signals a process group; no memory involved.
+            let rc = unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
+            if rc != 0 {
+                let _ = c.kill();
+            }
         }
     }
 }

@@ -238,3 +238,32 @@ fn at_a_terminal_rank_0_reads_it_through_strobe_and_ctrl_c_is_130() {
     drop(tty_in);
     let _ = child.wait();
 }
+
+/// What a rank started itself is stopped with it: the ranks' process groups no longer get
+/// the terminal's Ctrl-C, so strobe kills each rank's whole group.
+#[test]
+fn ctrl_c_stops_what_the_ranks_started_too() {
+    let secs = token(614_000);
+    // The sleeps must not hold strobe's stderr pipe open (the test would hang, not fail).
+    let script = format!("sleep {secs} >/dev/null 2>&1 & wait");
+    let (child, rx) = spawn_group(&["run", "-n", "2", "--", "/bin/sh", "-c", &script]);
+    let needle = format!("sleep {secs}");
+    let t = Instant::now();
+    // strobe's and the two shells' command lines mention it too; wait for the two sleeps.
+    while processes_matching(&needle)
+        .iter()
+        .filter(|p| !p.contains("/bin/sh") && !p.contains("strobe"))
+        .count()
+        < 2
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "sleeps never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal_group(&child, libc::SIGINT);
+    let (code, err) = finish(child, rx);
+    assert_eq!(code, 130, "{err}");
+    assert_none_left(&needle);
+}
