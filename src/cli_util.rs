@@ -2,6 +2,37 @@
 
 use std::time::Duration;
 
+/// Exit status for a command line strobe refuses (as clap's own usage errors).
+pub const EXIT_USAGE: i32 = 2;
+
+/// The smallest `--chunk-budget`: below a page, a large message is cut into so many chunks
+/// (one or more slices each) that a job crawls for minutes (`--chunk-budget 1` ran 1.27 M
+/// slices of a small p2p test without finishing). Decision: 4 KiB, the page size.
+pub const MIN_CHUNK_BUDGET: u64 = 4096;
+
+/// A refusal of the command line or environment, reported with exit [`EXIT_USAGE`].
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// `--chunk-budget`: a byte count of at least [`MIN_CHUNK_BUDGET`].
+pub fn parse_chunk_budget(s: &str) -> Result<u64, String> {
+    let b = parse_bytes(s)?;
+    if b < MIN_CHUNK_BUDGET {
+        return Err(format!(
+            "{s:?} is below the minimum chunk budget of 4KiB ({MIN_CHUNK_BUDGET} bytes)"
+        ));
+    }
+    Ok(b)
+}
+
 /// Parse a duration such as `500us`, `500µs`, `0.25ms`, `2ms`, `1s`, `100ns`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -69,5 +100,13 @@ mod tests {
         assert_eq!(parse_bytes("4MiB").unwrap(), 4 << 20);
         assert_eq!(parse_bytes("12").unwrap(), 12);
         assert!(parse_bytes("4XB").is_err());
+    }
+
+    #[test]
+    fn chunk_budget_minimum() {
+        assert_eq!(parse_chunk_budget("4KiB").unwrap(), 4096);
+        let e = parse_chunk_budget("1").unwrap_err();
+        assert!(e.contains("4KiB"), "{e}");
+        assert!(parse_chunk_budget("0").is_err());
     }
 }

@@ -125,8 +125,8 @@ struct JobArgs {
     /// Idle slices with every rank blocked before the job is declared deadlocked.
     #[arg(long, default_value_t = 20)]
     deadlock_slices: u32,
-    /// Bytes each node may receive per slice; larger messages are chunked.
-    #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_bytes)]
+    /// Bytes each node may receive per slice; larger messages are chunked (at least 4KiB).
+    #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_chunk_budget)]
     chunk_budget: u64,
     /// Chunks of at least this size are copied by the receiving rank's own DMA Helper (one
     /// copy); `off` sends every chunk through the node manager.
@@ -144,6 +144,10 @@ struct JobArgs {
     /// Print a summary of the run's slices on stderr at the end.
     #[arg(long)]
     summary: bool,
+    /// Accept up to N ranks without checking them against the machine (pid_max,
+    /// RLIMIT_NPROC, memory); without it, -n is checked and refused when too large.
+    #[arg(long, value_name = "N")]
+    max_ranks: Option<u32>,
 }
 
 #[derive(Args)]
@@ -207,7 +211,17 @@ fn finish(code: Result<i32>) -> ! {
         Ok(c) => std::process::exit(c),
         Err(e) => {
             eprintln!("strobe: {e:#}");
-            std::process::exit(EXIT_CANNOT_START);
+            // A request beyond the machine's limits is a bad command line (exit 2), refused
+            // before anything started.
+            let usage = e
+                .downcast_ref::<launcher::LaunchError>()
+                .is_some_and(|l| matches!(l, launcher::LaunchError::Limit(_)))
+                || e.is::<cli_util::UsageError>();
+            std::process::exit(if usage {
+                cli_util::EXIT_USAGE
+            } else {
+                EXIT_CANNOT_START
+            });
         }
     }
 }
@@ -237,9 +251,16 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
             job.ranks
         );
     }
-    if job.chunk_budget == 0 {
-        bail!("--chunk-budget must be positive");
+    if job.chunk_budget < cli_util::MIN_CHUNK_BUDGET {
+        bail!("--chunk-budget must be at least 4KiB");
     }
+    strobe_runtime::futex::spin_env().map_err(cli_util::UsageError)?;
+    if let Some(n) = job.max_ranks {
+        strobe_runtime::limits::allow_ranks(n);
+    }
+    // Refused here, before a recording file is created or anything is spawned (the
+    // launcher checks again, for every other path into it).
+    strobe_runtime::limits::check_ranks(job.ranks)?;
     let timeout = match (job.timeout, std::env::var("MPIEXEC_TIMEOUT")) {
         (Some(t), _) => Some(t),
         (None, Ok(s)) => Some(Duration::from_secs(s.trim().parse().with_context(
@@ -384,6 +405,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         timeout: Some(Duration::from_secs(60)),
         decision_log: None,
         summary: false,
+        max_ranks: None,
     };
     let code = record::record_to(
         &job,

@@ -18,6 +18,10 @@ use crate::cli_util;
 pub struct ReplayArgs {
     /// The recording to replay (written by `strobe record`).
     file: PathBuf,
+    /// Accept a recording of up to N ranks without checking them against this machine
+    /// (pid_max, RLIMIT_NPROC, memory); without it a recording too large is refused.
+    #[arg(long, value_name = "N")]
+    max_ranks: Option<u32>,
     /// Run this program instead of the recorded one (e.g. a rebuild with debug symbols).
     /// Refused when its SHA-256 differs from the recorded one, unless
     /// --allow-different-binary.
@@ -38,7 +42,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     step: bool,
     /// Serve the control protocol on this Unix socket (docs/replay-control.md). Default
-    /// when stopping or stepping: $TMPDIR/strobe-replay-PID.sock.
+    /// when stopping or stepping: replay.sock in a fresh private (0700) directory under
+    /// $XDG_RUNTIME_DIR or $TMPDIR. An existing file or a live socket at PATH is refused.
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
     /// Write a full recording of the replay (schedule log regenerated) to FILE.
@@ -259,6 +264,9 @@ fn stepper(ctl: Arc<Controller>) {
 }
 
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
+    if let Some(n) = a.max_ranks {
+        strobe_runtime::limits::allow_ranks(n);
+    }
     if let Some(out) = &a.record {
         let same = matches!(
             (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)),
@@ -297,22 +305,23 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     }
     let ctl = Arc::new(Controller::new());
     let stops = a.until_slice.is_some() || !a.breaks.is_empty() || a.step;
-    let socket_path = a.control.clone().or_else(|| {
-        stops.then(|| {
-            std::env::temp_dir().join(format!("strobe-replay-{}.sock", std::process::id()))
-        })
-    });
-    let server = match &socket_path {
-        Some(p) => match ControlServer::start(p, ctl.clone()) {
-            Ok(s) => {
-                eprintln!("strobe: replay control socket: {}", p.display());
-                Some(s)
-            }
-            Err(e) => {
-                eprintln!("strobe: cannot listen on {}: {e}", p.display());
-                return Ok(EXIT_CANNOT_START);
-            }
-        },
+    // Without --control, a socket in a fresh private directory (never a predictable name
+    // in /tmp, where a planted file could stop the replay).
+    let started = match &a.control {
+        Some(p) => Some(ControlServer::start(p, ctl.clone()).map_err(|e| (p.clone(), e))),
+        None => stops.then(|| {
+            ControlServer::start_private(ctl.clone()).map_err(|e| (std::env::temp_dir(), e))
+        }),
+    };
+    let server = match started {
+        Some(Ok(s)) => {
+            eprintln!("strobe: replay control socket: {}", s.path().display());
+            Some(s)
+        }
+        Some(Err((p, e))) => {
+            eprintln!("strobe: cannot listen on {}: {e}", p.display());
+            return Ok(EXIT_CANNOT_START);
+        }
         None => None,
     };
     // Confirmed after the socket is up (nothing runs before): a client that connects as

@@ -147,8 +147,13 @@ pub(crate) fn verdict(
         JobOutcome::SourceStopped(_)
             if shared.end_of_recording.lock().expect("end lock").is_some() =>
         {
-            return (
-                Verdict::Matched,
+            // A recording cut by Ctrl-C (outcome `interrupted`) ends where the user stopped
+            // it: reaching that point is a match (exit 0), never a divergence.
+            let text = if rec.job.outcome.as_deref() == Some("interrupted") {
+                format!(
+                    "strobe: replay matched the recording: {last} slices verified; the recorded job was stopped by the user at slice {last}"
+                )
+            } else {
                 format!(
                     "strobe: replay matched the recording: {last} slices verified, to the end of the recording (the recorded job was {})",
                     // A recording cut by a write error (a full disk) says where.
@@ -156,8 +161,9 @@ pub(crate) fn verdict(
                         Some(m) if m.starts_with("cut: ") => m.as_str(),
                         _ => "cut short",
                     })
-                ),
-            );
+                )
+            };
+            return (Verdict::Matched, text);
         }
         JobOutcome::SourceStopped(_) | JobOutcome::Interrupted => {
             return (

@@ -1,8 +1,19 @@
 //! The replay control protocol over a local Unix socket: one JSON object per line each
 //! way (`docs/replay-control.md`). Requests are answered in order on the same connection;
 //! events (paused, resumed, finished) are pushed to every connected client as they happen.
+//!
+//! Who can talk to a replay (issue 11, items 2, 5, 6): the socket is created mode 0600
+//! whatever the umask (bound in a private 0700 directory, chmod-ed, then hard-linked into
+//! place, which never replaces a file), and every connection's peer credentials
+//! (`SO_PEERCRED`) are checked: the replay's own uid or root, others are refused and logged
+//! on stderr. `--control PATH` never deletes a file that is there: a non-socket is refused,
+//! a live socket (something accepts connections) is refused, only a stale socket (nobody
+//! listening) is replaced. Without `--control`, the socket lives in a fresh private
+//! directory ([`ControlServer::start_private`]), never at a predictable name in /tmp.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,15 +27,143 @@ use serde_json::Value;
 pub struct ControlServer {
     path: PathBuf,
     done: Arc<AtomicBool>,
+    /// The private directory of a default socket, removed with it.
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn refused(msg: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::AlreadyExists, msg)
+}
+
+/// What is at `path` may be replaced only if it is a socket nobody listens on.
+fn check_free(path: &Path) -> std::io::Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(refused(format!(
+            "{} exists and is not a socket; refusing to replace it",
+            path.display()
+        )));
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => Err(refused(format!(
+            "{} is the live control socket of another replay; choose another --control path",
+            path.display()
+        ))),
+        // Nobody listening: a stale socket left by a replay that was killed.
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => std::fs::remove_file(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// A fresh directory only we can enter. Created with mode 0700 (masked by the umask, so
+/// never wider); tempfile's default (0777 & !umask) is world-open under `umask 000`.
+fn private_dir(prefix: &str, parent: &Path) -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(parent)
+}
+
+/// Bind a listener at `path`, mode 0600 whatever the umask: bound in a private directory
+/// beside `path`, chmod-ed there (where nobody else can reach it), then hard-linked to
+/// `path` (link(2) fails rather than replace a file planted meanwhile).
+fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = private_dir(".strobe-sock-", parent)?;
+    let tmp = dir.path().join("s");
+    let listener = UnixListener::bind(&tmp)?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::hard_link(&tmp, path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            refused(format!(
+                "{} appeared while binding; refusing to replace it",
+                path.display()
+            ))
+        } else {
+            e
+        }
+    })?;
+    Ok(listener)
+}
+
+/// The uid of the process at the other end of `conn` (`SO_PEERCRED`).
+fn peer_uid(conn: &UnixStream) -> std::io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the fd is a connected Unix socket; `cred` and `len` are valid for writes of
+    // the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// Same uid as this replay, or root.
+fn peer_allowed(conn: &UnixStream) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match peer_uid(conn) {
+        Ok(uid) if uid == me || uid == 0 => true,
+        Ok(uid) => {
+            eprintln!("strobe: control socket: refused a connection from uid {uid}");
+            false
+        }
+        Err(e) => {
+            eprintln!("strobe: control socket: refused a connection (no peer credentials: {e})");
+            false
+        }
+    }
 }
 
 impl ControlServer {
-    /// Listen on `path` (a stale socket file there is replaced).
+    /// Listen on `path`: refused if a file other than a stale socket is there (see the
+    /// module comment); the socket is mode 0600.
     pub fn start(path: &Path, ctl: Arc<Controller>) -> std::io::Result<ControlServer> {
-        if path.exists() {
-            std::fs::remove_file(path)?;
-        }
-        let listener = UnixListener::bind(path)?;
+        check_free(path)?;
+        let listener = bind_private(path)?;
+        Self::serve_on(listener, path.to_path_buf(), None, ctl)
+    }
+
+    /// Listen on a fresh socket in a private 0700 directory under `$XDG_RUNTIME_DIR` (when
+    /// set) or the temporary directory: `.../strobe-XXXXXX/replay.sock`.
+    pub fn start_private(ctl: Arc<Controller>) -> std::io::Result<ControlServer> {
+        let base = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir())
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = private_dir("strobe-", &base)?;
+        let path = dir.path().join("replay.sock");
+        let listener = UnixListener::bind(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        Self::serve_on(listener, path, Some(dir), ctl)
+    }
+
+    fn serve_on(
+        listener: UnixListener,
+        path: PathBuf,
+        dir: Option<tempfile::TempDir>,
+        ctl: Arc<Controller>,
+    ) -> std::io::Result<ControlServer> {
         let done = Arc::new(AtomicBool::new(false));
         let d = done.clone();
         std::thread::Builder::new()
@@ -35,6 +174,9 @@ impl ControlServer {
                         return;
                     }
                     if let Ok(c) = conn {
+                        if !peer_allowed(&c) {
+                            continue;
+                        }
                         let ctl = ctl.clone();
                         let _ = std::thread::Builder::new()
                             .name("strobe-control-client".into())
@@ -43,8 +185,9 @@ impl ControlServer {
                 }
             })?;
         Ok(ControlServer {
-            path: path.to_path_buf(),
+            path,
             done,
+            _dir: dir,
         })
     }
 

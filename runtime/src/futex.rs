@@ -8,7 +8,7 @@
 //! Futex waits can return spuriously; every caller must re-check its condition in a loop.
 
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
@@ -111,18 +111,148 @@ fn monotonic_timespec(deadline: Instant) -> Option<Timespec> {
     })
 }
 
-/// How long a waiter polls before it sleeps in the kernel (`STROBE_SPIN_US`, default 50 us;
-/// 0 turns polling off). Waking a sleeping thread on an idle core costs tens of
-/// microseconds (more in a VM), while the hand-offs of a slice are a few microseconds apart.
-pub fn spin_budget() -> Duration {
-    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let us = std::env::var("STROBE_SPIN_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50u64);
-        Duration::from_micros(us)
+/// The default polling budget, in microseconds.
+pub const DEFAULT_SPIN_US: u64 = 50;
+/// The largest `STROBE_SPIN_US` accepted (1 s): more is a typo, not a tuning.
+pub const MAX_SPIN_US: u64 = 1_000_000;
+
+/// Parse a `STROBE_SPIN_US` value: whole microseconds, 0..=[`MAX_SPIN_US`].
+pub fn parse_spin_us(v: &str) -> Result<u64, String> {
+    match v.trim().parse::<u64>() {
+        Ok(us) if us <= MAX_SPIN_US => Ok(us),
+        Ok(us) => Err(format!(
+            "STROBE_SPIN_US={us} is more than {MAX_SPIN_US} microseconds"
+        )),
+        Err(_) => Err(format!(
+            "STROBE_SPIN_US={v:?} is not a number of microseconds (0 turns polling off; default {DEFAULT_SPIN_US})"
+        )),
+    }
+}
+
+/// `STROBE_SPIN_US` from the environment: `Ok(None)` when unset. The CLI calls this before
+/// starting a job and refuses a bad value (exit 2, the variable named).
+pub fn spin_env() -> Result<Option<u64>, String> {
+    match std::env::var("STROBE_SPIN_US") {
+        Ok(v) => parse_spin_us(&v).map(Some),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(format!(
+            "STROBE_SPIN_US={v:?} is not a number of microseconds"
+        )),
+    }
+}
+
+/// `STROBE_SPIN_US` as set, or `None` for the default policy. A rank (which the CLI has
+/// already checked) that still sees a bad value warns once and uses the default policy
+/// rather than failing the job inside `MPI_Init`.
+fn explicit_spin() -> Option<Duration> {
+    static SPIN: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| match spin_env() {
+        Ok(us) => us.map(Duration::from_micros),
+        Err(e) => {
+            eprintln!("strobe: ignoring {e}; using the default polling policy");
+            None
+        }
     })
+}
+
+/// Ranks of the job this process belongs to (0: unknown). The launcher notes it; a rank
+/// reads it from its environment.
+static JOB_RANKS: AtomicU32 = AtomicU32::new(0);
+
+/// Tell the spin policy how many ranks the job has (the launcher, before it starts).
+pub fn note_job_ranks(ranks: u32) {
+    JOB_RANKS.store(ranks, Ordering::Relaxed);
+}
+
+fn job_ranks() -> u32 {
+    static FROM_ENV: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    match JOB_RANKS.load(Ordering::Relaxed) {
+        0 => *FROM_ENV.get_or_init(|| {
+            std::env::var(crate::segment::ENV_SIZE)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        }),
+        n => n,
+    }
+}
+
+fn cores() -> u32 {
+    static CORES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
+    })
+}
+
+/// How long a waiter polls before it sleeps in the kernel. Waking a sleeping thread on an
+/// idle core costs tens of microseconds (more in a VM), while the hand-offs of a slice are
+/// a few microseconds apart, so polling pays — as long as the thread polled for has a core.
+///
+/// Spin policy (issue 11, item 8): `STROBE_SPIN_US` when set (0 turns polling off);
+/// otherwise [`DEFAULT_SPIN_US`], but 0 when the cores are oversubscribed: the job has more
+/// ranks than the machine has cores, or other programs want the cores ([`contended`]). A
+/// poller on an oversubscribed machine takes the core the thread it waits for needs:
+/// `exchange` on 8 ranks went from about 1 s to 20 s beside two busy loops.
+pub fn spin_budget() -> Duration {
+    if let Some(d) = explicit_spin() {
+        return d;
+    }
+    if job_ranks() > cores() || contended() {
+        return Duration::ZERO;
+    }
+    Duration::from_micros(DEFAULT_SPIN_US)
+}
+
+/// How often [`contended`] looks at the machine's run queue.
+const LOAD_SAMPLE: Duration = Duration::from_millis(10);
+
+/// When [`contended`] last looked (ns since the process's first look), and what it saw.
+static LOAD_SAMPLED_NS: AtomicU64 = AtomicU64::new(0);
+static CONTENDED: AtomicBool = AtomicBool::new(false);
+
+/// True when more tasks are runnable than there are cores and not all of them can be this
+/// job's (ranks plus node managers): another program competes for the cores. Sampled from
+/// `/proc/loadavg` (the instantaneous count of runnable tasks) at most every 10 ms per
+/// process, so a wait costs an atomic load almost always.
+fn contended() -> bool {
+    static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let base = *BASE.get_or_init(Instant::now);
+    let now = base.elapsed().as_nanos().min(u64::MAX as u128) as u64 + 1;
+    let last = LOAD_SAMPLED_NS.load(Ordering::Relaxed);
+    if last != 0 && now.saturating_sub(last) < LOAD_SAMPLE.as_nanos() as u64 {
+        return CONTENDED.load(Ordering::Relaxed);
+    }
+    // One thread samples; the others use the previous answer meanwhile.
+    if LOAD_SAMPLED_NS
+        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return CONTENDED.load(Ordering::Relaxed);
+    }
+    let c = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| runnable_tasks(&l))
+        .is_some_and(|running| oversubscribed(running, job_ranks(), cores()));
+    CONTENDED.store(c, Ordering::Relaxed);
+    c
+}
+
+/// Runnable tasks from a `/proc/loadavg` line (`0.50 0.40 0.30 3/512 12345`: the 3).
+fn runnable_tasks(loadavg: &str) -> Option<u32> {
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// `running` runnable tasks on `cores` cores, of which up to `ranks` + 1 (the ranks and a
+/// node manager) may be this job's: oversubscribed when there are more than the cores and
+/// more than this job can account for. (With an unknown job size, 0, only the cores count.)
+fn oversubscribed(running: u32, ranks: u32, cores: u32) -> bool {
+    running > cores && running > ranks.saturating_add(1)
 }
 
 /// Poll `word` for up to `budget` while it still holds `expected`, yielding the core now and
@@ -168,6 +298,31 @@ mod tests {
             );
             thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn spin_us_values_are_checked() {
+        assert_eq!(parse_spin_us("0"), Ok(0));
+        assert_eq!(parse_spin_us(" 200 "), Ok(200));
+        let e = parse_spin_us("garbage").unwrap_err();
+        assert!(e.contains("STROBE_SPIN_US"), "{e}");
+        assert!(parse_spin_us("-5").is_err());
+        assert!(parse_spin_us("99999999").is_err());
+    }
+
+    #[test]
+    fn oversubscription_is_read_from_the_run_queue() {
+        assert_eq!(runnable_tasks("0.50 0.40 0.30 3/512 12345\n"), Some(3));
+        assert_eq!(runnable_tasks("garbage"), None);
+        // 2 ranks and their node manager on 2 cores: the job's own, keep polling.
+        assert!(!oversubscribed(3, 2, 2));
+        // Two busy loops beside them: stop polling.
+        assert!(oversubscribed(5, 2, 2));
+        // Plenty of cores: poll whatever runs.
+        assert!(!oversubscribed(5, 2, 16));
+        // A process that does not know its job: the cores alone decide.
+        assert!(oversubscribed(3, 0, 2));
+        assert!(!oversubscribed(2, 0, 2));
     }
 
     #[test]

@@ -6,6 +6,14 @@
 //! - A reaper thread blocks in `waitpid` and reports every exit; the first abnormal one
 //!   (signal, non-zero status, `MPI_Abort`, exit without `MPI_Finalize`) stops the job.
 //! - Ctrl-C (SIGINT/SIGTERM) stops the job cleanly; every child is reaped before we return.
+//!   Each rank runs in a process group of its own, so the terminal's Ctrl-C (sent to the
+//!   foreground group: strobe's) reaches strobe only, and strobe stops the job: the ranks
+//!   are never "killed by SIGINT", which a replay would take for a divergence. Consequences,
+//!   decided: a rank that reads the terminal reads it through strobe (a pipe fed from
+//!   strobe's stdin, see [`forward_stdin`]), since a background group reading a terminal is
+//!   stopped by SIGTTIN; Ctrl-Z stops strobe, not the ranks.
+//! - The job's size is checked against the machine before anything is spawned
+//!   ([`crate::limits`]), and SIGINT/SIGTERM are honoured between spawns.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -171,6 +179,9 @@ pub enum LaunchError {
     },
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// More ranks than the machine can hold (`crate::limits`).
+    #[error("{0}")]
+    Limit(String),
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -205,6 +216,8 @@ pub fn launch(
             e.ranks, e.nodes
         )));
     }
+    crate::limits::check_ranks(e.ranks)?;
+    crate::futex::note_job_ranks(e.ranks);
     let output = match &cfg.output {
         Some(p) => Some(
             std::fs::OpenOptions::new()
@@ -230,7 +243,27 @@ pub fn launch(
 
     let mut children: Vec<Child> = Vec::new();
     let mut forwarders = Vec::new();
+    // A terminal stays strobe's (the ranks are in background groups): in a live run rank 0
+    // reads it through a pipe. A replay (`logical`) does not feed it to rank 0: the
+    // terminal is the stepper's there, and a forwarding thread would swallow its commands;
+    // input for a replayed rank comes from a redirected stdin (a file or a pipe is passed
+    // on as before).
+    let tty_stdin = output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for rank in 0..e.ranks {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            // Ctrl-C or SIGTERM while spawning: stop here, kill and reap what runs.
+            shutdown(&shared, &mut children, &[]);
+            for c in children.iter_mut() {
+                let _ = c.wait();
+            }
+            let _ = engine.join();
+            return Ok(JobReport {
+                outcome: JobOutcome::Interrupted,
+                slices: 0,
+                elapsed: started.elapsed(),
+                rank_status: vec![None; e.ranks as usize],
+            });
+        }
         let mut cmd = Command::new(&cfg.program);
         cmd.args(&cfg.args)
             .env(ENV_FD, fd.to_string())
@@ -241,7 +274,11 @@ pub fn launch(
                 crate::procmem::ENV_LAUNCHER_PID,
                 std::process::id().to_string(),
             )
-            .stdin(if rank == 0 && output.is_none() {
+            .stdin(if rank == 0 && tty_stdin && !logical {
+                Stdio::piped()
+            } else if rank == 0 && tty_stdin {
+                Stdio::null()
+            } else if rank == 0 && output.is_none() {
                 Stdio::inherit()
             } else {
                 Stdio::null()
@@ -257,10 +294,12 @@ pub fn launch(
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         // SAFETY: the closure runs in the child between fork and exec and only calls
-        // async-signal-safe functions (prctl, signal).
+        // async-signal-safe functions (prctl, signal, setpgid).
         unsafe {
             cmd.pre_exec(|| {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // Out of the terminal's foreground group: Ctrl-C is strobe's to handle.
+                libc::setpgid(0, 0);
                 libc::signal(libc::SIGINT, libc::SIG_DFL);
                 libc::signal(libc::SIGTERM, libc::SIG_DFL);
                 Ok(())
@@ -280,6 +319,9 @@ pub fn launch(
                     .slot(rank)
                     .pid
                     .store(child.id(), Ordering::Release);
+                if let Some(pipe) = child.stdin.take() {
+                    forward_stdin(pipe);
+                }
                 if cfg.tag_output {
                     forwarders.push(forward(child.stdout.take(), rank, false));
                     forwarders.push(forward(child.stderr.take(), rank, true));
@@ -454,10 +496,17 @@ fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) 
         slot.wake.fetch_add(1, Ordering::Release);
         crate::futex::wake_all(&slot.wake);
     }
-    // Ranks computing outside MPI would never notice: kill everything still running.
+    // Ranks computing outside MPI would never notice: kill everything still running. Each
+    // rank leads its own process group, which holds whatever it started too (the
+    // terminal's Ctrl-C no longer reaches those): kill the group; a rank that has not
+    // reached its `setpgid` yet has no group (ESRCH), so kill it alone.
     for (i, c) in children.iter_mut().enumerate() {
         if reaped.get(i).is_none_or(|s| s.is_none()) {
-            let _ = c.kill();
+            // SAFETY: kill with a negative pid signals a process group; no memory involved.
+            let rc = unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
+            if rc != 0 {
+                let _ = c.kill();
+            }
         }
     }
 }
@@ -479,6 +528,35 @@ fn reap(mut expected: usize, tx: mpsc::Sender<Event>) {
             return;
         }
     }
+}
+
+/// Copy what strobe reads from its terminal to rank 0. The thread is never joined: it may
+/// sit in `read` on the terminal until strobe exits. It reads fd 0 directly, not through
+/// `std::io::stdin()`, whose lock it would hold while blocked (the replay stepper reads
+/// the terminal too).
+fn forward_stdin(mut pipe: std::process::ChildStdin) {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let _ = std::thread::Builder::new()
+        .name("strobe-stdin".into())
+        .spawn(move || {
+            // SAFETY: fd 0 is open for the life of the process; ManuallyDrop keeps this
+            // File from closing it.
+            let mut tty = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+            let mut buf = [0u8; 4096];
+            loop {
+                match tty.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        if pipe.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return,
+                }
+            }
+        });
 }
 
 /// Copy a rank's output line by line with a `[rank] ` prefix.

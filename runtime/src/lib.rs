@@ -19,6 +19,7 @@ pub mod calls;
 pub mod engine;
 pub mod futex;
 pub mod launcher;
+pub mod limits;
 pub mod mmds;
 pub mod outcome;
 pub mod procmem;

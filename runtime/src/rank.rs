@@ -594,6 +594,11 @@ pub fn ns_to_seconds(ns: u64) -> f64 {
 }
 
 /// Used by the launcher when it creates the segment.
+/// The size of the segment [`create_segment`] makes for `ranks` ranks.
+pub fn segment_bytes(ranks: u32) -> usize {
+    segment::JobSegment::byte_len(ranks, DESC_CAPACITY, COMP_CAPACITY)
+}
+
 pub fn create_segment(ranks: u32, nodes: u32) -> std::io::Result<JobSegment> {
     segment::JobSegment::create(ranks, nodes, DESC_CAPACITY, COMP_CAPACITY)
 }

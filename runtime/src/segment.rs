@@ -380,6 +380,12 @@ pub struct RankQueues {
 }
 
 impl JobSegment {
+    /// The size in bytes of a segment [`create`](Self::create) would make (the launcher's
+    /// memory check runs before anything is created).
+    pub fn byte_len(ranks: u32, desc_cap: usize, comp_cap: usize) -> usize {
+        HEADER_BYTES + slot_stride(desc_cap, comp_cap) * ranks as usize
+    }
+
     /// Create a job segment (launcher side).
     pub fn create(ranks: u32, nodes: u32, desc_cap: usize, comp_cap: usize) -> io::Result<Self> {
         let stride = slot_stride(desc_cap, comp_cap);
