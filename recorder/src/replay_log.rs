@@ -33,6 +33,7 @@ use strobe_runtime::descriptor::{Descriptor, FLAG_BLOCKING};
 use strobe_runtime::outcome::{OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIST, OUT_WTIME};
 use strobe_runtime::sched::Decision;
 
+use crate::recording::validate::MAX_SLICES;
 use crate::recording::Job;
 use crate::RecordError;
 
@@ -403,8 +404,10 @@ impl ReplayLog {
         // empty digest. A missing row inside a window is damage.
         let (schedule, metrics) = (job.schedule_log, job.metrics);
         let empty = empty_digest();
-        let mut st = conn.prepare("SELECT slice, digest FROM slice ORDER BY slice")?;
+        let mut st =
+            conn.prepare("SELECT slice, digest, n_descriptors FROM slice ORDER BY slice")?;
         let mut rows = st.query([])?;
+        let mut posted = Posted::new(&log);
         let fill = |log: &mut ReplayLog, upto: u64| -> Result<(), RecordError> {
             while (log.digests.len() as u64) < upto {
                 let missing = log.digests.len() as u64 + 1;
@@ -418,14 +421,33 @@ impl ReplayLog {
             Ok(())
         };
         while let Some(row) = rows.next()? {
-            let (slice, digest): (i64, i64) = (row.get(0)?, row.get(1)?);
+            let (slice, digest, n): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
             if slice <= log.digests.len() as i64 {
                 return Err(corrupt(format!("slice {slice} appears out of order")));
             }
+            if slice as u64 > MAX_SLICES || job.total_slices.is_some_and(|t| slice as u64 > t) {
+                return Err(corrupt(format!(
+                    "slice {slice} lies beyond the recording's end"
+                )));
+            }
+            posted.check(slice as u64, n)?;
             fill(&mut log, slice as u64 - 1)?;
             log.digests.push(digest as u64);
         }
+        posted.check(u64::MAX, 0)?;
         if let Some(t) = job.total_slices {
+            // Slices past the last row are quiet ones, each 8 bytes here: no engine runs
+            // ten million slices a second, so more than that is a tampered count (and a
+            // memory bomb), not a job.
+            let quiet = t.saturating_sub(log.digests.len() as u64);
+            let possible = job.elapsed_ns.unwrap_or(0).max(0) as u64 / 100;
+            if quiet > possible {
+                return Err(corrupt(format!(
+                    "job.total_slices is {t}, but the slice table ends at {} and the job ran {} ns",
+                    log.digests.len(),
+                    job.elapsed_ns.unwrap_or(0)
+                )));
+            }
             fill(&mut log, t)?;
         }
         Ok(log)
@@ -434,6 +456,53 @@ impl ReplayLog {
     /// The last recorded slice.
     pub fn last_slice(&self) -> u64 {
         self.digests.len() as u64
+    }
+}
+
+/// Cross-check of the posting streams with the `slice` table: the descriptors the ranks'
+/// streams say a slice handled must add up to the slice row's `n_descriptors`, and no
+/// stream may post in a slice without a row (such a slice handled nothing). Both are
+/// written in the same transaction, so a difference is damage — an emptied replay log, a
+/// deleted trailing chunk — which a replay would otherwise report as a divergence
+/// (issue 11 item 10).
+struct Posted {
+    /// (slice, descriptors) over all ranks, sorted by slice; `next` walks it.
+    entries: Vec<(u64, u64)>,
+    next: usize,
+}
+
+impl Posted {
+    fn new(log: &ReplayLog) -> Posted {
+        let mut entries: Vec<(u64, u64)> = log
+            .ranks
+            .iter()
+            .flat_map(|r| r.posting.iter().map(|&(s, c)| (s, c as u64)))
+            .collect();
+        entries.sort_unstable();
+        Posted { entries, next: 0 }
+    }
+
+    /// The slice row `slice` says it handled `n` descriptors (`u64::MAX`: the end).
+    fn check(&mut self, slice: u64, n: i64) -> Result<(), RecordError> {
+        let mut sum = 0u64;
+        while let Some(&(s, c)) = self.entries.get(self.next) {
+            if s > slice {
+                break;
+            }
+            if s < slice {
+                return Err(corrupt(format!(
+                    "the replay log posts descriptors in slice {s}, which has no slice row"
+                )));
+            }
+            sum = sum.saturating_add(c);
+            self.next += 1;
+        }
+        if slice != u64::MAX && sum != n as u64 {
+            return Err(corrupt(format!(
+                "slice {slice} handled {n} descriptors, but the replay log has {sum}"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -523,11 +592,13 @@ mod tests {
         enc.outcomes(0, &[OutcomeRec::wtime(999_999_000), OutcomeRec::fails(1)]);
         enc.outcomes(0, &OutcomeRec::for_indices(&[0, 1, 2], 3));
         enc.flush(&c).unwrap();
-        for s in 1..=7 {
+        for s in 1..=7i64 {
+            // The descriptors the posting streams say each slice handled.
+            let n = [4, 0, 0, 0, 0, 0, 1][s as usize - 1];
             c.execute(
                 "INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
-                 n_collectives, n_completions, n_blocked, digest) VALUES (?1, 'early', 0, 0, 0, 0, 0, 0, 0, ?1)",
-                [s],
+                 n_collectives, n_completions, n_blocked, digest) VALUES (?1, 'early', 0, ?2, 0, 0, 0, 0, 0, ?1)",
+                [s, n],
             )
             .unwrap();
         }
@@ -552,6 +623,30 @@ mod tests {
         assert_eq!(log.ranks[0].blocked_flips, vec![1, 2]);
         assert_eq!(log.ranks[1].blocked_flips, vec![2]);
         assert_eq!(log.digests.len(), 7);
+
+        // Damage the posting streams and the slice table disagree about is damage: a
+        // changed count, a deleted trailing chunk, an emptied log (issue 11 item 10).
+        c.execute("UPDATE slice SET n_descriptors = 3 WHERE slice = 1", [])
+            .unwrap();
+        let e = ReplayLog::load(&c, &job(2)).unwrap_err().to_string();
+        assert!(e.starts_with("damaged recording: slice 1 handled 3"), "{e}");
+        c.execute("UPDATE slice SET n_descriptors = 4 WHERE slice = 1", [])
+            .unwrap();
+        c.execute(
+            "DELETE FROM replay_log WHERE stream = 0 AND rank = 0 AND chunk = 1",
+            [],
+        )
+        .unwrap();
+        let e = ReplayLog::load(&c, &job(2)).unwrap_err().to_string();
+        assert!(
+            e.contains("slice 7 handled 1 descriptors, but the replay log has 0"),
+            "{e}"
+        );
+        c.execute("DELETE FROM replay_log", []).unwrap();
+        assert!(matches!(
+            ReplayLog::load(&c, &job(2)),
+            Err(RecordError::Corrupt(_))
+        ));
     }
 
     #[test]
@@ -560,12 +655,12 @@ mod tests {
         c.execute_batch(
             "INSERT INTO job (format_version, strobe_version, command, cwd, program, env, ranks,
                 nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
-                schedule_log, metrics, started_at, total_slices)
+                schedule_log, metrics, started_at, total_slices, elapsed_ns)
              VALUES (2, 'x', '[\"p\"]', '/', 'p', '{}', 1, 1, 1, 'adaptive', 20, 1, 1,
-                'off', '5..6', 0, 8);
+                'off', '5..6', 0, 8, 1000000);
              INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
                 n_collectives, n_completions, n_blocked, digest)
-             VALUES (2, 'early', 0, 1, 0, 0, 0, 1, 0, 77), (5, 'early', 0, 0, 0, 0, 0, 0, 0, 1),
+             VALUES (2, 'early', 0, 0, 0, 0, 0, 1, 0, 77), (5, 'early', 0, 0, 0, 0, 0, 0, 0, 1),
                     (6, 'early', 0, 0, 0, 0, 0, 0, 0, 1);",
         )
         .unwrap();

@@ -137,6 +137,7 @@ impl Job {
             .map_err(|e| bad(format!("job.env is not a JSON object of strings: {e}")))?;
         job.env = env.into_iter().collect();
         job.failed_ranks = failed_ranks(conn)?;
+        super::validate::job(&job)?;
         Ok(job)
     }
 }

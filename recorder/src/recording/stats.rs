@@ -111,6 +111,8 @@ impl Recording {
     /// whole job with `None`). Asking for a rank without statistics is
     /// [`RecordError::NoMmds`].
     pub fn stats(&self, rank: Option<u32>) -> Result<Stats, RecordError> {
+        // Every figure below comes from these tables: check them whatever the file's size.
+        super::validate::tables(&self.conn)?;
         let job_mmds = mmds_stats(&self.conn, None)?;
         let per_rank = mmds_per_rank(&self.conn)?;
         let mmds = match rank {

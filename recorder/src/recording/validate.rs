@@ -1,0 +1,224 @@
+//! A recording is data, never a command (issue 11): every value read from a file is checked
+//! against what strobe itself could have written (the limits the command line enforces,
+//! the names the recorder uses) before a reader prints it or a replay acts on it. A value
+//! outside them is damage, reported as [`RecordError::Corrupt`] ("damaged recording: ..."),
+//! which `stats`, `replay` and the terminal UI turn into exit status 2 — never an
+//! impossible figure on the screen, never a divergence.
+//!
+//! The limits are documented in `docs/reliability.md` ("Damage is data"). Where the
+//! command line has no upper bound the limit here is the largest value a real job can
+//! reach (e.g. the kernel's PID limit for ranks), not a policy: a recording a strobe made
+//! must always open.
+
+use rusqlite::Connection;
+use strobe_runtime::engine::StrobePolicy;
+
+use super::{Job, SliceRow};
+use crate::RecordError;
+
+/// No job can have more ranks than the kernel can have processes (`PID_MAX_LIMIT` on
+/// 64-bit Linux, 2^22). The command line's own limit (`--max-ranks`, `pid_max`) is lower
+/// and depends on the machine, so it is not what a file is judged against.
+pub const MAX_RANKS: u32 = 1 << 22;
+/// Longest slice a recording may claim (`--slice` accepts any duration; no job uses an
+/// hour-long slice, and a larger value is a tampered or flipped field).
+pub const MAX_SLICE_NS: u64 = 3_600_000_000_000;
+/// Smallest chunk budget (`--chunk-budget` must be positive).
+pub const MIN_CHUNK_BUDGET: u64 = 1;
+/// Most slices a recording may claim: 2^32 slices of 1 us are more than an hour, and a
+/// replay keeps 8 bytes per slice, so a bigger claim would be a memory bomb, not a job.
+pub const MAX_SLICES: u64 = 1 << 32;
+/// What the recorder writes in `job.outcome` (`crate::outcome_name`). A new outcome
+/// must be added here, or files holding it read as damaged.
+pub const OUTCOMES: &[&str] = &[
+    "success",
+    "rank_failed",
+    "deadlock",
+    "interrupted",
+    "timeout",
+    "engine_failed",
+    "stopped",
+];
+/// `slice.reason` (`strobe_core::slice::StartReason::name`).
+pub const REASONS: &[&str] = &["first", "timer", "early", "logical"];
+/// Variables the launcher sets for each rank itself: the launcher never has them, so the
+/// recorder never records them, and one in a file would override strobe's own on replay.
+pub const INTERNAL_ENV: &[&str] = &[
+    "STROBE_JOB_FD",
+    "STROBE_JOB_LEN",
+    "STROBE_RANK",
+    "STROBE_SIZE",
+    "STROBE_REPLAY_OUTCOMES",
+];
+
+fn damaged(what: String) -> RecordError {
+    RecordError::Corrupt(what)
+}
+
+/// Check the job row (called by every read of it: open and refresh).
+pub(crate) fn job(j: &Job) -> Result<(), RecordError> {
+    if j.format_version < 1 {
+        return Err(damaged(format!(
+            "job.format_version is {}",
+            j.format_version
+        )));
+    }
+    if !(1..=MAX_RANKS).contains(&j.ranks) {
+        return Err(damaged(format!(
+            "job.ranks is {} (1 to {MAX_RANKS})",
+            j.ranks
+        )));
+    }
+    if !(1..=j.ranks).contains(&j.nodes) {
+        return Err(damaged(format!(
+            "job.nodes is {} (1 to the {} ranks)",
+            j.nodes, j.ranks
+        )));
+    }
+    if !(1..=MAX_SLICE_NS).contains(&j.slice_ns) {
+        return Err(damaged(format!(
+            "job.slice_ns is {} (1 ns to 1 hour)",
+            j.slice_ns
+        )));
+    }
+    // Stored as a signed integer: a negative one reads back above i64::MAX.
+    if j.chunk_budget < MIN_CHUNK_BUDGET || j.chunk_budget > i64::MAX as u64 {
+        return Err(damaged(format!(
+            "job.chunk_budget is {} (at least {MIN_CHUNK_BUDGET})",
+            j.chunk_budget as i64
+        )));
+    }
+    if let Err(e) = j.policy.parse::<StrobePolicy>() {
+        return Err(damaged(format!("job.policy: {e}")));
+    }
+    if j.scheduler_version < 1 {
+        return Err(damaged("job.scheduler_version is 0".into()));
+    }
+    if let Some(o) = &j.outcome {
+        if !OUTCOMES.contains(&o.as_str()) {
+            return Err(damaged(format!("job.outcome {o:?} is not an outcome")));
+        }
+    }
+    for (name, v) in [("elapsed_ns", j.elapsed_ns), ("ended_at", j.ended_at)] {
+        if v.is_some_and(|v| v < 0) {
+            return Err(damaged(format!("job.{name} is negative")));
+        }
+    }
+    if j.started_at < 0 {
+        return Err(damaged("job.started_at is negative".into()));
+    }
+    if let Some(t) = j.total_slices.filter(|&t| t > MAX_SLICES) {
+        return Err(damaged(format!(
+            "job.total_slices is {t} (at most {MAX_SLICES})"
+        )));
+    }
+    if j.command.is_empty() || j.command[0].is_empty() {
+        return Err(damaged("job.command names no program".into()));
+    }
+    if let Some((k, _)) = j
+        .env
+        .iter()
+        .find(|(k, _)| INTERNAL_ENV.contains(&k.as_str()))
+    {
+        return Err(damaged(format!(
+            "job.env holds {k}, which strobe sets itself and never records"
+        )));
+    }
+    for f in &j.failed_ranks {
+        if f.rank >= j.ranks {
+            return Err(damaged(format!(
+                "rank table has rank {} (the job has {} ranks)",
+                f.rank, j.ranks
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Check one `slice` row as a reader gets it.
+pub(crate) fn slice(r: &SliceRow) -> Result<(), RecordError> {
+    if r.slice == 0 || r.slice > MAX_SLICES {
+        return Err(damaged(format!("slice number {}", r.slice)));
+    }
+    if !REASONS.contains(&r.reason.as_str()) {
+        return Err(damaged(format!(
+            "slice {} has reason {:?}",
+            r.slice, r.reason
+        )));
+    }
+    let counts = [
+        r.n_descriptors,
+        r.n_matches,
+        r.n_chunks,
+        r.n_collectives,
+        r.n_completions,
+        r.n_blocked,
+    ];
+    let times = [r.getts_ns, r.gtdem_ns, r.gtmsm_ns, r.gtts_ns];
+    if r.start_ns < 0 || counts.iter().any(|&c| c < 0) || times.iter().flatten().any(|&t| t < 0) {
+        return Err(damaged(format!(
+            "slice {} has a negative count or time",
+            r.slice
+        )));
+    }
+    Ok(())
+}
+
+/// The conditions of [`slice`] as SQL, with each column's type: one pass over the table
+/// (what `stats` and a full open check, without decoding every row).
+const BAD_SLICE_SQL: &str = "SELECT slice FROM slice WHERE
+    typeof(slice) != 'integer' OR slice < 1 OR slice > 4294967296
+    OR typeof(reason) != 'text' OR reason NOT IN ('first', 'timer', 'early', 'logical')
+    OR typeof(start_ns) != 'integer' OR start_ns < 0
+    OR typeof(digest) != 'integer'
+    OR typeof(n_descriptors) != 'integer' OR n_descriptors < 0
+    OR typeof(n_matches) != 'integer' OR n_matches < 0
+    OR typeof(n_chunks) != 'integer' OR n_chunks < 0
+    OR typeof(n_collectives) != 'integer' OR n_collectives < 0
+    OR typeof(n_completions) != 'integer' OR n_completions < 0
+    OR typeof(n_blocked) != 'integer' OR n_blocked < 0
+    OR typeof(getts_ns) NOT IN ('integer', 'null') OR getts_ns < 0
+    OR typeof(gtdem_ns) NOT IN ('integer', 'null') OR gtdem_ns < 0
+    OR typeof(gtmsm_ns) NOT IN ('integer', 'null') OR gtmsm_ns < 0
+    OR typeof(gtts_ns) NOT IN ('integer', 'null') OR gtts_ns < 0
+    LIMIT 1";
+
+/// Decision kinds the recorder writes in the `decision` table (`stats` counts them by
+/// name) and the checks on its other readable tables.
+const BAD_OTHER_SQL: &[(&str, &str)] = &[
+    (
+        "the decision table",
+        "SELECT slice FROM decision WHERE typeof(kind) != 'text' OR typeof(slice) != 'integer'
+         OR slice < 1 LIMIT 1",
+    ),
+    (
+        "the descriptor table",
+        "SELECT slice FROM descriptor WHERE typeof(kind) != 'text' OR rank < 0
+         OR typeof(rank) != 'integer' OR typeof(slice) != 'integer' OR slice < 1 LIMIT 1",
+    ),
+    (
+        "the blocked table",
+        "SELECT slice FROM blocked WHERE typeof(call) != 'text' OR rank < 0
+         OR typeof(rank) != 'integer' OR slice < 1 LIMIT 1",
+    ),
+];
+
+/// Check every row of the `slice` table and the schedule-log tables in SQL.
+pub(crate) fn tables(conn: &Connection) -> Result<(), RecordError> {
+    use rusqlite::OptionalExtension;
+    let bad: Option<rusqlite::types::Value> =
+        conn.query_row(BAD_SLICE_SQL, [], |r| r.get(0)).optional()?;
+    if let Some(v) = bad {
+        return Err(damaged(format!(
+            "the slice table has an impossible row (slice {v:?})"
+        )));
+    }
+    for (what, sql) in BAD_OTHER_SQL {
+        let bad: Option<rusqlite::types::Value> =
+            conn.query_row(sql, [], |r| r.get(0)).optional()?;
+        if bad.is_some() {
+            return Err(damaged(format!("{what} has an impossible row")));
+        }
+    }
+    Ok(())
+}
