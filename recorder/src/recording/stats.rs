@@ -113,6 +113,9 @@ impl Recording {
     pub fn stats(&self, rank: Option<u32>) -> Result<Stats, RecordError> {
         // Every figure below comes from these tables: check them whatever the file's size.
         super::validate::tables(&self.conn)?;
+        // And the replay log against the slice table: what `replay` would refuse as
+        // damaged, `stats` must not show as a good recording.
+        self.replay_log()?;
         let job_mmds = mmds_stats(&self.conn, None)?;
         let per_rank = mmds_per_rank(&self.conn)?;
         let mmds = match rank {

@@ -99,6 +99,17 @@ pub(crate) fn job(j: &Job) -> Result<(), RecordError> {
             return Err(damaged(format!("job.outcome {o:?} is not an outcome")));
         }
     }
+    // What `JobReport::message` writes: nothing for a success, the failed rank first for a
+    // failure. (Other outcomes' messages are free text the replay compares as recorded.)
+    match (j.outcome.as_deref(), j.message.as_deref()) {
+        (Some("success"), Some(_)) => {
+            return Err(damaged("job.message is set for a success".into()))
+        }
+        (Some("rank_failed"), m) if !m.is_some_and(|m| m.starts_with("rank ")) => {
+            return Err(damaged("job.message does not name the failed rank".into()))
+        }
+        _ => {}
+    }
     for (name, v) in [("elapsed_ns", j.elapsed_ns), ("ended_at", j.ended_at)] {
         if v.is_some_and(|v| v < 0) {
             return Err(damaged(format!("job.{name} is negative")));
