@@ -261,3 +261,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props;

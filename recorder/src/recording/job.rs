@@ -141,6 +141,7 @@ impl Job {
         job.env = env.into_iter().collect();
         job.failed_ranks = failed_ranks(conn)?;
         super::validate::job(&job)?;
+        super::validate::job_in_file(conn, &job)?;
         Ok(job)
     }
 }

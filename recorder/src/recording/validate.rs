@@ -38,6 +38,8 @@ pub const OUTCOMES: &[&str] = &[
     "timeout",
     "engine_failed",
     "stopped",
+    // `Recorder::finish_not_started`: the job could not be started at all.
+    "not_started",
 ];
 /// `slice.reason` (`strobe_core::slice::StartReason::name`).
 pub const REASONS: &[&str] = &["first", "timer", "early", "logical"];
@@ -57,6 +59,12 @@ fn damaged(what: String) -> RecordError {
 
 /// Check the job row (called by every read of it: open and refresh).
 pub(crate) fn job(j: &Job) -> Result<(), RecordError> {
+    job_numbers(j)?;
+    job_names(j)
+}
+
+/// The job's sizes, times and counts.
+fn job_numbers(j: &Job) -> Result<(), RecordError> {
     if j.format_version < 1 {
         return Err(damaged(format!(
             "job.format_version is {}",
@@ -88,11 +96,37 @@ pub(crate) fn job(j: &Job) -> Result<(), RecordError> {
             j.chunk_budget as i64
         )));
     }
-    if let Err(e) = j.policy.parse::<StrobePolicy>() {
-        return Err(damaged(format!("job.policy: {e}")));
+    for (name, v) in [("elapsed_ns", j.elapsed_ns), ("ended_at", j.ended_at)] {
+        if v.is_some_and(|v| v < 0) {
+            return Err(damaged(format!("job.{name} is negative")));
+        }
+    }
+    if j.started_at < 0 {
+        return Err(damaged("job.started_at is negative".into()));
+    }
+    if let Some(t) = j.total_slices.filter(|&t| t > MAX_SLICES) {
+        return Err(damaged(format!(
+            "job.total_slices is {t} (at most {MAX_SLICES})"
+        )));
     }
     if j.scheduler_version < 1 {
         return Err(damaged("job.scheduler_version is 0".into()));
+    }
+    for f in &j.failed_ranks {
+        if f.rank >= j.ranks {
+            return Err(damaged(format!(
+                "rank table has rank {} (the job has {} ranks)",
+                f.rank, j.ranks
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The job's names: policy, outcome, message, command, environment.
+fn job_names(j: &Job) -> Result<(), RecordError> {
+    if let Err(e) = j.policy.parse::<StrobePolicy>() {
+        return Err(damaged(format!("job.policy: {e}")));
     }
     if let Some(o) = &j.outcome {
         if !OUTCOMES.contains(&o.as_str()) {
@@ -110,19 +144,6 @@ pub(crate) fn job(j: &Job) -> Result<(), RecordError> {
         }
         _ => {}
     }
-    for (name, v) in [("elapsed_ns", j.elapsed_ns), ("ended_at", j.ended_at)] {
-        if v.is_some_and(|v| v < 0) {
-            return Err(damaged(format!("job.{name} is negative")));
-        }
-    }
-    if j.started_at < 0 {
-        return Err(damaged("job.started_at is negative".into()));
-    }
-    if let Some(t) = j.total_slices.filter(|&t| t > MAX_SLICES) {
-        return Err(damaged(format!(
-            "job.total_slices is {t} (at most {MAX_SLICES})"
-        )));
-    }
     if j.command.is_empty() || j.command[0].is_empty() {
         return Err(damaged("job.command names no program".into()));
     }
@@ -135,13 +156,46 @@ pub(crate) fn job(j: &Job) -> Result<(), RecordError> {
             "job.env holds {k}, which strobe sets itself and never records"
         )));
     }
-    for f in &j.failed_ranks {
-        if f.rank >= j.ranks {
+    Ok(())
+}
+
+/// Check the job row against the rest of the file (the recorder writes them together, so
+/// a difference is damage that would otherwise make a replay spawn ranks the job never had,
+/// or diverge where the recorded job "went on").
+pub(crate) fn job_in_file(conn: &Connection, j: &Job) -> Result<(), RecordError> {
+    // `Recorder::finish_with` writes the outcome, the message, the end time and the
+    // `rank` rows in one transaction: an end without an outcome is a deleted outcome.
+    if j.outcome.is_none() && (j.ended_at.is_some() || j.message.is_some()) {
+        return Err(damaged(
+            "job.outcome is missing although the job ended".into(),
+        ));
+    }
+    // Outcomes that need every rank started: a `rank` row for each (a job interrupted
+    // while spawning, or one that never started, may have fewer).
+    let every_rank = matches!(
+        j.outcome.as_deref(),
+        Some("success" | "rank_failed" | "deadlock" | "timeout")
+    );
+    if every_rank {
+        let rows: i64 = conn.query_row("SELECT count(*) FROM rank", [], |r| r.get(0))?;
+        if rows != j.ranks as i64 {
             return Err(damaged(format!(
-                "rank table has rank {} (the job has {} ranks)",
-                f.rank, j.ranks
+                "job.ranks is {}, but the rank table has {rows} ranks",
+                j.ranks
             )));
         }
+    }
+    // A deadlock is declared after `deadlock_slices` idle slices: a job that deadlocked
+    // ran at least that many.
+    if j.outcome.as_deref() == Some("deadlock")
+        && j.total_slices
+            .is_some_and(|t| t < u64::from(j.deadlock_slices))
+    {
+        return Err(damaged(format!(
+            "job.deadlock_slices is {}, but the deadlocked job ran {} slices",
+            j.deadlock_slices,
+            j.total_slices.unwrap_or(0)
+        )));
     }
     Ok(())
 }
