@@ -83,7 +83,7 @@ impl From<rusqlite::Error> for RecordError {
             }
             // A reader's query names only tables and columns every format has (or checks
             // first): one missing was dropped from the file.
-            E::SqliteFailure(_, Some(m))
+            E::SqliteFailure(_, Some(m)) | E::SqlInputError { msg: m, .. }
                 if m.starts_with("no such table") || m.starts_with("no such column") =>
             {
                 RecordError::Corrupt(m.clone())
