@@ -602,7 +602,7 @@ fn render(t: &Table, n: u64, took: Duration) -> String {
         Verdict::Other,
     ];
     let mut o = format!(
-        "{n} mutants x 4 commands in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | diverged (undetectable flip) | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "{n} mutants x 4 commands in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | diverged (undetectable, see above) | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|---|\n",
         took.as_secs_f64()
     );
     let kinds = ["byte flip", "truncation", "zeroed page", "SQL tampering"];
