@@ -506,6 +506,13 @@ impl Posted {
     }
 }
 
+/// Most requests one test or wait call can report: the replaying rank refuses a record
+/// naming more (`strobe_runtime::outcome`, `MAX_REQUESTS`) and stops as diverged with "the
+/// recording is damaged". Refusing it here instead makes that damage what it is — exit 2
+/// before anything runs — and leaves the rank's check for an outcome file changed during
+/// the replay, which no recording can cause.
+const MAX_REQUESTS: u64 = 1 << 24;
+
 fn decode_outcomes(rd: &mut VarintReader<'_>) -> Result<Vec<OutcomeRec>, String> {
     let mut out = Vec::new();
     let mut last_wtime = 0u64;
@@ -514,12 +521,12 @@ fn decode_outcomes(rd: &mut VarintReader<'_>) -> Result<Vec<OutcomeRec>, String>
         let x = v >> 2;
         match v & 3 {
             0 if x > 0 && x <= u32::MAX as u64 => out.push(OutcomeRec::fails(x as u32)),
-            1 if x <= u32::MAX as u64 => out.push(OutcomeRec {
+            1 if x <= MAX_REQUESTS => out.push(OutcomeRec {
                 kind: OUT_ALL,
                 n: x as u32,
                 value: 0,
             }),
-            2 if x <= u32::MAX as u64 => {
+            2 if x <= MAX_REQUESTS => {
                 out.push(OutcomeRec {
                     kind: OUT_LIST,
                     n: x as u32,
@@ -701,6 +708,17 @@ mod tests {
             ReplayLog::load(&c, &job(1)),
             Err(RecordError::Corrupt(_))
         ));
+        // A call reporting more requests than any call can pass: damage at load time, not
+        // a divergence when the rank meets it (issue 11 item 10).
+        for t in [1u64, 2] {
+            c.execute("DELETE FROM replay_log", []).unwrap();
+            let mut blob = Vec::new();
+            put_varint(&mut blob, (MAX_REQUESTS + 1) << 2 | t);
+            c.execute("INSERT INTO replay_log VALUES (1, 0, 0, 1, ?1)", [blob])
+                .unwrap();
+            let e = ReplayLog::load(&c, &job(1)).unwrap_err().to_string();
+            assert!(e.contains("bad outcome token"), "{e}");
+        }
     }
 
     /// Property tests (issue 11, "Fuzzing"): the decoder takes whatever bytes a file

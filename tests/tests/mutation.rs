@@ -694,6 +694,26 @@ fn damage_the_replay_would_have_called_a_divergence_is_damage() {
     ] {
         assert_damage("token_ring", sql, "replay log", false);
     }
+    // An outcome naming more requests than a call can pass: the replaying rank used to
+    // stop "diverged" on it ("the recording is damaged"), exit 1; a program that never
+    // reached it replayed as matched.
+    let mut token = Vec::new();
+    let mut v: u64 = ((1 << 24) + 1) << 2 | 1;
+    while v >= 0x80 {
+        token.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    token.push(v as u8);
+    let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
+    assert_damage(
+        "token_ring",
+        &format!(
+            "INSERT INTO replay_log VALUES (1, 0,
+               (SELECT count(*) FROM replay_log WHERE stream = 1 AND rank = 0), 1, x'{hex}')"
+        ),
+        "bad outcome token",
+        false,
+    );
     // Found by the big corpus run: a job row that disagrees with the rest of the file made
     // replay spawn 100000 ranks (a hang), or diverge where the recorded job "went on".
     assert_damage_everywhere("UPDATE job SET ranks = 100000", "rank table has 2");
