@@ -743,6 +743,8 @@ fn a_fifo_a_directory_or_a_device_is_refused_without_hanging() {
             vec!["stats", f.as_str()],
             vec!["stats", f.as_str(), "--json"],
             vec!["replay", f.as_str()],
+            // The file is checked before the terminal: no tty needed to see the refusal.
+            vec!["tui", f.as_str()],
         ] {
             let t = Instant::now();
             let r = run(&args, Duration::from_secs(10));
