@@ -266,6 +266,48 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
         "SELECT slice FROM blocked WHERE typeof(call) != 'text' OR rank < 0
          OR typeof(rank) != 'integer' OR slice < 1 LIMIT 1",
     ),
+    // The per-process statistics `stats` prints (formats with the metrics tables). A
+    // rank's wall, compute and communication times are not bounded here: they must add
+    // up, which `stats`' accuracy check verifies and reports (exit 2 with a warning).
+    (
+        "the mmds_rank table",
+        "SELECT rank FROM mmds_rank WHERE typeof(rank) != 'integer' OR rank < 0
+         OR rank >= (SELECT ranks FROM job)
+         OR typeof(wall_ns) != 'integer' OR wall_ns < 0
+         OR typeof(compute_ns) != 'integer' OR typeof(comm_ns) != 'integer'
+         OR typeof(calls) != 'integer' OR calls < 0 LIMIT 1",
+    ),
+    (
+        "the mmds_primitive table",
+        "SELECT rank FROM mmds_primitive WHERE typeof(rank) != 'integer' OR rank < 0
+         OR rank >= (SELECT ranks FROM job) OR typeof(primitive) != 'text'
+         OR typeof(count) != 'integer' OR count < 0
+         OR typeof(min_ns) != 'integer' OR min_ns < 0
+         OR typeof(max_ns) != 'integer' OR max_ns < 0
+         OR typeof(total_ns) != 'integer' OR total_ns < 0
+         OR typeof(bytes) != 'integer' OR bytes < 0 LIMIT 1",
+    ),
+    // Readers add these up (over ranks, over primitives, compute + comm - wall) in i64:
+    // the sums must fit with room to spare (4e18 ns is 127 years), or a tampered
+    // i64::MIN would overflow them. `total()` sums in floating point, so the check itself
+    // cannot overflow.
+    (
+        "the mmds_rank table",
+        "SELECT 1 WHERE (SELECT total(abs(CAST(wall_ns AS REAL)))
+            + total(abs(CAST(compute_ns AS REAL))) + total(abs(CAST(comm_ns AS REAL)))
+            + total(abs(CAST(calls AS REAL))) FROM mmds_rank) > 4e18",
+    ),
+    (
+        "the mmds_primitive table",
+        "SELECT 1 WHERE (SELECT max(total(CAST(count AS REAL)), total(CAST(max_ns AS REAL)),
+            total(CAST(total_ns AS REAL)), total(CAST(bytes AS REAL))) FROM mmds_primitive)
+            > 4e18",
+    ),
+    (
+        "the mmds_histogram table",
+        "SELECT rank FROM mmds_histogram WHERE typeof(count) != 'integer' OR count < 0
+         OR typeof(rank) != 'integer' OR rank < 0 LIMIT 1",
+    ),
 ];
 
 /// Check every row of the `slice` table and the schedule-log tables in SQL.
@@ -279,6 +321,16 @@ pub(crate) fn tables(conn: &Connection) -> Result<(), RecordError> {
         )));
     }
     for (what, sql) in BAD_OTHER_SQL {
+        // Each table as far as the file's format has it (format 1 has no MMDS tables).
+        let table = what.trim_start_matches("the ").trim_end_matches(" table");
+        let exists: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get(0),
+        )?;
+        if exists == 0 {
+            continue;
+        }
         let bad: Option<rusqlite::types::Value> =
             conn.query_row(sql, [], |r| r.get(0)).optional()?;
         if bad.is_some() {
