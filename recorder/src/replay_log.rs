@@ -318,6 +318,10 @@ fn corrupt(what: String) -> RecordError {
 impl ReplayLog {
     /// Read and decode the replay log of the recording of `job` (`Recording::replay_log`).
     pub(crate) fn load(conn: &Connection, job: &Job) -> Result<ReplayLog, RecordError> {
+        // One read transaction: the replay log and the slice table are cross-checked, and a
+        // recording still being written must not commit between the two reads. (Dropped
+        // at the end: nothing is written, the rollback only ends the snapshot.)
+        let conn = &*conn.unchecked_transaction()?;
         let ranks = job.ranks;
         let has: i64 = conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'replay_log'",
