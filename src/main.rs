@@ -229,10 +229,11 @@ fn finish(code: Result<i32>) -> ! {
 fn tui(file: &std::path::Path) -> Result<i32> {
     match strobe_tui::run(file) {
         Ok(()) => Ok(0),
-        // A file that is not a recording is the user's input, not strobe's failure.
+        // A file that is not a recording (or a damaged one) is the user's input, not
+        // strobe's failure: exit 2, as `stats` and `replay` (docs/reliability.md).
         Err(strobe_tui::TuiError::Data(e)) => {
             eprintln!("strobe: {}: {e}", file.display());
-            Ok(1)
+            Ok(stats::EXIT_DAMAGED)
         }
         Err(e) => Err(e.into()),
     }

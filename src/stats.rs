@@ -6,19 +6,30 @@ use std::path::Path;
 
 use strobe_recorder::mmds_stats::{MmdsStats, PrimitiveRow};
 use strobe_recorder::recording::{KindCount, Stats};
-use strobe_recorder::Recording;
+use strobe_recorder::{RecordError, Recording};
 
 /// Exit status of `strobe stats` when the accuracy check fails (the summary is printed).
 pub const EXIT_INACCURATE: i32 = 2;
 
-/// Prints the summary, or a one-line error and exits 1; exits 2 with a warning when
-/// computation + communication differs from the run time by more than 0.01%.
+/// Exit status of `strobe stats` when the file is not a recording it can read: damaged
+/// ("damaged recording: ..."), not a recording, a FIFO or directory, too new. The same as
+/// `strobe replay`'s "cannot start" and the terminal UI's, so scripts test one number
+/// (`docs/reliability.md`); nothing of the file is printed.
+pub const EXIT_DAMAGED: i32 = 2;
+
+/// Prints the summary, or a one-line error and exits 2 when the file cannot be read as a
+/// recording ([`EXIT_DAMAGED`]), 1 for a `--rank` it has no statistics for; exits 2 with
+/// a warning when computation + communication differs from the run time by more than
+/// 0.01%.
 pub fn stats(file: &Path, rank: Option<u32>, json: bool) -> i32 {
     let stats = match Recording::open(file).and_then(|r| r.stats(rank)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("strobe: {}: {e}", file.display());
-            return 1;
+            return match e {
+                RecordError::NoMmds(_) => 1,
+                _ => EXIT_DAMAGED,
+            };
         }
     };
     if json {

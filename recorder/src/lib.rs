@@ -53,12 +53,14 @@ pub enum RecordError {
     #[error("{0} is {1}: a recording must be a regular file (give a file name)")]
     NotRegular(PathBuf, &'static str),
     #[error("SQLite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     #[error("this recording has format version {found}, but this strobe reads only up to version {supported}: use a newer strobe")]
     TooNew { found: i64, supported: i64 },
     #[error("not a strobe recording: {0}")]
     NotARecording(String),
-    #[error("the recording is damaged: {0}")]
+    /// A value no strobe writes, a missing part, unreadable pages: exit status 2 in every
+    /// command (`docs/reliability.md`).
+    #[error("damaged recording: {0}")]
     Corrupt(String),
     #[error("the recorder's writer thread failed: {0}")]
     Writer(String),
@@ -68,6 +70,33 @@ pub enum RecordError {
     NoMmds(u32),
     #[error("the recording was already finished")]
     Finished,
+}
+
+/// SQLite errors that can only come from the file's content (a value of the wrong type
+/// or out of range for its column, a malformed database) are damage; the rest (I/O,
+/// locking, a bad query) stay SQLite errors.
+impl From<rusqlite::Error> for RecordError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::Error as E;
+        use rusqlite::ErrorCode as C;
+        match &e {
+            E::IntegralValueOutOfRange(..)
+            | E::InvalidColumnType(..)
+            | E::FromSqlConversionFailure(..)
+            | E::Utf8Error(..) => RecordError::Corrupt(format!("a value of the wrong type: {e}")),
+            E::SqliteFailure(f, _) if matches!(f.code, C::DatabaseCorrupt | C::NotADatabase) => {
+                RecordError::Corrupt(e.to_string())
+            }
+            // A reader's query names only tables and columns every format has (or checks
+            // first): one missing was dropped from the file.
+            E::SqliteFailure(_, Some(m)) | E::SqlInputError { msg: m, .. }
+                if m.starts_with("no such table") || m.starts_with("no such column") =>
+            {
+                RecordError::Corrupt(m.clone())
+            }
+            _ => RecordError::Sqlite(e),
+        }
+    }
 }
 
 /// How the recorder batches and which layers it records.

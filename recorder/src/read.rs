@@ -2,6 +2,7 @@
 //! were written by a newer strobe, or are damaged.
 
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
@@ -11,6 +12,34 @@ use crate::RecordError;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// Open `path` for reading only if it is a regular file (issue 11 item 9): a FIFO would
+/// block `open()` until a writer comes, a device could be anything. `O_NONBLOCK` makes the
+/// open itself return at once whatever the file is, `fstat` on the descriptor then says
+/// what was opened (no window between a check and the open), and a regular file ignores
+/// the flag.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = f.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}: a recording is a regular file"),
+        ));
+    }
+    Ok(f)
+}
+
 /// Check the SQLite header ourselves first: SQLite's own messages for a garbage or cut-off
 /// file ("file is not a database", "database disk image is malformed") do not say which.
 pub fn check_header(path: &Path) -> Result<(), RecordError> {
@@ -18,7 +47,7 @@ pub fn check_header(path: &Path) -> Result<(), RecordError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut f = open_regular(path).map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
     let mut h = [0u8; 100];
     let mut got = 0;

@@ -404,3 +404,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props;

@@ -24,4 +24,6 @@ pub use convert::{
 pub const FORMAT_VERSION: u32 = generated::strobe_capnp::FORMAT_VERSION;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;

@@ -225,7 +225,7 @@ fn a_file_that_is_not_a_recording_never_touches_the_terminal() {
         .arg(&junk)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("not a strobe recording") && err.contains("junk.db"),
@@ -239,7 +239,7 @@ fn a_file_that_is_not_a_recording_never_touches_the_terminal() {
 
     // In a terminal too: the message, no alternate screen, the shell prompt back.
     let t = Tmux::start(&tui_command(&junk), 100, 20);
-    let s = t.wait_for(&["strobe-exited-1"], "junk in tmux");
+    let s = t.wait_for(&["strobe-exited-2"], "junk in tmux");
     assert!(s.contains("not a strobe recording"), "{s}");
 }
 

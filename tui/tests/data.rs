@@ -76,7 +76,12 @@ fn a_growing_recording_is_followed() {
     let (_dir, path) = synthetic(200, 4, 1);
     let writer = Connection::open(&path).unwrap();
     writer
-        .execute_batch("PRAGMA journal_mode = WAL; UPDATE job SET outcome = NULL")
+        // A recording still being written: no outcome, and so no end or message either
+        // (the recorder writes them together; one without the other is damage).
+        .execute_batch(
+            "PRAGMA journal_mode = WAL;
+             UPDATE job SET outcome = NULL, message = NULL, ended_at = NULL",
+        )
         .unwrap();
     let rec = Recording::open(&path).unwrap();
     assert!(!rec.finished());

@@ -127,7 +127,10 @@ impl Job {
             column("histogram_resolution", "NULL"),
             column("scheduler_version", "1"),
         );
-        let row = conn.query_row(&sql, [], raw_job).optional()?;
+        let row = conn
+            .query_row(&sql, [], raw_job)
+            .optional()
+            .map_err(column_damage)?;
         let Some((mut job, command, env)) = row else {
             return Err(RecordError::NotARecording("the job table is empty".into()));
         };
@@ -137,7 +140,51 @@ impl Job {
             .map_err(|e| bad(format!("job.env is not a JSON object of strings: {e}")))?;
         job.env = env.into_iter().collect();
         job.failed_ranks = failed_ranks(conn)?;
+        super::validate::job(&job)?;
+        super::validate::job_in_file(conn, &job)?;
         Ok(job)
+    }
+}
+
+/// The job row's columns in the order `Job::read` selects them.
+const JOB_COLUMNS: [&str; 26] = [
+    "format_version",
+    "strobe_version",
+    "command",
+    "cwd",
+    "program",
+    "program_sha256",
+    "env",
+    "ranks",
+    "nodes",
+    "slice_ns",
+    "policy",
+    "deadlock_slices",
+    "chunk_budget",
+    "direct_copy_min",
+    "schedule_log",
+    "metrics",
+    "started_at",
+    "ended_at",
+    "elapsed_ns",
+    "outcome",
+    "message",
+    "exit_status",
+    "total_slices",
+    "wire_format_version",
+    "histogram_resolution",
+    "scheduler_version",
+];
+
+/// A value of the wrong type or out of range in the job row is damage, named by column.
+fn column_damage(e: rusqlite::Error) -> RecordError {
+    use rusqlite::Error as E;
+    let col = |i: usize| JOB_COLUMNS.get(i).copied().unwrap_or("?");
+    match e {
+        E::IntegralValueOutOfRange(i, v) => bad(format!("job.{} is {v}, out of range", col(i))),
+        E::InvalidColumnType(i, _, ty) => bad(format!("job.{} is of type {ty}", col(i))),
+        E::FromSqlConversionFailure(i, _, err) => bad(format!("job.{}: {err}", col(i))),
+        e => e.into(),
     }
 }
 

@@ -15,6 +15,7 @@
 mod browse;
 mod job;
 mod stats;
+pub mod validate;
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -167,6 +168,11 @@ impl Recording {
         let has_summaries = table("summary_getts")? && table("summary_node")?;
         let has_decision_sets = table("slice_decisions")?;
         let job = Job::read(&conn)?;
+        if full {
+            // One pass over the slice and schedule-log tables: an impossible value is
+            // refused here rather than printed (a huge file is checked row by row as read).
+            validate::tables(&conn)?;
+        }
         let mut rec = Recording {
             conn,
             path: path.to_path_buf(),
@@ -230,7 +236,11 @@ impl Recording {
         let last: Option<i64> = self
             .conn
             .query_row("SELECT max(slice) FROM slice", [], |r| r.get(0))?;
-        let last = last.unwrap_or(0).max(0) as u64;
+        let last = last.unwrap_or(0);
+        if !(0..=validate::MAX_SLICES as i64).contains(&last) {
+            return Err(RecordError::Corrupt(format!("slice number {last}")));
+        }
+        let last = last as u64;
         let has_mmds = crate::mmds_stats::has_mmds(&self.conn)?;
         let changed = last != self.last_slice || job != self.job || has_mmds != self.has_mmds;
         self.job = job;
@@ -251,6 +261,7 @@ impl Recording {
                 slice_row,
             )?
             .collect::<Result<Vec<_>, _>>()?;
+        rows.iter().try_for_each(validate::slice)?;
         Ok(rows)
     }
 
@@ -412,5 +423,7 @@ fn node_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<NodeRow> {
     })
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

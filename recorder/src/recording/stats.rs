@@ -111,6 +111,15 @@ impl Recording {
     /// whole job with `None`). Asking for a rank without statistics is
     /// [`RecordError::NoMmds`].
     pub fn stats(&self, rank: Option<u32>) -> Result<Stats, RecordError> {
+        // Every figure below comes from these tables: check them whatever the file's size.
+        super::validate::tables(&self.conn)?;
+        // And the replay log against the slice table: what `replay` would refuse as
+        // damaged, `stats` must not show as a good recording.
+        match self.replay_log() {
+            // A file made before the replay log existed (format 1) has none to check.
+            Ok(_) | Err(RecordError::NotARecording(_)) => {}
+            Err(e) => return Err(e),
+        }
         let job_mmds = mmds_stats(&self.conn, None)?;
         let per_rank = mmds_per_rank(&self.conn)?;
         let mmds = match rank {

@@ -115,7 +115,9 @@ fn a_format_1_file_opens_with_the_defaults_of_later_columns() {
             500000, 'adaptive', 20, 4194304, -1, 'on', 'on', 0, 'success', 1);
          INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
             n_collectives, n_completions, n_blocked, digest)
-         VALUES (1, 'first', 0, 0, 0, 0, 0, 0, 0, 0);",
+         VALUES (1, 'first', 0, 0, 0, 0, 0, 0, 0, 0);
+         INSERT INTO rank (rank, wait_status, exit_code, signal) VALUES (0, 0, 0, NULL),
+            (1, 0, 0, NULL);",
     )
     .unwrap();
     drop(c);

@@ -1,0 +1,71 @@
+//! Property tests of the control protocol's request handling (issue 11, "Fuzzing"): a
+//! client can send any line; the server parses it as `serve` does and answers with one
+//! JSON object holding `"ok"`, and never panics (a panic would kill the connection's
+//! thread and, through a poisoned lock, the replay's controller).
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+use super::{err, handle};
+use crate::control::Controller;
+
+/// What `serve` does with one line.
+fn answer(line: &str, ctl: &Controller) -> String {
+    match serde_json::from_str::<Value>(line) {
+        Ok(req) => handle(&req, ctl),
+        Err(e) => err(&format!("bad JSON: {e}")),
+    }
+}
+
+fn check(reply: &str) {
+    let v: Value = serde_json::from_str(reply).expect("the reply is JSON");
+    assert!(v.get("ok").and_then(Value::as_bool).is_some(), "{reply}");
+    assert!(!reply.contains('\n'), "one line: {reply:?}");
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        ".{0,12}".prop_map(Value::String),
+        "(slice|rank|call)=[-0-9A-Za-z_,=]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(2, 8, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map(".{0,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+const CMDS: &[&str] = &[
+    "status", "continue", "step", "pause", "run_to", "break", "quit", "", "STATUS", "run",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_lines_get_a_json_answer(line in ".{0,200}") {
+        let ctl = Controller::new();
+        check(&answer(&line, &ctl));
+    }
+
+    #[test]
+    fn arbitrary_requests_get_a_json_answer(
+        cmd in proptest::sample::select(CMDS),
+        slice in json_value(),
+        spec in json_value(),
+        extra in json_value(),
+    ) {
+        let ctl = Controller::new();
+        let req = serde_json::json!({ "cmd": cmd, "slice": slice, "spec": spec, "x": extra });
+        check(&answer(&req.to_string(), &ctl));
+        // And the controller still answers afterwards.
+        check(&answer(r#"{"cmd":"status"}"#, &ctl));
+    }
+}
