@@ -747,7 +747,8 @@ impl NodeManager {
             && posted.is_empty()
             && dec.is_empty()
             && self.sched.is_quiescent()
-            && self.overflow.iter().all(|o| o.is_empty());
+            && self.overflow.iter().all(|o| o.is_empty())
+            && !self.a_blocked_rank_can_run(recorded);
         self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
         if self.idle_slices >= self.cfg.deadlock_slices {
             let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks);
@@ -756,6 +757,23 @@ impl NodeManager {
                 Some(EngineOutcome::Deadlock(report));
             self.shared.stop.store(true, Ordering::Release);
         }
+    }
+
+    /// Whether some rank counted as blocked has nothing left to wait for: every operation
+    /// it posted is complete (its completions were delivered and it was woken), so it will
+    /// run as soon as it gets a core. On a loaded machine that can take longer than
+    /// `deadlock_slices` back-to-back idle slices, and without this check the job was
+    /// declared deadlocked while a rank was about to run. Depends only on the scheduler and
+    /// the blocked set (the recorded one in replay), so replay decides it the same way.
+    fn a_blocked_rank_can_run(&self, recorded: Option<&[u32]>) -> bool {
+        let seg = &self.shared.seg;
+        (0..self.cfg.ranks).any(|r| {
+            let blocked = match recorded {
+                Some(rec) => rec.contains(&r),
+                None => seg.slot(r).state() == RankState::Blocked,
+            };
+            blocked && self.sched.pending_of(r).is_empty()
+        })
     }
 }
 
