@@ -94,7 +94,7 @@ fn a_forged_hash_of_a_real_program_needs_confirmation_and_drops_ld_preload() {
         &format!(
             "UPDATE job SET program='/bin/sh', program_sha256='{}', \
              command='[\"/bin/sh\",\"-c\",\"id > {}\"]', \
-             env='{{\"LD_PRELOAD\":\"/nonexistent/evil.so\",\"STROBE_JOB_FD\":\"0\",\"OMP_NUM_THREADS\":\"1\"}}'",
+             env='{{\"LD_PRELOAD\":\"/nonexistent/evil.so\",\"STROBE_SPIN_US\":\"0\",\"OMP_NUM_THREADS\":\"1\"}}'",
             sha256(Path::new("/bin/sh")),
             pwned.display()
         ),
@@ -114,7 +114,7 @@ fn a_forged_hash_of_a_real_program_needs_confirmation_and_drops_ld_preload() {
         "hash:    SHA-256 matches the recording",
         "\"-c\"",
         "env:     OMP_NUM_THREADS=1",
-        "dropped: LD_PRELOAD, STROBE_JOB_FD",
+        "dropped: LD_PRELOAD, STROBE_SPIN_US",
         "recorded by you: no",
         "would ask:",
     ] {
