@@ -197,7 +197,11 @@ fn at_a_terminal_rank_0_reads_it_through_strobe_and_ctrl_c_is_130() {
         "{} run -n 2 -- /bin/sh -c 'read x; echo got-$x; exec sleep 60'; echo STATUS=$?",
         strobe().display()
     );
+    // script(1) runs the line with $SHELL, or /bin/sh when unset (dash on Debian, and CI has
+    // no SHELL). dash dies of the terminal's SIGINT itself and never prints STATUS; bash, like
+    // the interactive shells users have, waits for strobe and goes on when strobe exits 130.
     let mut child = Command::new("script")
+        .env("SHELL", "/bin/bash")
         .args(["-qc", &inner, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
