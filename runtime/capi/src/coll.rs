@@ -12,6 +12,7 @@ use crate::comm::comm_of;
 use crate::consts::*;
 use crate::datatype::{comm_type, TypeInfo};
 use crate::error::{entry, fail, MpiResult};
+use crate::icoll::{run, then, Mode, Outcome};
 use crate::p2p::{incoming, outgoing, Outgoing};
 use crate::util::{array, count, in_place, raw_bytes_mut, Bytes};
 
@@ -26,9 +27,46 @@ pub fn check_root(c: &Comm, root: c_int) -> MpiResult {
     )
 }
 
+pub fn barrier(mode: Mode, comm: MpiComm) -> MpiResult<Outcome> {
+    let c = comm_of(comm)?;
+    then(run(mode, || c.barrier())?, || Ok(()))
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Barrier(comm: MpiComm) -> c_int {
-    entry(Call::Barrier, comm, || Ok(comm_of(comm)?.barrier()?))
+    entry(Call::Barrier, comm, || {
+        barrier(Mode::Blocking, comm).map(drop)
+    })
+}
+
+/// # Safety
+/// `buf` holds `n` elements of `dt` (MPI's rules for `MPI_Bcast`), until completion.
+pub unsafe fn bcast(
+    mode: Mode,
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> MpiResult<Outcome> {
+    let c = comm_of(comm)?;
+    let k = count(n, "count")?;
+    let ty = comm_type(dt)?;
+    check_root(&c, root)?;
+    // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
+    // operation completes (MPI contract).
+    let mut into = unsafe { incoming(buf, k, &ty) }?;
+    if let crate::p2p::Incoming::Staged(u) = &mut into {
+        if c.rank() == root {
+            // SAFETY: the root's buffer holds `k` elements of `ty` (MPI contract).
+            u.tmp = unsafe { ty.pack(buf as *const u8, k) };
+        }
+    }
+    let posted = run(mode, || c.bcast(into.bytes(), root))?;
+    then(posted, move || {
+        into.finish(k * ty.size);
+        Ok(())
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -40,22 +78,8 @@ pub unsafe extern "C" fn PMPI_Bcast(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Bcast, comm, || {
-        let c = comm_of(comm)?;
-        let k = count(n, "count")?;
-        let ty = comm_type(dt)?;
-        check_root(&c, root)?;
-        // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
-        // operation completes (MPI contract).
-        let mut into = unsafe { incoming(buf, k, &ty) }?;
-        if let crate::p2p::Incoming::Staged(u) = &mut into {
-            if c.rank() == root {
-                // SAFETY: the root's buffer holds `k` elements of `ty` (MPI contract).
-                u.tmp = unsafe { ty.pack(buf as *const u8, k) };
-            }
-        }
-        c.bcast(into.bytes(), root)?;
-        into.finish(k * ty.size);
-        Ok(())
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { bcast(Mode::Blocking, buf, n, dt, root, comm) }.map(drop)
     })
 }
 
@@ -70,8 +94,10 @@ unsafe fn own_block(rbuf: *const c_void, i: usize, k: usize, ty: &TypeInfo) -> O
     Outgoing::Packed(unsafe { ty.pack(at, k) })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Gather(
+/// # Safety
+/// The buffers follow MPI's rules for `MPI_Gather`, valid until completion.
+pub unsafe fn gather(
+    mode: Mode,
     sbuf: *const c_void,
     sn: c_int,
     sdt: MpiDatatype,
@@ -80,8 +106,8 @@ pub unsafe extern "C" fn PMPI_Gather(
     rdt: MpiDatatype,
     root: c_int,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Gather, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let me_root = c.rank() == root;
@@ -109,17 +135,24 @@ pub unsafe extern "C" fn PMPI_Gather(
             // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
             // operation completes (MPI contract).
             let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
-            c.gather(data.bytes(), Some(into.bytes()), root)?;
-            into.finish(rk * n * rt.size);
+            let posted = run(mode, || c.gather(data.bytes(), Some(into.bytes()), root))?;
+            then(posted, move || {
+                drop(data);
+                into.finish(rk * n * rt.size);
+                Ok(())
+            })
         } else {
-            c.gather(data.bytes(), None, root)?;
+            let posted = run(mode, || c.gather(data.bytes(), None, root))?;
+            then(posted, move || {
+                drop(data);
+                Ok(())
+            })
         }
-        Ok(())
-    })
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Scatter(
+pub unsafe extern "C" fn PMPI_Gather(
     sbuf: *const c_void,
     sn: c_int,
     sdt: MpiDatatype,
@@ -129,7 +162,26 @@ pub unsafe extern "C" fn PMPI_Scatter(
     root: c_int,
     comm: MpiComm,
 ) -> c_int {
-    entry(Call::Scatter, comm, || {
+    entry(Call::Gather, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { gather(Mode::Blocking, sbuf, sn, sdt, rbuf, rn, rdt, root, comm) }.map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers follow MPI's rules for `MPI_Scatter`, valid until completion.
+pub unsafe fn scatter(
+    mode: Mode,
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -161,9 +213,31 @@ pub unsafe extern "C" fn PMPI_Scatter(
             // operation completes (MPI contract).
             (unsafe { incoming(rbuf, rk, &rt) }?, rk * rt.size)
         };
-        c.scatter(send.as_ref().map(|s| s.bytes()), into.bytes(), root)?;
-        into.finish(bytes);
-        Ok(())
+        let posted = run(mode, || {
+            c.scatter(send.as_ref().map(|s| s.bytes()), into.bytes(), root)
+        })?;
+        then(posted, move || {
+            drop(send);
+            into.finish(bytes);
+            Ok(())
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scatter(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Scatter, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { scatter(Mode::Blocking, sbuf, sn, sdt, rbuf, rn, rdt, root, comm) }.map(drop)
     })
 }
 
@@ -281,8 +355,10 @@ unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_in
     unsafe { array(p, n, what) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Gatherv(
+/// # Safety
+/// The buffers and arrays follow MPI's rules for `MPI_Gatherv`, valid until completion.
+pub unsafe fn gatherv(
+    mode: Mode,
     sbuf: *const c_void,
     sn: c_int,
     sdt: MpiDatatype,
@@ -292,8 +368,8 @@ pub unsafe extern "C" fn PMPI_Gatherv(
     rdt: MpiDatatype,
     root: c_int,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Gatherv, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -301,8 +377,11 @@ pub unsafe extern "C" fn PMPI_Gatherv(
             // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the
             // operation completes (MPI contract).
             let data = unsafe { outgoing(sbuf, count(sn, "sendcount")?, &*comm_type(sdt)?) }?;
-            c.gatherv(data.bytes(), None, root)?;
-            return Ok(());
+            let posted = run(mode, || c.gatherv(data.bytes(), None, root))?;
+            return then(posted, move || {
+                drop(data);
+                Ok(())
+            });
         }
         let rt = comm_type(rdt)?;
         // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
@@ -322,14 +401,53 @@ pub unsafe extern "C" fn PMPI_Gatherv(
         // SAFETY: `rbuf` is this C entry point's v-collective buffer, under MPI's rules for it.
         let mut v = unsafe { VBuf::new(rbuf, rc, rd, rt, false) }?;
         let (counts, ds) = (v.counts.clone(), v.displs.clone());
-        c.gatherv(data.bytes(), Some((v.bytes(), &counts, &ds)), root)?;
-        v.finish();
-        Ok(())
-    })
+        let posted = run(mode, || {
+            c.gatherv(data.bytes(), Some((v.bytes(), &counts, &ds)), root)
+        })?;
+        then(posted, move || {
+            drop(data);
+            v.finish();
+            Ok(())
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Scatterv(
+pub unsafe extern "C" fn PMPI_Gatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Gatherv, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe {
+            gatherv(
+                Mode::Blocking,
+                sbuf,
+                sn,
+                sdt,
+                rbuf,
+                rcounts,
+                displs,
+                rdt,
+                root,
+                comm,
+            )
+        }
+        .map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers and arrays follow MPI's rules for `MPI_Scatterv`, valid until completion.
+pub unsafe fn scatterv(
+    mode: Mode,
     sbuf: *const c_void,
     scounts: *const c_int,
     displs: *const c_int,
@@ -339,8 +457,8 @@ pub unsafe extern "C" fn PMPI_Scatterv(
     rdt: MpiDatatype,
     root: c_int,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Scatterv, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -373,21 +491,58 @@ pub unsafe extern "C" fn PMPI_Scatterv(
             // operation completes (MPI contract).
             (unsafe { incoming(rbuf, rk, &rt) }?, rk * rt.size)
         };
-        match &mut v {
+        let posted = run(mode, || match &mut v {
             Some(v) => {
                 let (counts, ds) = (v.counts.clone(), v.displs.clone());
                 let b: &[crate::util::RawByte] = v.bytes();
-                c.scatterv(Some((b, &counts[..], &ds[..])), into.bytes(), root)?;
+                c.scatterv(Some((b, &counts[..], &ds[..])), into.bytes(), root)
             }
-            None => c.scatterv(None, into.bytes(), root)?,
-        }
-        into.finish(bytes);
-        Ok(())
-    })
+            None => c.scatterv(None, into.bytes(), root),
+        })?;
+        then(posted, move || {
+            drop(v);
+            into.finish(bytes);
+            Ok(())
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Allgather(
+pub unsafe extern "C" fn PMPI_Scatterv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    root: c_int,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Scatterv, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe {
+            scatterv(
+                Mode::Blocking,
+                sbuf,
+                scounts,
+                displs,
+                sdt,
+                rbuf,
+                rn,
+                rdt,
+                root,
+                comm,
+            )
+        }
+        .map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers and arrays follow MPI's rules for `MPI_Allgather`, valid until completion.
+pub unsafe fn allgather(
+    mode: Mode,
     sbuf: *const c_void,
     sn: c_int,
     sdt: MpiDatatype,
@@ -395,8 +550,8 @@ pub unsafe extern "C" fn PMPI_Allgather(
     rn: c_int,
     rdt: MpiDatatype,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Allgather, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -420,14 +575,35 @@ pub unsafe extern "C" fn PMPI_Allgather(
         // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
         // operation completes (MPI contract).
         let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
-        c.allgather(data.bytes(), into.bytes())?;
-        into.finish(rk * n * rt.size);
-        Ok(())
-    })
+        let posted = run(mode, || c.allgather(data.bytes(), into.bytes()))?;
+        then(posted, move || {
+            drop(data);
+            into.finish(rk * n * rt.size);
+            Ok(())
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Allgatherv(
+pub unsafe extern "C" fn PMPI_Allgather(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Allgather, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { allgather(Mode::Blocking, sbuf, sn, sdt, rbuf, rn, rdt, comm) }.map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers and arrays follow MPI's rules for `MPI_Allgatherv`, valid until completion.
+pub unsafe fn allgatherv(
+    mode: Mode,
     sbuf: *const c_void,
     sn: c_int,
     sdt: MpiDatatype,
@@ -436,8 +612,8 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
     displs: *const c_int,
     rdt: MpiDatatype,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Allgatherv, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let me = c.rank() as usize;
@@ -467,14 +643,49 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
                 data.bytes().len()
             );
         }
-        c.allgatherv(data.bytes(), v.bytes(), &counts, &ds)?;
-        v.finish();
-        Ok(())
-    })
+        let posted = run(mode, || c.allgatherv(data.bytes(), v.bytes(), &counts, &ds))?;
+        then(posted, move || {
+            drop(data);
+            v.finish();
+            Ok(())
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Alltoall(
+pub unsafe extern "C" fn PMPI_Allgatherv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Allgatherv, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe {
+            allgatherv(
+                Mode::Blocking,
+                sbuf,
+                sn,
+                sdt,
+                rbuf,
+                rcounts,
+                displs,
+                rdt,
+                comm,
+            )
+        }
+        .map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers and arrays follow MPI's rules for `MPI_Alltoall`, valid until completion.
+pub unsafe fn alltoall(
+    mode: Mode,
     sbuf: *const c_void,
     sn: c_int,
     sdt: MpiDatatype,
@@ -482,8 +693,8 @@ pub unsafe extern "C" fn PMPI_Alltoall(
     rn: c_int,
     rdt: MpiDatatype,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Alltoall, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -507,14 +718,35 @@ pub unsafe extern "C" fn PMPI_Alltoall(
         // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
         // operation completes (MPI contract).
         let mut into = unsafe { incoming(rbuf, rk * n, &rt) }?;
-        c.alltoall(data.bytes(), into.bytes())?;
-        into.finish(rk * n * rt.size);
-        Ok(())
-    })
+        let posted = run(mode, || c.alltoall(data.bytes(), into.bytes()))?;
+        then(posted, move || {
+            drop(data);
+            into.finish(rk * n * rt.size);
+            Ok(())
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Alltoallv(
+pub unsafe extern "C" fn PMPI_Alltoall(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Alltoall, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { alltoall(Mode::Blocking, sbuf, sn, sdt, rbuf, rn, rdt, comm) }.map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers and arrays follow MPI's rules for `MPI_Alltoallv`, valid until completion.
+pub unsafe fn alltoallv(
+    mode: Mode,
     sbuf: *const c_void,
     scounts: *const c_int,
     sdispls: *const c_int,
@@ -524,8 +756,8 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
     rdispls: *const c_int,
     rdt: MpiDatatype,
     comm: MpiComm,
-) -> c_int {
-    entry(Call::Alltoallv, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -567,10 +799,46 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
             r.counts.clone(),
             r.displs.clone(),
         );
-        let sb: &[crate::util::RawByte] = s.bytes();
-        c.alltoallv(sb, &sc, &sd, r.bytes(), &rcb, &rdb)?;
-        r.finish();
-        drop(s);
-        Ok(())
+        let posted = run(mode, || {
+            let sb: &[crate::util::RawByte] = s.bytes();
+            c.alltoallv(sb, &sc, &sd, r.bytes(), &rcb, &rdb)
+        })?;
+        then(posted, move || {
+            drop(s);
+            r.finish();
+            Ok(())
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoallv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: MpiDatatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: MpiDatatype,
+    comm: MpiComm,
+) -> c_int {
+    entry(Call::Alltoallv, comm, || {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe {
+            alltoallv(
+                Mode::Blocking,
+                sbuf,
+                scounts,
+                sdispls,
+                sdt,
+                rbuf,
+                rcounts,
+                rdispls,
+                rdt,
+                comm,
+            )
+        }
+        .map(drop)
     })
 }

@@ -21,6 +21,7 @@
 #![allow(clippy::too_many_arguments)]
 
 mod abi;
+mod alltoallw;
 mod attrs;
 mod coll;
 mod comm;
@@ -29,6 +30,7 @@ mod datatype;
 mod env;
 mod error;
 mod fortran;
+mod icoll;
 mod p2p;
 mod pack;
 mod reduce;

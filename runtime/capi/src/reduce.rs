@@ -20,6 +20,7 @@ use crate::comm::comm_of;
 use crate::consts::*;
 use crate::datatype::{comm_type, ElemKind, Prim, TypeInfo};
 use crate::error::{entry, fail, MpiResult};
+use crate::icoll::{run, then, Mode, Outcome};
 use crate::state::{self, st, UserOp};
 use crate::util::{array, count, in_place, put, Bytes, RawBool, RawByte};
 
@@ -408,6 +409,70 @@ fn args(comm: MpiComm, n: c_int, dt: MpiDatatype, op: MpiOp) -> MpiResult<Args> 
     Ok(Args { c, k, ty, plan })
 }
 
+/// # Safety
+/// The buffers follow MPI's rules for `MPI_Reduce`, valid until completion.
+pub unsafe fn reduce(
+    mode: Mode,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    root: c_int,
+    comm: MpiComm,
+) -> MpiResult<Outcome> {
+    let a = args(comm, n, dt, op)?;
+    check_root(&a.c, root)?;
+    let me_root = a.c.rank() == root;
+    // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    let mine = unsafe {
+        input(
+            sbuf,
+            if me_root { rbuf } else { std::ptr::null_mut() },
+            a.k,
+            &a.ty,
+        )
+    }?;
+    let (k, ty) = (a.k, a.ty.clone());
+    match a.plan {
+        Plan::Node(o, e) if me_root => {
+            let mut res = Bytes::zeroed(mine.len());
+            let posted = run(mode, || {
+                with_elem!(e, |T| a.c.reduce::<T>(
+                    mine.typed(),
+                    Some(res.typed_mut()),
+                    o,
+                    root
+                ))
+            })?;
+            then(posted, move || {
+                drop(mine);
+                // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                // until the operation completes (MPI contract).
+                unsafe { output(&res, rbuf, k, &ty) }
+            })
+        }
+        Plan::Node(o, e) => {
+            let posted = run(mode, || {
+                with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))
+            })?;
+            then(posted, move || {
+                drop(mine);
+                Ok(())
+            })
+        }
+        Plan::Local(l) => {
+            if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
+                // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                // until the operation completes (MPI contract).
+                unsafe { output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty) }?;
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Reduce(
     sbuf: *const c_void,
@@ -419,45 +484,42 @@ pub unsafe extern "C" fn PMPI_Reduce(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Reduce, comm, || {
-        let a = args(comm, n, dt, op)?;
-        check_root(&a.c, root)?;
-        let me_root = a.c.rank() == root;
-        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let mine = unsafe {
-            input(
-                sbuf,
-                if me_root { rbuf } else { std::ptr::null_mut() },
-                a.k,
-                &a.ty,
-            )
-        }?;
-        match a.plan {
-            Plan::Node(o, e) => {
-                if me_root {
-                    let mut res = Bytes::zeroed(mine.len());
-                    with_elem!(e, |T| a.c.reduce::<T>(
-                        mine.typed(),
-                        Some(res.typed_mut()),
-                        o,
-                        root
-                    ))?;
-                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
-                    // until the operation completes (MPI contract).
-                    unsafe { output(&res, rbuf, a.k, &a.ty) }?;
-                } else {
-                    with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))?;
-                }
-            }
-            Plan::Local(l) => {
-                if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
-                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
-                    // until the operation completes (MPI contract).
-                    unsafe { output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty) }?;
-                }
-            }
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { reduce(Mode::Blocking, sbuf, rbuf, n, dt, op, root, comm) }.map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers follow MPI's rules for `MPI_Allreduce`, valid until completion.
+pub unsafe fn allreduce(
+    mode: Mode,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> MpiResult<Outcome> {
+    let a = args(comm, n, dt, op)?;
+    // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
+    let (k, ty) = (a.k, a.ty.clone());
+    let (posted, res) = match a.plan {
+        Plan::Node(o, e) => {
+            let mut res = Bytes::zeroed(mine.len());
+            let posted = run(mode, || {
+                with_elem!(e, |T| a.c.allreduce::<T>(mine.typed(), res.typed_mut(), o))
+            })?;
+            (posted, res)
         }
-        Ok(())
+        Plan::Local(l) => (None, local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?),
+    };
+    then(posted, move || {
+        drop(mine);
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until
+        // the operation completes (MPI contract).
+        unsafe { output(&res, rbuf, k, &ty) }
     })
 }
 
@@ -471,28 +533,15 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Allreduce, comm, || {
-        let a = args(comm, n, dt, op)?;
-        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
-        let res = match a.plan {
-            Plan::Node(o, e) => {
-                let mut res = Bytes::zeroed(mine.len());
-                with_elem!(e, |T| a.c.allreduce::<T>(mine.typed(), res.typed_mut(), o))?;
-                res
-            }
-            Plan::Local(l) => local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?,
-        };
-        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
-        // operation completes (MPI contract).
-        unsafe { output(&res, rbuf, a.k, &a.ty) }
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { allreduce(Mode::Blocking, sbuf, rbuf, n, dt, op, comm) }.map(drop)
     })
 }
 
 /// # Safety
 /// `sbuf` and `rbuf` must be NULL, `MPI_IN_PLACE` (`sbuf`) or hold `n` elements of `dt`, `rbuf` writable (MPI's rules for reduction buffers).
-unsafe fn scan_like(
-    call: Call,
+pub unsafe fn scan(
+    mode: Mode,
     exclusive: bool,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -500,22 +549,22 @@ unsafe fn scan_like(
     dt: MpiDatatype,
     op: MpiOp,
     comm: MpiComm,
-) -> c_int {
-    entry(call, comm, || {
+) -> MpiResult<Outcome> {
+    {
         let a = args(comm, n, dt, op)?;
         // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
         // completes (MPI contract).
         let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
         let me = a.c.rank();
         let mut res = Bytes::zeroed(mine.len());
-        match a.plan {
-            Plan::Node(o, e) => {
+        let posted = match a.plan {
+            Plan::Node(o, e) => run(mode, || {
                 if exclusive {
-                    with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))?;
+                    with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))
                 } else {
-                    with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))?;
+                    with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))
                 }
-            }
+            })?,
             Plan::Local(l) => {
                 let pre = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, 0)?;
                 let send = pre.map(|p| {
@@ -532,16 +581,21 @@ unsafe fn scan_like(
                     all
                 });
                 a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
+                None
             }
-        }
-        // Exscan leaves rank 0's receive buffer untouched.
-        if !(exclusive && me == 0) {
-            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
-            // operation completes (MPI contract).
-            unsafe { output(&res, rbuf, a.k, &a.ty) }?;
-        }
-        Ok(())
-    })
+        };
+        let (k, ty) = (a.k, a.ty.clone());
+        then(posted, move || {
+            drop(mine);
+            // Exscan leaves rank 0's receive buffer untouched.
+            if !(exclusive && me == 0) {
+                // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                // until the operation completes (MPI contract).
+                unsafe { output(&res, rbuf, k, &ty) }?;
+            }
+            Ok(())
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -554,7 +608,9 @@ pub unsafe extern "C" fn PMPI_Scan(
     comm: MpiComm,
 ) -> c_int {
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-    unsafe { scan_like(Call::Scan, false, sbuf, rbuf, n, dt, op, comm) }
+    entry(Call::Scan, comm, || {
+        unsafe { scan(Mode::Blocking, false, sbuf, rbuf, n, dt, op, comm) }.map(drop)
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -567,14 +623,17 @@ pub unsafe extern "C" fn PMPI_Exscan(
     comm: MpiComm,
 ) -> c_int {
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-    unsafe { scan_like(Call::Exscan, true, sbuf, rbuf, n, dt, op, comm) }
+    entry(Call::Exscan, comm, || {
+        unsafe { scan(Mode::Blocking, true, sbuf, rbuf, n, dt, op, comm) }.map(drop)
+    })
 }
 
 /// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
 ///
 /// # Safety
 /// As for `MPI_Reduce_scatter`: `sbuf` holds the sum of `counts` elements of `dt` (or is `MPI_IN_PLACE`), `rbuf` this rank's count, writable.
-unsafe fn reduce_scatter(
+pub unsafe fn reduce_scatter(
+    mode: Mode,
     comm: MpiComm,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -582,7 +641,7 @@ unsafe fn reduce_scatter(
     dt: MpiDatatype,
     op: MpiOp,
     block: bool,
-) -> MpiResult {
+) -> MpiResult<Outcome> {
     let total: usize = counts.iter().sum();
     let a = args(comm, c_int::try_from(total).unwrap_or(c_int::MAX), dt, op)?;
     let me = a.c.rank() as usize;
@@ -597,35 +656,55 @@ unsafe fn reduce_scatter(
         // completes (MPI contract).
         unsafe { input(sbuf, rbuf, total, &a.ty) }?
     };
-    let res = match a.plan {
+    let (posted, res) = match a.plan {
         Plan::Node(o, e) => {
             let mut res = Bytes::zeroed(mine_k * a.ty.size);
             let per = a.ty.size / e.size().max(1);
-            if block {
-                with_elem!(e, |T| a.c.reduce_scatter_block::<T>(
-                    mine.typed(),
-                    res.typed_mut(),
-                    o
-                ))?;
-            } else {
-                let tc: Vec<usize> = counts.iter().map(|k| k * per).collect();
-                with_elem!(e, |T| a.c.reduce_scatter::<T>(
-                    mine.typed(),
-                    res.typed_mut(),
-                    &tc,
-                    o
-                ))?;
-            }
-            res
+            let posted = run(mode, || {
+                if block {
+                    with_elem!(e, |T| a.c.reduce_scatter_block::<T>(
+                        mine.typed(),
+                        res.typed_mut(),
+                        o
+                    ))
+                } else {
+                    let tc: Vec<usize> = counts.iter().map(|k| k * per).collect();
+                    with_elem!(e, |T| a.c.reduce_scatter::<T>(
+                        mine.typed(),
+                        res.typed_mut(),
+                        &tc,
+                        o
+                    ))
+                }
+            })?;
+            (posted, res)
         }
         Plan::Local(l) => {
             let all = local_allreduce(&a.c, l, &a.ty, dt, total, &mine)?;
-            copy_of(&all.as_slice()[off..off + mine_k * a.ty.size])
+            (
+                None,
+                copy_of(&all.as_slice()[off..off + mine_k * a.ty.size]),
+            )
         }
     };
-    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
-    // operation completes (MPI contract).
-    unsafe { output(&res, rbuf, mine_k, &a.ty) }
+    let ty = a.ty.clone();
+    then(posted, move || {
+        drop(mine);
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until
+        // the operation completes (MPI contract).
+        unsafe { output(&res, rbuf, mine_k, &ty) }
+    })
+}
+
+/// `MPI_Reduce_scatter`'s `recvcounts`, one per rank.
+///
+/// # Safety
+/// `rcounts` is NULL or holds one count per rank of `comm`.
+pub unsafe fn scatter_counts(comm: MpiComm, rcounts: *const c_int) -> MpiResult<Vec<usize>> {
+    let n = comm_of(comm)?.size() as usize;
+    // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+    let rc = unsafe { array(rcounts, n, "recvcounts") }?;
+    rc.iter().map(|&k| count(k, "recvcount")).collect()
 }
 
 #[unsafe(no_mangle)]
@@ -638,15 +717,11 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::ReduceScatter, comm, || {
-        let n = comm_of(comm)?.size() as usize;
-        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
-        let rc = unsafe { array(rcounts, n, "recvcounts") }?;
-        let counts = rc
-            .iter()
-            .map(|&k| count(k, "recvcount"))
-            .collect::<MpiResult<Vec<_>>>()?;
+        // SAFETY: `rcounts` is a C input array of one count per rank, or NULL (MPI contract).
+        let counts = unsafe { scatter_counts(comm, rcounts) }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        unsafe { reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false) }
+        unsafe { reduce_scatter(Mode::Blocking, comm, sbuf, rbuf, &counts, dt, op, false) }
+            .map(drop)
     })
 }
 
@@ -663,7 +738,8 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
         let n = comm_of(comm)?.size() as usize;
         let k = count(rn, "recvcount")?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        unsafe { reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
+        unsafe { reduce_scatter(Mode::Blocking, comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
+            .map(drop)
     })
 }
 

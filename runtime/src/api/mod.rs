@@ -39,6 +39,7 @@ mod p2p;
 mod request;
 mod types;
 
+pub use collective::{post_unscoped, PostedCollective};
 pub use comm::Comm;
 pub use p2p::SendMode;
 pub use request::{
