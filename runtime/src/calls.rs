@@ -193,6 +193,10 @@ macro_rules! for_each_mpi_call {
                 Ialltoallv "Ialltoallv",
                 Ialltoallw "Ialltoallw",
                 Alltoallw "Alltoallw",
+                // Intercommunicators (strobe-mpi's intercomm.rs).
+                IntercommCreate "Intercomm_create",
+                IntercommMerge "Intercomm_merge",
+                CommRemoteGroup "Comm_remote_group",
             }
         }
     };

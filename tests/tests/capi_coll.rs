@@ -1,5 +1,5 @@
-//! Nonblocking collectives, Alltoallw (and, as they land, intercommunicators) in the C
-//! ABI: the C fixtures built unchanged with Debian's MPICH and with `strobe mpicc` must
+//! Nonblocking collectives, Alltoallw, intercommunicators and `MPI_Comm_create_group` in
+//! the C ABI: the C fixtures built unchanged with Debian's MPICH and with `strobe mpicc` must
 //! print the same results, and a recording made under timing noise must replay verified
 //! with the same output, the timing-dependent `MPI_Test` outcomes on collective requests
 //! included.
@@ -143,4 +143,14 @@ fn nonblocking_collectives_replay_verified_with_the_same_test_outcomes() {
             ("ICOLL_SHOW_POLLS", "1"),
         ],
     );
+}
+
+#[test]
+fn intercommunicators_and_group_creation_match_mpich() {
+    matches_mpich("intercomm", &[2, 3, 5]);
+}
+
+#[test]
+fn intercommunicators_replay_verified() {
+    replays_verified("intercomm", &[("STROBE_FIXTURE_NOISE_US", "300")]);
 }

@@ -345,6 +345,11 @@ STROBE_MPI_FN(int, Ialltoall, (const void *sendbuf, int sendcount, MPI_Datatype 
 STROBE_MPI_FN(int, Ialltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request))
 STROBE_MPI_FN(int, Ialltoallw, (const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request))
 
+/* intercommunicators (strobe-mpi's intercomm.rs) */
+STROBE_MPI_FN(int, Intercomm_create, (MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm))
+STROBE_MPI_FN(int, Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newintracomm))
+STROBE_MPI_FN(int, Comm_remote_group, (MPI_Comm comm, MPI_Group *group))
+
 STROBE_MPI_FN(int, Op_create, (MPI_User_function *user_fn, int commute, MPI_Op *op))
 STROBE_MPI_FN(int, Op_free, (MPI_Op *op))
 STROBE_MPI_FN(int, Op_commutative, (MPI_Op op, int *commute))

@@ -120,6 +120,7 @@ pub unsafe fn alltoallw(
     rtypes: *const MpiDatatype,
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
+    crate::intercoll::unsupported(comm, "MPI_Alltoallw")?;
     let c = comm_of(comm)?;
     let n = c.size() as usize;
     // SAFETY: the arrays are the caller's, `n` entries each (MPI contract).

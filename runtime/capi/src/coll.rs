@@ -13,6 +13,8 @@ use crate::consts::*;
 use crate::datatype::{comm_type, TypeInfo};
 use crate::error::{entry, fail, MpiResult};
 use crate::icoll::{run, then, Mode, Outcome};
+use crate::intercoll;
+use crate::intercomm::inter_of;
 use crate::p2p::{incoming, outgoing, Outgoing};
 use crate::util::{array, count, in_place, raw_bytes_mut, Bytes};
 
@@ -28,6 +30,9 @@ pub fn check_root(c: &Comm, root: c_int) -> MpiResult {
 }
 
 pub fn barrier(mode: Mode, comm: MpiComm) -> MpiResult<Outcome> {
+    if let Some(x) = inter_of(comm) {
+        return intercoll::barrier(mode, &x);
+    }
     let c = comm_of(comm)?;
     then(run(mode, || c.barrier())?, || Ok(()))
 }
@@ -49,6 +54,10 @@ pub unsafe fn bcast(
     root: c_int,
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
+    if let Some(x) = inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { intercoll::bcast(&x, buf, n, dt, root) };
+    }
     let c = comm_of(comm)?;
     let k = count(n, "count")?;
     let ty = comm_type(dt)?;
@@ -108,6 +117,7 @@ pub unsafe fn gather(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Gather")?;
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let me_root = c.rank() == root;
@@ -182,6 +192,7 @@ pub unsafe fn scatter(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Scatter")?;
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -370,6 +381,7 @@ pub unsafe fn gatherv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Gatherv")?;
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -459,6 +471,7 @@ pub unsafe fn scatterv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Scatterv")?;
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -552,6 +565,7 @@ pub unsafe fn allgather(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Allgather")?;
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -614,6 +628,7 @@ pub unsafe fn allgatherv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Allgatherv")?;
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let me = c.rank() as usize;
@@ -695,6 +710,7 @@ pub unsafe fn alltoall(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Alltoall")?;
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -758,6 +774,7 @@ pub unsafe fn alltoallv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        intercoll::unsupported(comm, "MPI_Alltoallv")?;
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;

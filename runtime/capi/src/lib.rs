@@ -31,6 +31,8 @@ mod env;
 mod error;
 mod fortran;
 mod icoll;
+mod intercoll;
+mod intercomm;
 mod p2p;
 mod pack;
 mod reduce;

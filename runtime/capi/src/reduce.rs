@@ -204,13 +204,13 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
 }
 
 /// A scratch buffer holding `count` elements of `ty` in their memory layout.
-struct Layout {
+pub struct Layout {
     buf: Bytes,
     shift: usize,
 }
 
 impl Layout {
-    fn new(ty: &TypeInfo, count: usize) -> Layout {
+    pub fn new(ty: &TypeInfo, count: usize) -> Layout {
         let last = (count.max(1) as isize - 1) * ty.extent;
         let lo = 0.min(ty.true_lb).min(last + ty.true_lb);
         let hi = ty.true_ub.max(last + ty.true_ub).max(0);
@@ -219,7 +219,7 @@ impl Layout {
             shift: (-lo) as usize,
         }
     }
-    fn base(&mut self) -> *mut u8 {
+    pub fn base(&mut self) -> *mut u8 {
         self.buf.as_mut_ptr().wrapping_add(self.shift)
     }
 }
@@ -421,6 +421,10 @@ pub unsafe fn reduce(
     root: c_int,
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { crate::intercoll::reduce(&x, sbuf, rbuf, n, dt, op, root) };
+    }
     let a = args(comm, n, dt, op)?;
     check_root(&a.c, root)?;
     let me_root = a.c.rank() == root;
@@ -500,6 +504,10 @@ pub unsafe fn allreduce(
     op: MpiOp,
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { crate::intercoll::allreduce(&x, sbuf, rbuf, n, dt, op) };
+    }
     let a = args(comm, n, dt, op)?;
     // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
     // completes (MPI contract).
@@ -551,6 +559,7 @@ pub unsafe fn scan(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
+        crate::intercoll::unsupported(comm, if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
         let a = args(comm, n, dt, op)?;
         // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
         // completes (MPI contract).
@@ -642,6 +651,7 @@ pub unsafe fn reduce_scatter(
     op: MpiOp,
     block: bool,
 ) -> MpiResult<Outcome> {
+    crate::intercoll::unsupported(comm, "MPI_Reduce_scatter")?;
     let total: usize = counts.iter().sum();
     let a = args(comm, c_int::try_from(total).unwrap_or(c_int::MAX), dt, op)?;
     let me = a.c.rank() as usize;
