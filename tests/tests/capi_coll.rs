@@ -1,5 +1,5 @@
-//! Nonblocking collectives, Alltoallw, intercommunicators and `MPI_Comm_create_group` in
-//! the C ABI: the C fixtures built unchanged with Debian's MPICH and with `strobe mpicc` must
+//! Nonblocking collectives, Alltoallw, intercommunicators, `MPI_Comm_create_group` and the
+//! complex datatypes in the C ABI: the C fixtures built unchanged with Debian's MPICH and with `strobe mpicc` must
 //! print the same results, and a recording made under timing noise must replay verified
 //! with the same output, the timing-dependent `MPI_Test` outcomes on collective requests
 //! included.
@@ -153,4 +153,10 @@ fn intercommunicators_and_group_creation_match_mpich() {
 #[test]
 fn intercommunicators_replay_verified() {
     replays_verified("intercomm", &[("STROBE_FIXTURE_NOISE_US", "300")]);
+}
+
+#[test]
+fn complex_reductions_match_mpich_and_replay_verified() {
+    matches_mpich("complex", &[2, 3]);
+    replays_verified("complex", &[]);
 }

@@ -27,6 +27,7 @@ use crate::util::{array, count, in_place, put, Bytes, RawBool, RawByte};
 extern "C" {
     fn strobe_ld_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
     fn strobe_ldi_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
+    fn strobe_complex_prod(kind: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
 }
 
 type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MpiDatatype);
@@ -151,6 +152,8 @@ enum Local {
     User(UserOp),
     LongDouble(c_int),
     LongDoubleInt(c_int),
+    /// `MPI_PROD` on a complex type: 0 float, 1 double, 2 long double parts.
+    ComplexProd(c_int),
 }
 
 #[derive(Clone, Copy)]
@@ -187,6 +190,24 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
                 ok(matches!(op, 11..=14))?;
                 Ok(Plan::Local(Local::LongDoubleInt(op)))
             }
+            // Complex: a sum (or replace, no-op) is the runtime's on the parts, in the
+            // order it reduces any array; the product is C's, on the rank side.
+            ElemKind::Uniform(Prim::Complex(e)) => match op {
+                4 => Ok(Plan::Local(Local::ComplexProd(c_int::from(
+                    e == ElemType::F64,
+                )))),
+                _ => {
+                    ok(matches!(op, 3 | 13 | 14))?;
+                    Ok(Plan::Node(b, e))
+                }
+            },
+            ElemKind::Uniform(Prim::LongDoubleComplex) => match op {
+                4 => Ok(Plan::Local(Local::ComplexProd(2))),
+                _ => {
+                    ok(matches!(op, 3 | 13 | 14))?;
+                    Ok(Plan::Local(Local::LongDouble(op)))
+                }
+            },
             ElemKind::Empty => Ok(Plan::Node(ReduceOp::NoOp, ElemType::Byte)),
             ElemKind::Mixed => fail!(
                 class::OP,
@@ -254,6 +275,22 @@ fn combine(
             };
             if ok == 0 {
                 fail!(class::OP, "op {op} is not defined on long double types");
+            }
+        }
+        Local::ComplexProd(kind) => {
+            let a = copy_of(acc);
+            let part = [4, 8, 16][kind as usize];
+            // SAFETY: both buffers hold x.len() bytes of 16-aligned complex numbers.
+            let ok = unsafe {
+                strobe_complex_prod(
+                    kind,
+                    a.as_ptr() as *const c_void,
+                    x.as_mut_ptr() as *mut c_void,
+                    x.len() / (2 * part),
+                )
+            };
+            if ok == 0 {
+                fail!(class::INTERN, "complex product of kind {kind}");
             }
         }
         Local::User(u) => {
