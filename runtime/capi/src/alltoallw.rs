@@ -120,7 +120,16 @@ pub unsafe fn alltoallw(
     rtypes: *const MpiDatatype,
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
-    crate::intercoll::unsupported(comm, "MPI_Alltoallw")?;
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe {
+            crate::intercoll::alltoallw(
+                &x,
+                (sbuf, scounts, sdispls, stypes),
+                (rbuf, rcounts, rdispls, rtypes),
+            )
+        };
+    }
     let c = comm_of(comm)?;
     let n = c.size() as usize;
     // SAFETY: the arrays are the caller's, `n` entries each (MPI contract).

@@ -117,7 +117,12 @@ pub unsafe fn gather(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Gather")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe {
+                intercoll::rooted(&x, false, (sbuf, sn, sdt), (rbuf, rn, rdt), None, root)
+            };
+        }
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let me_root = c.rank() == root;
@@ -192,7 +197,12 @@ pub unsafe fn scatter(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Scatter")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe {
+                intercoll::rooted(&x, true, (rbuf, rn, rdt), (sbuf, sn, sdt), None, root)
+            };
+        }
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -381,7 +391,19 @@ pub unsafe fn gatherv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Gatherv")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe {
+                intercoll::rooted(
+                    &x,
+                    false,
+                    (sbuf, sn, sdt),
+                    (rbuf, 0, rdt),
+                    Some((rcounts, displs)),
+                    root,
+                )
+            };
+        }
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -471,7 +493,19 @@ pub unsafe fn scatterv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Scatterv")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe {
+                intercoll::rooted(
+                    &x,
+                    true,
+                    (rbuf, rn, rdt),
+                    (sbuf, 0, sdt),
+                    Some((scounts, displs)),
+                    root,
+                )
+            };
+        }
         let c = comm_of(comm)?;
         check_root(&c, root)?;
         let n = c.size() as usize;
@@ -565,7 +599,10 @@ pub unsafe fn allgather(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Allgather")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe { intercoll::allgather(&x, (sbuf, sn, sdt), (rbuf, rn, rdt), None) };
+        }
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -628,7 +665,12 @@ pub unsafe fn allgatherv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Allgatherv")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe {
+                intercoll::allgather(&x, (sbuf, sn, sdt), (rbuf, 0, rdt), Some((rcounts, displs)))
+            };
+        }
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let me = c.rank() as usize;
@@ -710,7 +752,10 @@ pub unsafe fn alltoall(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Alltoall")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe { intercoll::alltoall(&x, (sbuf, sn, sdt), (rbuf, rn, rdt), None) };
+        }
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;
@@ -774,7 +819,17 @@ pub unsafe fn alltoallv(
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
     {
-        intercoll::unsupported(comm, "MPI_Alltoallv")?;
+        if let Some(x) = inter_of(comm) {
+            // SAFETY: this function's contract.
+            return unsafe {
+                intercoll::alltoall(
+                    &x,
+                    (sbuf, 0, sdt),
+                    (rbuf, 0, rdt),
+                    Some([scounts, sdispls, rcounts, rdispls]),
+                )
+            };
+        }
         let c = comm_of(comm)?;
         let n = c.size() as usize;
         let rt = comm_type(rdt)?;

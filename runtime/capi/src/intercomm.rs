@@ -32,7 +32,7 @@ use crate::util::put;
 /// `MPI_ROOT`: the root's own argument in a rooted collective on an intercommunicator.
 pub const MPI_ROOT: c_int = -3;
 /// Tag of the messages between the groups on `union` (which carries nothing else).
-const HOP_TAG: c_int = 7;
+pub const HOP_TAG: c_int = 7;
 
 /// One intercommunicator, as one member sees it.
 pub struct Inter {
