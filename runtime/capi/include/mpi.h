@@ -100,8 +100,8 @@ typedef struct MPI_Status {
 #define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
 #define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)57)
 #define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)58)
-#define MPI_COMPLEX               ((MPI_Datatype)59)
-#define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)60)
+#define MPI_COMPLEX               ((MPI_Datatype)-102) /* Fortran's handles (mpif.h) */
+#define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)-103)
 
 /* type constructors (MPI_Type_get_envelope) */
 #define MPI_COMBINER_NAMED          1
