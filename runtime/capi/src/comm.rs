@@ -39,6 +39,11 @@ fn my_world_rank(c: &Comm) -> u32 {
     c.world_rank_of(c.rank()).unwrap_or(u32::MAX)
 }
 
+/// An intercommunicator's local group as a communicator.
+fn c_local(x: &crate::intercomm::Inter) -> MpiResult<Comm> {
+    comm_of(x.local)
+}
+
 /// Intracommunicator-only calls refuse intercommunicators with a clear message.
 fn not_inter(comm: MpiComm, what: &str) -> MpiResult {
     if inter_of(comm).is_some() {
@@ -134,7 +139,6 @@ pub unsafe extern "C" fn PMPI_Comm_split(
 ) -> c_int {
     entry(Call::CommSplit, comm, || {
         let c = comm_of(comm)?;
-        not_inter(comm, "MPI_Comm_split")?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
         }
@@ -146,6 +150,11 @@ pub unsafe extern "C" fn PMPI_Comm_split(
             ),
             k => Some(k),
         };
+        if let Some(x) = inter_of(comm) {
+            let h = crate::intercomm::split(comm, &x, colour, key)?;
+            // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(out, h, "newcomm") };
+        }
         let s = c.split(colour, key)?;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
@@ -160,10 +169,26 @@ pub unsafe extern "C" fn PMPI_Comm_create(
 ) -> c_int {
     entry(Call::CommCreate, comm, || {
         let c = comm_of(comm)?;
-        not_inter(comm, "MPI_Comm_create")?;
         let g = group_of(group)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
+        }
+        if let Some(x) = inter_of(comm) {
+            // The group is a subgroup of the local group.
+            if let Some(w) = g.iter().find(|w| !x.local_members.contains(w)) {
+                fail!(
+                    class::GROUP,
+                    "the group contains world rank {w}, which is not in the local group"
+                );
+            }
+            let me = my_world_rank(&c_local(&x)?);
+            let (colour, key) = match g.iter().position(|&w| w == me) {
+                Some(p) => (Some(0), p as c_int),
+                None => (None, 0),
+            };
+            let h = crate::intercomm::split(comm, &x, colour, key)?;
+            // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(out, h, "newcomm") };
         }
         let m = members(&c);
         if let Some(x) = g.iter().find(|w| !m.contains(w)) {
@@ -173,8 +198,10 @@ pub unsafe extern "C" fn PMPI_Comm_create(
             );
         }
         let me = my_world_rank(&c);
+        // MPI-2.2: members may pass different groups if they are disjoint; the colour
+        // names the group by its lowest world rank.
         let (colour, key) = match g.iter().position(|&w| w == me) {
-            Some(p) => (Some(0), p as c_int),
+            Some(p) => (g.iter().min().map(|&w| w as c_int), p as c_int),
             None => (None, 0),
         };
         let s = c.split(colour, key)?;

@@ -227,6 +227,44 @@ pub fn dup(h: MpiComm, x: &Inter) -> MpiResult<MpiComm> {
     out
 }
 
+/// `MPI_Comm_split` of an intercommunicator (`colour` None: `MPI_UNDEFINED`): each group
+/// splits by colour, and the members of one colour in both groups form a new
+/// intercommunicator, ordered by key then old rank; `MPI_COMM_NULL` for a colour only
+/// one group has. `MPI_Comm_create` on an intercommunicator is the split whose colour says
+/// whether the rank is in its group's argument.
+pub fn split(h: MpiComm, x: &Inter, colour: Option<c_int>, key: c_int) -> MpiResult<MpiComm> {
+    let u = comm_of(x.union)?;
+    let n = u.size() as usize;
+    // Everyone's (colour, key), in union order.
+    let mine = [colour.map_or(-1, i64::from), i64::from(key)];
+    let mut all = vec![0i64; 2 * n];
+    u.allgather(&mine, &mut all)?;
+    let local_new = comm_of(x.local)?.split(colour, key)?;
+    let Some(c) = colour else {
+        return Ok(COMM_NULL);
+    };
+    let k = x.local_members.len();
+    // The remote group's members, in union order, with their (colour, key).
+    let remote_at = if x.first { k } else { 0 };
+    let mut remote: Vec<(i64, usize, u32)> = (0..x.remote_members.len())
+        .filter(|&r| all[2 * (remote_at + r)] == i64::from(c))
+        .map(|r| (all[2 * (remote_at + r) + 1], r, x.remote_members[r]))
+        .collect();
+    remote.sort_unstable();
+    let local_new = local_new.ok_or_else(|| MpiErr::new(class::INTERN, "split lost my colour"))?;
+    if remote.is_empty() {
+        local_new.free()?;
+        return Ok(COMM_NULL);
+    }
+    let salt = [u64::from(u.id()), c as u64, 0x5b1];
+    build(
+        errhandler(h),
+        local_new,
+        remote.into_iter().map(|(_, _, w)| w).collect(),
+        &salt,
+    )
+}
+
 /// `MPI_Comm_free` of an intercommunicator: its hidden communicators go too.
 pub fn free(h: MpiComm, x: &Inter) -> MpiResult {
     for hidden in [x.local, x.union] {
