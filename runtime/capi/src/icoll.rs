@@ -298,7 +298,7 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::IreduceScatterBlock, comm, req, || {
-            let n = crate::comm::comm_of(comm)?.size() as usize;
+            let n = reduce::local_size(comm)?;
             let k = crate::util::count(rn, "recvcount")?;
             reduce::reduce_scatter(
                 Mode::Nonblocking,

@@ -7,7 +7,7 @@ use std::os::raw::{c_int, c_void};
 
 use crate::consts::*;
 use crate::datatype::comm_type;
-use crate::error::{fail, MpiResult};
+use crate::error::{fail, MpiErr, MpiResult};
 use crate::icoll::{Mode, Outcome};
 use crate::intercomm::{code, hop_recv, hop_send, role, Inter, Role, HOP_TAG};
 use crate::reduce::Layout;
@@ -135,6 +135,67 @@ pub unsafe fn reduce(
             }
         }
     }
+    Ok(Outcome::Done)
+}
+
+/// `MPI_Reduce_scatter(_block)`: the reduction of the *other* group's vectors (of
+/// `sum(counts)` elements, `counts` being my group's) is scattered over my group.
+///
+/// # Safety
+/// `sbuf` holds `sum(counts)` elements of `dt`, `rbuf` my count, writable.
+pub unsafe fn reduce_scatter(
+    x: &Inter,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    dt: MpiDatatype,
+    op: MpiOp,
+) -> MpiResult<Outcome> {
+    let total: usize = counts.iter().sum();
+    let n = c_int::try_from(total).map_err(|_| MpiErr::new(class::COUNT, "count too large"))?;
+    let mut mine = scratch(n, dt)?;
+    let mut theirs = scratch(n, dt)?;
+    // SAFETY: this function's contract.
+    unsafe { reduce_local(x, sbuf, &mut mine, n, dt, op) }?;
+    let local = crate::comm::comm_of(x.local)?;
+    if local.rank() == 0 {
+        let (m, t) = (mine.base() as *const c_void, theirs.base() as *mut c_void);
+        // SAFETY: both scratch buffers hold `n` elements.
+        unsafe {
+            if x.first {
+                hop_send(x, m, n, dt, 0)?;
+                hop_recv(x, t, n, dt, 0)?;
+            } else {
+                hop_recv(x, t, n, dt, 0)?;
+                hop_send(x, m, n, dt, 0)?;
+            }
+        }
+    }
+    let ic = |v: usize| c_int::try_from(v).map_err(|_| MpiErr::new(class::COUNT, "too large"));
+    let sc: Vec<c_int> = counts.iter().map(|&k| ic(k)).collect::<MpiResult<_>>()?;
+    let mut at = 0;
+    let mut displs = Vec::with_capacity(sc.len());
+    for &k in &sc {
+        displs.push(at);
+        at += k;
+    }
+    let me = local.rank() as usize;
+    // SAFETY: `theirs` holds the full vector at rank 0; `rbuf` my count (MPI contract).
+    unsafe {
+        crate::coll::scatterv(
+            Mode::Blocking,
+            theirs.base() as *const c_void,
+            sc.as_ptr(),
+            displs.as_ptr(),
+            dt,
+            rbuf,
+            sc[me],
+            dt,
+            0,
+            x.local,
+        )
+    }
+    .map(drop)?;
     Ok(Outcome::Done)
 }
 

@@ -688,7 +688,10 @@ pub unsafe fn reduce_scatter(
     op: MpiOp,
     block: bool,
 ) -> MpiResult<Outcome> {
-    crate::intercoll::unsupported(comm, "MPI_Reduce_scatter")?;
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { crate::intercoll::reduce_scatter(&x, sbuf, rbuf, counts, dt, op) };
+    }
     let total: usize = counts.iter().sum();
     let a = args(comm, c_int::try_from(total).unwrap_or(c_int::MAX), dt, op)?;
     let me = a.c.rank() as usize;
@@ -743,12 +746,20 @@ pub unsafe fn reduce_scatter(
     })
 }
 
+/// The size of `comm`'s (local) group: the number of `recvcounts` a reduce-scatter takes.
+pub fn local_size(comm: MpiComm) -> MpiResult<usize> {
+    Ok(match crate::intercomm::inter_of(comm) {
+        Some(x) => x.local_members.len(),
+        None => comm_of(comm)?.size() as usize,
+    })
+}
+
 /// `MPI_Reduce_scatter`'s `recvcounts`, one per rank.
 ///
 /// # Safety
 /// `rcounts` is NULL or holds one count per rank of `comm`.
 pub unsafe fn scatter_counts(comm: MpiComm, rcounts: *const c_int) -> MpiResult<Vec<usize>> {
-    let n = comm_of(comm)?.size() as usize;
+    let n = local_size(comm)?;
     // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
     let rc = unsafe { array(rcounts, n, "recvcounts") }?;
     rc.iter().map(|&k| count(k, "recvcount")).collect()
@@ -782,7 +793,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::ReduceScatterBlock, comm, || {
-        let n = comm_of(comm)?.size() as usize;
+        let n = local_size(comm)?;
         let k = count(rn, "recvcount")?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
         unsafe { reduce_scatter(Mode::Blocking, comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
