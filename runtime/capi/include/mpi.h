@@ -96,10 +96,10 @@ typedef struct MPI_Status {
 #define MPI_SHORT_INT          ((MPI_Datatype)34)
 #define MPI_LONG_DOUBLE_INT    ((MPI_Datatype)35)
 /* complex types (SUM and PROD reduce them; MPI_C_COMPLEX is MPI_C_FLOAT_COMPLEX) */
-#define MPI_C_FLOAT_COMPLEX       ((MPI_Datatype)56)
+#define MPI_C_FLOAT_COMPLEX       ((MPI_Datatype)36)
 #define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
-#define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)57)
-#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)58)
+#define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)37)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)38)
 #define MPI_COMPLEX               ((MPI_Datatype)-102) /* Fortran's handles (mpif.h) */
 #define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)-103)
 

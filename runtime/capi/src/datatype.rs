@@ -213,15 +213,15 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
 
 // --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
 
-/// The complex datatypes: handles between the predefined ones and the first user handle
+/// The complex datatypes: handles 36..38, right after the other predefined ones
 /// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
 /// Fortran's (negative) handles, so C programs can use them too.
 pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
     use ElemType as E;
     [
-        (56, "MPI_C_FLOAT_COMPLEX", 8, Prim::Complex(E::F32)),
-        (57, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
-        (58, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
+        (36, "MPI_C_FLOAT_COMPLEX", 8, Prim::Complex(E::F32)),
+        (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+        (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
         // Fortran's handles (mpif.h), which its binding maps before calling C.
         (-102, "MPI_COMPLEX", 8, Prim::Complex(E::F32)),
         (-103, "MPI_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
