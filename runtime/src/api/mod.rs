@@ -35,6 +35,7 @@ use crate::rank::RankCtx;
 mod check;
 mod collective;
 mod comm;
+mod icollective;
 mod p2p;
 mod request;
 mod types;
