@@ -28,7 +28,7 @@ use crate::consts::*;
 use crate::error::{entry, fail, MpiErr, MpiResult};
 use crate::request::ReqEntry;
 use crate::state::insert_req;
-use crate::{coll, reduce};
+use crate::{coll, collv, reduce};
 
 /// How a collective's body runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn PMPI_Igatherv(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::Igatherv, comm, req, || {
-            coll::gatherv(
+            collv::gatherv(
                 Mode::Nonblocking,
                 sbuf,
                 sn,
@@ -402,7 +402,7 @@ pub unsafe extern "C" fn PMPI_Iscatterv(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::Iscatterv, comm, req, || {
-            coll::scatterv(
+            collv::scatterv(
                 Mode::Nonblocking,
                 sbuf,
                 scounts,
@@ -432,7 +432,7 @@ pub unsafe extern "C" fn PMPI_Iallgather(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::Iallgather, comm, req, || {
-            coll::allgather(Mode::Nonblocking, sbuf, sn, sdt, rbuf, rn, rdt, comm)
+            collv::allgather(Mode::Nonblocking, sbuf, sn, sdt, rbuf, rn, rdt, comm)
         })
     }
 }
@@ -452,7 +452,7 @@ pub unsafe extern "C" fn PMPI_Iallgatherv(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::Iallgatherv, comm, req, || {
-            coll::allgatherv(
+            collv::allgatherv(
                 Mode::Nonblocking,
                 sbuf,
                 sn,
@@ -481,7 +481,7 @@ pub unsafe extern "C" fn PMPI_Ialltoall(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::Ialltoall, comm, req, || {
-            coll::alltoall(Mode::Nonblocking, sbuf, sn, sdt, rbuf, rn, rdt, comm)
+            collv::alltoall(Mode::Nonblocking, sbuf, sn, sdt, rbuf, rn, rdt, comm)
         })
     }
 }
@@ -502,7 +502,7 @@ pub unsafe extern "C" fn PMPI_Ialltoallv(
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
     unsafe {
         nonblocking(Call::Ialltoallv, comm, req, || {
-            coll::alltoallv(
+            collv::alltoallv(
                 Mode::Nonblocking,
                 sbuf,
                 scounts,

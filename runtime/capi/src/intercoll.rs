@@ -182,7 +182,7 @@ pub unsafe fn reduce_scatter(
     let me = local.rank() as usize;
     // SAFETY: `theirs` holds the full vector at rank 0; `rbuf` my count (MPI contract).
     unsafe {
-        crate::coll::scatterv(
+        crate::collv::scatterv(
             Mode::Blocking,
             theirs.base() as *const c_void,
             sc.as_ptr(),

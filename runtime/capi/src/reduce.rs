@@ -21,8 +21,8 @@ use crate::consts::*;
 use crate::datatype::{comm_type, ElemKind, Prim, TypeInfo};
 use crate::error::{entry, fail, MpiResult};
 use crate::icoll::{run, then, Mode, Outcome};
-use crate::state::{self, st, UserOp};
-use crate::util::{array, count, in_place, put, Bytes, RawBool, RawByte};
+use crate::state::{st, UserOp};
+use crate::util::{array, count, in_place, Bytes, RawBool, RawByte};
 
 extern "C" {
     fn strobe_ld_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
@@ -108,7 +108,7 @@ macro_rules! with_elem {
     }};
 }
 
-const OP_NAMES: [&str; 15] = [
+pub const OP_NAMES: [&str; 15] = [
     "MPI_OP_NULL",
     "MPI_MAX",
     "MPI_MIN",
@@ -126,7 +126,7 @@ const OP_NAMES: [&str; 15] = [
     "MPI_NO_OP",
 ];
 
-fn builtin(op: MpiOp) -> Option<ReduceOp> {
+pub fn builtin(op: MpiOp) -> Option<ReduceOp> {
     use ReduceOp::*;
     Some(match op {
         1 => Max,
@@ -148,7 +148,7 @@ fn builtin(op: MpiOp) -> Option<ReduceOp> {
 }
 
 #[derive(Clone, Copy)]
-enum Local {
+pub enum Local {
     User(UserOp),
     LongDouble(c_int),
     LongDoubleInt(c_int),
@@ -157,14 +157,14 @@ enum Local {
 }
 
 #[derive(Clone, Copy)]
-enum Plan {
+pub enum Plan {
     /// Reduced by the node manager.
     Node(ReduceOp, ElemType),
     /// Reduced on the rank side.
     Local(Local),
 }
 
-fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
+pub fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
     if let Some(b) = builtin(op) {
         let name = OP_NAMES[op as usize];
         let ok = |v: bool| {
@@ -246,7 +246,7 @@ impl Layout {
 }
 
 /// `x = acc op x` on packed data of `count` elements of `ty`.
-fn combine(
+pub fn combine(
     l: Local,
     ty: &Arc<TypeInfo>,
     dt: MpiDatatype,
@@ -330,7 +330,7 @@ fn combine(
     Ok(())
 }
 
-fn copy_of(b: &[u8]) -> Bytes {
+pub fn copy_of(b: &[u8]) -> Bytes {
     let mut c = Bytes::zeroed(b.len());
     c.as_mut_slice().copy_from_slice(b);
     c
@@ -395,7 +395,7 @@ fn local_allreduce(
 /// # Safety
 /// The buffer used (`sbuf`, or `rbuf` for `MPI_IN_PLACE`) must be NULL or hold `k`
 /// readable elements of `ty`.
-unsafe fn input(
+pub unsafe fn input(
     sbuf: *const c_void,
     rbuf: *const c_void,
     k: usize,
@@ -416,7 +416,7 @@ unsafe fn input(
 ///
 /// # Safety
 /// `rbuf` must be NULL or hold `k` writable elements of `ty`.
-unsafe fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
+pub unsafe fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
     if in_place(rbuf) {
         fail!(
             class::BUFFER,
@@ -595,53 +595,51 @@ pub unsafe fn scan(
     op: MpiOp,
     comm: MpiComm,
 ) -> MpiResult<Outcome> {
-    {
-        crate::intercoll::unsupported(comm, if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
-        let a = args(comm, n, dt, op)?;
-        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
-        let me = a.c.rank();
-        let mut res = Bytes::zeroed(mine.len());
-        let posted = match a.plan {
-            Plan::Node(o, e) => run(mode, || {
-                if exclusive {
-                    with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))
-                } else {
-                    with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))
-                }
-            })?,
-            Plan::Local(l) => {
-                let pre = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, 0)?;
-                let send = pre.map(|p| {
-                    let len = mine.len();
-                    let mut all = Bytes::zeroed(len * p.len());
-                    for (i, b) in p.iter().enumerate() {
-                        // Exscan: rank i gets the prefix of ranks 0..i-1.
-                        let dst = if exclusive { i + 1 } else { i };
-                        if dst < p.len() {
-                            all.as_mut_slice()[dst * len..(dst + 1) * len]
-                                .copy_from_slice(b.as_slice());
-                        }
+    crate::intercoll::unsupported(comm, if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
+    let a = args(comm, n, dt, op)?;
+    // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
+    let me = a.c.rank();
+    let mut res = Bytes::zeroed(mine.len());
+    let posted = match a.plan {
+        Plan::Node(o, e) => run(mode, || {
+            if exclusive {
+                with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))
+            } else {
+                with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))
+            }
+        })?,
+        Plan::Local(l) => {
+            let pre = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, 0)?;
+            let send = pre.map(|p| {
+                let len = mine.len();
+                let mut all = Bytes::zeroed(len * p.len());
+                for (i, b) in p.iter().enumerate() {
+                    // Exscan: rank i gets the prefix of ranks 0..i-1.
+                    let dst = if exclusive { i + 1 } else { i };
+                    if dst < p.len() {
+                        all.as_mut_slice()[dst * len..(dst + 1) * len]
+                            .copy_from_slice(b.as_slice());
                     }
-                    all
-                });
-                a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
-                None
-            }
-        };
-        let (k, ty) = (a.k, a.ty.clone());
-        then(posted, move || {
-            drop(mine);
-            // Exscan leaves rank 0's receive buffer untouched.
-            if !(exclusive && me == 0) {
-                // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
-                // until the operation completes (MPI contract).
-                unsafe { output(&res, rbuf, k, &ty) }?;
-            }
-            Ok(())
-        })
-    }
+                }
+                all
+            });
+            a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
+            None
+        }
+    };
+    let (k, ty) = (a.k, a.ty.clone());
+    then(posted, move || {
+        drop(mine);
+        // Exscan leaves rank 0's receive buffer untouched.
+        if !(exclusive && me == 0) {
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+            // until the operation completes (MPI contract).
+            unsafe { output(&res, rbuf, k, &ty) }?;
+        }
+        Ok(())
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -798,100 +796,5 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
         unsafe { reduce_scatter(Mode::Blocking, comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
             .map(drop)
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    n: c_int,
-    dt: MpiDatatype,
-    op: MpiOp,
-) -> c_int {
-    entry(Call::ReduceLocal, COMM_WORLD, || {
-        let k = count(n, "count")?;
-        let ty = comm_type(dt)?;
-        let plan = plan(op, &ty)?;
-        // SAFETY: `inbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let acc = unsafe { input(inbuf, inbuf, k, &ty) }?;
-        // SAFETY: `inoutbuf` is a C send buffer of the given count and type, valid until the
-        // operation completes (MPI contract).
-        let mut x = unsafe { input(inoutbuf, inoutbuf, k, &ty) }?;
-        match plan {
-            Plan::Node(o, e) => {
-                let mut a = copy_of(acc.as_slice());
-                strobe_runtime::ops::reduce_into(o, e, a.as_mut_slice(), x.as_slice())
-                    .map_err(|err| crate::error::MpiErr::new(class::OP, err.to_string()))?;
-                x = a;
-            }
-            Plan::Local(l) => combine(l, &ty, dt, k, acc.as_slice(), &mut x)?,
-        }
-        // SAFETY: `inoutbuf` is a C receive buffer of the given count and type, untouched until the
-        // operation completes (MPI contract).
-        unsafe { output(&x, inoutbuf, k, &ty) }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *mut MpiOp) -> c_int {
-    entry(Call::OpCreate, COMM_WORLD, || {
-        if f.is_null() {
-            fail!(class::ARG, "user_fn is NULL");
-        }
-        if op.is_null() {
-            fail!(class::ARG, "op is NULL");
-        }
-        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
-        unsafe {
-            put(
-                op,
-                state::insert_op(UserOp {
-                    func: f as usize,
-                    commute: commute != 0,
-                }),
-                "op",
-            )
-        }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
-    entry(Call::OpFree, COMM_WORLD, || {
-        if op.is_null() {
-            fail!(class::ARG, "op is NULL");
-        }
-        // SAFETY: non-null pointer to the caller's handle.
-        let h = unsafe { *op };
-        if (0..=LAST_PREDEFINED_OP).contains(&h) {
-            fail!(
-                class::OP,
-                "{} is predefined and cannot be freed",
-                OP_NAMES[h as usize]
-            );
-        }
-        if st().ops.remove(&h).is_none() {
-            fail!(class::OP, "invalid op handle {h}");
-        }
-        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(op, OP_NULL, "op") }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> c_int {
-    entry(Call::OpCommutative, COMM_WORLD, || {
-        let v = if builtin(op).is_some() {
-            true
-        } else {
-            match st().ops.get(&op) {
-                Some(u) => u.commute,
-                None => fail!(class::OP, "invalid op handle {op}"),
-            }
-        };
-        // SAFETY: `commute` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(commute, v as c_int, "commute") }
     })
 }
