@@ -160,3 +160,74 @@ fn complex_reductions_match_mpich_and_replay_verified() {
     matches_mpich("complex", &[2, 3]);
     replays_verified("complex", &[]);
 }
+
+/// The Fortran fixture `fixtures/fortran/icoll.f90` built with `mpifort` (strobe's or
+/// MPICH's `mpif90.mpich`) into `out`.
+fn fortran(compiler: &[&str], out: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/fortran/icoll.f90");
+    let o = Command::new(compiler[0])
+        .args(&compiler[1..])
+        .args(["-O2", "-g"])
+        .arg(&src)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run the Fortran compiler");
+    assert!(
+        o.status.success(),
+        "{compiler:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Lines of every rank, sorted (ranks print concurrently).
+fn sorted(out: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = out.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn fortran_nonblocking_collectives_and_intercommunicators_match_mpich_and_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ours, theirs) = (dir.path().join("ours"), dir.path().join("theirs"));
+    let strobe = strobe_tests::strobe().to_string_lossy().into_owned();
+    fortran(&[&strobe, "mpifort"], &ours);
+    fortran(&["mpif90.mpich"], &theirs);
+    let fx = Fixture {
+        name: "icoll.f90".into(),
+        source: "icoll.f90".into(),
+        args: Vec::new(),
+        bench_args: Vec::new(),
+        ranks: vec![2, 4],
+        verdict: strobe_tests::c_fixtures::Verdict::Pass,
+        env: Vec::new(),
+    };
+    for n in [2, 4] {
+        let want = run("mpich", &theirs, &fx, n, &[]);
+        let got = run("strobe", &ours, &fx, n, &[]);
+        assert!(want.contains("icoll ok"), "MPICH: {want}");
+        assert_eq!(sorted(&want), sorted(&got), "on {n} ranks");
+    }
+    let db = dir.path().join("f.db");
+    let (db_s, prog) = (db.display().to_string(), ours.display().to_string());
+    let args = [
+        "record",
+        "-o",
+        &db_s,
+        "--force",
+        "--tag-output",
+        "-n",
+        "4",
+        "--timeout",
+        "150s",
+        "--",
+        &prog,
+    ];
+    let rec = strobe_cmd(&args, &[]);
+    assert_eq!(rec.code, 0, "record: {}", rec.stderr);
+    let rep = replay(&db, &[], &[]);
+    assert_eq!(rep.code, 0, "replay: {}", rep.stderr);
+    assert!(rep.stderr.contains("strobe: replay matched the recording"));
+    assert_eq!(per_rank(&rec.stdout), per_rank(&rep.stdout));
+}
