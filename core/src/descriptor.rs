@@ -164,6 +164,12 @@ impl DescKind {
 pub const FLAG_BLOCKING: u8 = 1;
 /// Descriptor flag: the send buffer is `MPI_IN_PLACE` (collectives).
 pub const FLAG_IN_PLACE: u8 = 2;
+/// Descriptor flag on `CommSplit`: create a communicator collectively over a *group* of
+/// the parent's members only (`MPI_Comm_create_group`, intercommunicator creation):
+/// `aux` = the group's key (the same on every member: a hash of its members and tag),
+/// `aux2` = my rank in the new communicator, `bytes` = its size, `peer` = 0 for an
+/// intracommunicator or the size of the first group of an intercommunicator context.
+pub const FLAG_GROUP: u8 = 4;
 
 /// One posted call. 128 bytes, `repr(C)`, plain data.
 #[repr(C)]

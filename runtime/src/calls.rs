@@ -172,6 +172,31 @@ macro_rules! for_each_mpi_call {
                 InfoC2f "Info_c2f",
                 StatusF2c "Status_f2c",
                 StatusC2f "Status_c2f",
+                // Nonblocking collectives and Alltoallw (strobe-mpi's icoll.rs): posting
+                // is not measured; the time is the Wait's that completes them, and the
+                // blocking Alltoallw is measured as the Alltoallv it runs.
+                Ibarrier "Ibarrier",
+                Ibcast "Ibcast",
+                Ireduce "Ireduce",
+                Iallreduce "Iallreduce",
+                Iscan "Iscan",
+                Iexscan "Iexscan",
+                IreduceScatter "Ireduce_scatter",
+                IreduceScatterBlock "Ireduce_scatter_block",
+                Igather "Igather",
+                Igatherv "Igatherv",
+                Iscatter "Iscatter",
+                Iscatterv "Iscatterv",
+                Iallgather "Iallgather",
+                Iallgatherv "Iallgatherv",
+                Ialltoall "Ialltoall",
+                Ialltoallv "Ialltoallv",
+                Ialltoallw "Ialltoallw",
+                Alltoallw "Alltoallw",
+                // Intercommunicators (strobe-mpi's intercomm.rs).
+                IntercommCreate "Intercomm_create",
+                IntercommMerge "Intercomm_merge",
+                CommRemoteGroup "Comm_remote_group",
             }
         }
     };

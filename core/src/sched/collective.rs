@@ -13,8 +13,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::group::Groups;
 use super::{CollectiveRun, CommTable, Decision, NewComm, Out, PendingOp};
-use crate::descriptor::{Completion, DescKind, DescRef, Descriptor, RtError, SPLIT_UNDEFINED};
+use crate::descriptor::{
+    Completion, DescKind, DescRef, Descriptor, RtError, FLAG_GROUP, SPLIT_UNDEFINED,
+};
 
 struct CollQueue {
     /// World ranks of the communicator, by communicator rank.
@@ -28,6 +31,7 @@ struct CollQueue {
 #[derive(Default)]
 pub(super) struct Collectives {
     queues: BTreeMap<u32, CollQueue>,
+    groups: Groups,
 }
 
 fn rooted(kind: DescKind) -> bool {
@@ -50,9 +54,17 @@ impl Collectives {
         live: &mut BTreeMap<DescRef, Descriptor>,
         out: &mut Out,
     ) {
+        if d.flags & FLAG_GROUP != 0 && d.kind() == Some(DescKind::CommSplit) {
+            return self.groups.post(d, comms, live, out);
+        }
         let Some(view) = comms.get(d.comm, d.rank) else {
             return out.complete(d, RtError::Comm, |_| {});
         };
+        if view.is_inter() {
+            // An intercommunicator's context carries point-to-point only: the C layer runs
+            // intercommunicator collectives over intracommunicators.
+            return out.complete(d, RtError::Comm, |_| {});
+        }
         let me = view
             .rank_of(d.rank)
             .expect("the caller is a member of its view") as usize;
@@ -97,6 +109,7 @@ impl Collectives {
         for c in emptied {
             self.queues.remove(&c);
         }
+        self.groups.schedule_ready(comms, live, out);
     }
 
     pub fn pending_of(
@@ -105,7 +118,24 @@ impl Collectives {
         _comms: &CommTable,
         live: &BTreeMap<DescRef, Descriptor>,
     ) -> Vec<PendingOp> {
-        let mut ops = Vec::new();
+        let mut ops: Vec<PendingOp> = self
+            .groups
+            .pending_of(rank, live)
+            .into_iter()
+            .map(|id| {
+                let d = &live[&id];
+                PendingOp {
+                    desc: id,
+                    kind: DescKind::CommSplit,
+                    comm: d.comm,
+                    peer: -1,
+                    tag: 0,
+                    bytes: 0,
+                    // The other members are not known to the scheduler.
+                    waits_for: Vec::new(),
+                }
+            })
+            .collect();
         for q in self.queues.values() {
             let Some(me) = q.members.iter().position(|&m| m == rank) else {
                 continue;

@@ -12,6 +12,9 @@ pub struct Comm {
     pub members: Vec<u32>,
     /// Members that have called `MPI_Comm_free`.
     pub freed: Vec<bool>,
+    /// An intercommunicator's context: `members[..k]` is one group and `members[k..]` the
+    /// other, and each member names the *other* group's ranks (point to point only).
+    pub inter: Option<usize>,
 }
 
 impl Comm {
@@ -20,6 +23,7 @@ impl Comm {
         Comm {
             members,
             freed: vec![false; n],
+            inter: None,
         }
     }
 
@@ -67,8 +71,14 @@ impl CommTable {
             return (owner == caller && owner < self.ranks).then_some(CommView::SelfOf(owner));
         }
         let c = self.derived.get(&id)?;
-        c.rank_of(caller)?;
-        Some(CommView::Shared(c))
+        let me = c.rank_of(caller)? as usize;
+        Some(match c.inter {
+            Some(k) => CommView::Inter {
+                comm: c,
+                remote: if me < k { k..c.members.len() } else { 0..k },
+            },
+            None => CommView::Shared(c),
+        })
     }
 
     /// Allocate a context id and register a communicator.
@@ -76,6 +86,16 @@ impl CommTable {
         let id = self.next_id;
         self.next_id += 1;
         self.derived.insert(id, Comm::new(members));
+        id
+    }
+
+    /// Register an intercommunicator context: groups `members[..first]` and
+    /// `members[first..]`.
+    pub fn create_inter(&mut self, members: Vec<u32>, first: usize) -> u32 {
+        let id = self.create(members);
+        if let Some(c) = self.derived.get_mut(&id) {
+            c.inter = Some(first);
+        }
         id
     }
 
@@ -101,10 +121,16 @@ impl CommTable {
 }
 
 /// A communicator as one caller sees it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum CommView<'a> {
     Shared(&'a Comm),
     SelfOf(u32),
+    /// An intercommunicator seen from one group: ranks name the `remote` group (indices
+    /// into `comm.members`).
+    Inter {
+        comm: &'a Comm,
+        remote: std::ops::Range<usize>,
+    },
 }
 
 impl CommView<'_> {
@@ -112,6 +138,7 @@ impl CommView<'_> {
         match self {
             CommView::Shared(c) => c.size(),
             CommView::SelfOf(_) => 1,
+            CommView::Inter { remote, .. } => remote.len() as u32,
         }
     }
     /// World rank of communicator rank `r`.
@@ -122,19 +149,33 @@ impl CommView<'_> {
         match self {
             CommView::Shared(c) => c.members.get(r as usize).copied(),
             CommView::SelfOf(w) => (r == 0).then_some(*w),
+            CommView::Inter { comm, remote } => {
+                comm.members[remote.clone()].get(r as usize).copied()
+            }
         }
     }
-    /// Communicator rank of world rank `w`.
+    /// Communicator rank of world rank `w` (on an intercommunicator: its rank in the
+    /// remote group, as a receiver names its sender).
     pub fn rank_of(&self, w: u32) -> Option<u32> {
         match self {
             CommView::Shared(c) => c.rank_of(w),
             CommView::SelfOf(o) => (*o == w).then_some(0),
+            CommView::Inter { comm, remote } => comm.members[remote.clone()]
+                .iter()
+                .position(|&m| m == w)
+                .map(|i| i as u32),
         }
     }
+    /// Members by rank (on an intercommunicator: the remote group).
     pub fn members(&self) -> Vec<u32> {
         match self {
             CommView::Shared(c) => c.members.clone(),
             CommView::SelfOf(w) => vec![*w],
+            CommView::Inter { comm, remote } => comm.members[remote.clone()].to_vec(),
         }
+    }
+    /// Whether this is an intercommunicator (no collectives on it).
+    pub fn is_inter(&self) -> bool {
+        matches!(self, CommView::Inter { .. })
     }
 }

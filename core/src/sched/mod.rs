@@ -18,6 +18,7 @@ mod collective;
 mod comm;
 pub mod decision;
 mod decision_text;
+mod group;
 mod p2p;
 pub mod visit;
 

@@ -433,3 +433,116 @@ fn finalize_is_collective_over_the_world() {
     assert_eq!(out.counts().completions, 3);
     assert!((0..3).all(|r| j.sched.finalized(r)));
 }
+
+fn group_create(j: &mut Job, rank: u32, key: u64, me: u64, size: u64, first: i32) -> Descriptor {
+    let mut d = j.desc(rank, DescKind::CommSplit);
+    d.flags = FLAG_GROUP;
+    d.aux = key;
+    d.aux2 = me;
+    d.bytes = size;
+    d.peer = first;
+    d
+}
+
+fn new_comms(s: &SliceDecisions) -> Vec<(u32, Vec<u32>)> {
+    s.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::NewComm(n) => Some((n.comm, n.members.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_creates_a_communicator_without_the_rest_of_its_parent() {
+    let mut j = Job::new(4);
+    // Ranks 3 and 1 (in that new order) create a communicator; 0 and 2 never take part.
+    let a = group_create(&mut j, 3, 77, 0, 2, 0);
+    let out = j.slice(vec![a]);
+    assert!(new_comms(&out).is_empty(), "waits for every member");
+    let b = group_create(&mut j, 1, 77, 1, 2, 0);
+    let out = j.slice(vec![b]);
+    assert_eq!(new_comms(&out), vec![(2, vec![3, 1])]);
+    assert_eq!(completion(&out, a.id()).unwrap().5, 2);
+    assert_eq!(completion(&out, b.id()).unwrap().6, (1 << 32) | 2);
+    // Two creations with one key in a row stay apart, in posting order.
+    let c1 = group_create(&mut j, 3, 77, 0, 2, 0);
+    let c2 = group_create(&mut j, 3, 77, 0, 2, 0);
+    let d1 = group_create(&mut j, 1, 77, 1, 2, 0);
+    let out = j.slice(vec![c1, c2, d1]);
+    assert_eq!(new_comms(&out), vec![(3, vec![3, 1])]);
+    assert!(completion(&out, c2.id()).is_none());
+}
+
+#[test]
+fn group_creations_that_disagree_fail_instead_of_hanging() {
+    let mut j = Job::new(3);
+    let a = group_create(&mut j, 0, 5, 0, 2, 0);
+    let b = group_create(&mut j, 1, 5, 1, 3, 0);
+    let out = j.slice(vec![a, b]);
+    assert_eq!(
+        completion(&out, b.id()).unwrap().3,
+        RtError::CollectiveMismatch
+    );
+    // The same world rank at both positions.
+    let c = group_create(&mut j, 2, 8, 1, 2, 0);
+    let d = group_create(&mut j, 2, 8, 0, 2, 0);
+    let out = j.slice(vec![c, d]);
+    assert_eq!(
+        completion(&out, c.id()).unwrap().3,
+        RtError::CollectiveMismatch
+    );
+    assert_eq!(
+        completion(&out, d.id()).unwrap().3,
+        RtError::CollectiveMismatch
+    );
+    // Members disagreeing on the intercommunicator split.
+    let e = group_create(&mut j, 0, 9, 0, 2, 1);
+    let f = group_create(&mut j, 1, 9, 1, 2, 0);
+    let out = j.slice(vec![e, f]);
+    assert_eq!(
+        completion(&out, f.id()).unwrap().3,
+        RtError::CollectiveMismatch
+    );
+    let bad = group_create(&mut j, 0, 6, 2, 2, 0);
+    let out = j.slice(vec![bad]);
+    assert_eq!(completion(&out, bad.id()).unwrap().3, RtError::Rank);
+}
+
+#[test]
+fn an_intercommunicator_context_names_the_remote_group() {
+    let mut j = Job::new(4);
+    // Groups {0, 2} and {3, 1}: the context holds [0, 2, 3, 1], first group of 2.
+    let parts: Vec<Descriptor> = [(0, 0), (2, 1), (3, 2), (1, 3)]
+        .into_iter()
+        .map(|(rank, me)| group_create(&mut j, rank, 9, me, 4, 2))
+        .collect();
+    let out = j.slice(parts);
+    assert_eq!(new_comms(&out), vec![(2, vec![0, 2, 3, 1])]);
+    // Rank 2 (local rank 1 of the first group) sends to remote rank 1 = world rank 1,
+    // which receives from remote rank 1 = world rank 2.
+    let mut s = j.send(2, 1, 4, 8);
+    s.comm = 2;
+    let mut r = j.recv(1, 1, 4, 8);
+    r.comm = 2;
+    let out = j.slice(vec![s, r]);
+    assert_eq!(matches(&out), vec![(s.id(), r.id())]);
+    // ANY_SOURCE reports the sender's rank in the receiver's remote group.
+    let mut s = j.send(3, 0, 4, 8);
+    s.comm = 2;
+    let mut r = j.recv(0, ANY_SOURCE, 4, 8);
+    r.comm = 2;
+    let out = j.slice(vec![s, r]);
+    assert_eq!(completion(&out, r.id()).unwrap().0, 0);
+    // Collectives on the context itself are refused.
+    let parts: Vec<Descriptor> = (0..4)
+        .map(|rank| {
+            let mut d = j.coll(rank, DescKind::Barrier, -1, 0);
+            d.comm = 2;
+            d
+        })
+        .collect();
+    let out = j.slice(parts.clone());
+    assert_eq!(completion(&out, parts[0].id()).unwrap().3, RtError::Comm);
+}

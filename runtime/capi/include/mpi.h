@@ -95,6 +95,13 @@ typedef struct MPI_Status {
 #define MPI_2INT               ((MPI_Datatype)33)
 #define MPI_SHORT_INT          ((MPI_Datatype)34)
 #define MPI_LONG_DOUBLE_INT    ((MPI_Datatype)35)
+/* complex types (SUM and PROD reduce them; MPI_C_COMPLEX is MPI_C_FLOAT_COMPLEX) */
+#define MPI_C_FLOAT_COMPLEX       ((MPI_Datatype)36)
+#define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)37)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)38)
+#define MPI_COMPLEX               ((MPI_Datatype)-102) /* Fortran's handles (mpif.h) */
+#define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)-103)
 
 /* type constructors (MPI_Type_get_envelope) */
 #define MPI_COMBINER_NAMED          1
@@ -324,6 +331,32 @@ STROBE_MPI_FN(int, Allgather, (const void *sendbuf, int sendcount, MPI_Datatype 
 STROBE_MPI_FN(int, Allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm))
 STROBE_MPI_FN(int, Alltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm))
 STROBE_MPI_FN(int, Alltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm))
+STROBE_MPI_FN(int, Alltoallw, (const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm))
+
+/* nonblocking collectives (strobe-mpi's icoll.rs) */
+STROBE_MPI_FN(int, Ibarrier, (MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ibcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ireduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iallreduce, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iexscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ireduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ireduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Igather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Igatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iscatter, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iscatterv, (const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iallgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Iallgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ialltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ialltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ialltoallw, (const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request))
+
+/* intercommunicators (strobe-mpi's intercomm.rs) */
+STROBE_MPI_FN(int, Intercomm_create, (MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm))
+STROBE_MPI_FN(int, Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newintracomm))
+STROBE_MPI_FN(int, Comm_remote_group, (MPI_Comm comm, MPI_Group *group))
+
 STROBE_MPI_FN(int, Op_create, (MPI_User_function *user_fn, int commute, MPI_Op *op))
 STROBE_MPI_FN(int, Op_free, (MPI_Op *op))
 STROBE_MPI_FN(int, Op_commutative, (MPI_Op op, int *commute))

@@ -1,6 +1,8 @@
 //! Communicators and groups. Communicators are the runtime's (dup, split, free); groups
 //! are lists of world ranks kept in the C layer. `MPI_Comm_create` is a split whose colour
-//! says whether the rank is in the group. Intercommunicators are not supported.
+//! says whether the rank is in the group; `MPI_Comm_create_group` creates a communicator
+//! collectively over the group only. Intercommunicators are in `intercomm.rs`: here, the
+//! calls that answer differently for them (size and group are the local group's).
 
 use std::os::raw::c_int;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use crate::attrs::{copy_attrs, delete_attrs};
 use crate::consts::*;
 use crate::env::ready;
 use crate::error::{entry, fail, MpiResult};
+use crate::intercomm::inter_of;
 use crate::state::{self, st};
 use crate::util::{array, count, put};
 
@@ -34,6 +37,36 @@ pub fn members(c: &Comm) -> Vec<u32> {
 
 fn my_world_rank(c: &Comm) -> u32 {
     c.world_rank_of(c.rank()).unwrap_or(u32::MAX)
+}
+
+/// An intercommunicator's local group as a communicator.
+fn c_local(x: &crate::intercomm::Inter) -> MpiResult<Comm> {
+    comm_of(x.local)
+}
+
+/// Intracommunicator-only calls refuse intercommunicators with a clear message.
+fn not_inter(comm: MpiComm, what: &str) -> MpiResult {
+    if inter_of(comm).is_some() {
+        fail!(
+            class::UNSUPPORTED_OPERATION,
+            "{what} on an intercommunicator is not supported yet"
+        );
+    }
+    Ok(())
+}
+
+/// `MPI_Comm_create_group`'s key: the same on every member of the group.
+fn group_key(parent: u32, tag: c_int, group: &[u32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let words = [u64::from(parent), tag as u64]
+        .into_iter()
+        .chain(group.iter().map(|&w| u64::from(w)));
+    for w in words {
+        for b in w.to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
 }
 
 fn group_of(h: MpiGroup) -> MpiResult<Arc<[u32]>> {
@@ -71,7 +104,12 @@ pub unsafe extern "C" fn PMPI_Comm_rank(comm: MpiComm, rank: *mut c_int) -> c_in
 pub unsafe extern "C" fn PMPI_Comm_size(comm: MpiComm, size: *mut c_int) -> c_int {
     entry(Call::CommSize, comm, || {
         // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(size, comm_of(comm)?.size(), "size") }
+        let n = match inter_of(comm) {
+            Some(x) => x.local_members.len() as c_int,
+            None => comm_of(comm)?.size(),
+        };
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, n, "size") }
     })
 }
 
@@ -82,8 +120,10 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_in
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
         }
-        let d = c.dup()?;
-        let h = new_comm_handle(comm, Some(d));
+        let h = match inter_of(comm) {
+            Some(x) => crate::intercomm::dup(comm, &x)?,
+            None => new_comm_handle(comm, Some(c.dup()?)),
+        };
         copy_attrs(comm, h)?;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(out, h, "newcomm") }
@@ -110,6 +150,11 @@ pub unsafe extern "C" fn PMPI_Comm_split(
             ),
             k => Some(k),
         };
+        if let Some(x) = inter_of(comm) {
+            let h = crate::intercomm::split(comm, &x, colour, key)?;
+            // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(out, h, "newcomm") };
+        }
         let s = c.split(colour, key)?;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
@@ -128,6 +173,23 @@ pub unsafe extern "C" fn PMPI_Comm_create(
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
         }
+        if let Some(x) = inter_of(comm) {
+            // The group is a subgroup of the local group.
+            if let Some(w) = g.iter().find(|w| !x.local_members.contains(w)) {
+                fail!(
+                    class::GROUP,
+                    "the group contains world rank {w}, which is not in the local group"
+                );
+            }
+            let me = my_world_rank(&c_local(&x)?);
+            let (colour, key) = match g.iter().position(|&w| w == me) {
+                Some(p) => (Some(0), p as c_int),
+                None => (None, 0),
+            };
+            let h = crate::intercomm::split(comm, &x, colour, key)?;
+            // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+            return unsafe { put(out, h, "newcomm") };
+        }
         let m = members(&c);
         if let Some(x) = g.iter().find(|w| !m.contains(w)) {
             fail!(
@@ -136,8 +198,10 @@ pub unsafe extern "C" fn PMPI_Comm_create(
             );
         }
         let me = my_world_rank(&c);
+        // MPI-2.2: members may pass different groups if they are disjoint; the colour
+        // names the group by its lowest world rank.
         let (colour, key) = match g.iter().position(|&w| w == me) {
-            Some(p) => (Some(0), p as c_int),
+            Some(p) => (g.iter().min().map(|&w| w as c_int), p as c_int),
             None => (None, 0),
         };
         let s = c.split(colour, key)?;
@@ -146,34 +210,39 @@ pub unsafe extern "C" fn PMPI_Comm_create(
     })
 }
 
-/// `MPI_Comm_create_group` is collective over the group only. The runtime makes
-/// communicators with a collective over an existing one, so strobe supports it when the
-/// group holds every member of `comm` (in any order); a proper subset is refused.
+/// `MPI_Comm_create_group` is collective over the group only: the runtime creates the
+/// communicator once every member of the group has called, keyed by the group, the tag
+/// and `comm` (so concurrent calls with different tags or groups stay apart).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_create_group(
     comm: MpiComm,
     group: MpiGroup,
-    _tag: c_int,
+    tag: c_int,
     out: *mut MpiComm,
 ) -> c_int {
     entry(Call::CommCreateGroup, comm, || {
         let c = comm_of(comm)?;
+        not_inter(comm, "MPI_Comm_create_group")?;
         let g = group_of(group)?;
         if out.is_null() {
             fail!(class::ARG, "newcomm is NULL");
         }
         let me = my_world_rank(&c);
-        let Some(p) = g.iter().position(|&w| w == me) else {
+        if !g.contains(&me) {
             fail!(class::GROUP, "the calling rank is not in the group");
-        };
-        let mut a = members(&c);
-        let mut b = g.to_vec();
-        a.sort_unstable();
-        b.sort_unstable();
-        if a != b {
-            fail!(class::UNSUPPORTED_OPERATION, "MPI_Comm_create_group on a proper subset of the communicator is not supported yet; use MPI_Comm_create or MPI_Comm_split");
         }
-        let s = c.split(Some(0), p as c_int)?;
+        let m = members(&c);
+        if let Some(x) = g.iter().find(|w| !m.contains(w)) {
+            fail!(
+                class::GROUP,
+                "the group contains world rank {x}, which is not in the communicator"
+            );
+        }
+        if tag < 0 {
+            fail!(class::TAG, "invalid tag {tag}");
+        }
+        let key = group_key(c.id(), tag, &g);
+        let s = Some(c.create_group(key, &g, 0)?);
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(out, new_comm_handle(comm, s), "newcomm") }
     })
@@ -195,6 +264,9 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
             );
         }
         delete_attrs(h)?;
+        if let Some(x) = inter_of(h) {
+            crate::intercomm::free(h, &x)?;
+        }
         c.free()?;
         st().comms.remove(&h);
         // SAFETY: `comm` is a C output argument: NULL or writable (MPI contract).
@@ -238,8 +310,12 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) ->
         if group.is_null() {
             fail!(class::ARG, "group is NULL");
         }
+        let g = match inter_of(comm) {
+            Some(x) => x.local_members.clone(),
+            None => Arc::from(members(&c)),
+        };
         // SAFETY: `group` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(group, state::insert_group(Arc::from(members(&c))), "group") }
+        unsafe { put(group, state::insert_group(g), "group") }
     })
 }
 
@@ -247,19 +323,21 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MpiComm, group: *mut MpiGroup) ->
 pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MpiComm, flag: *mut c_int) -> c_int {
     entry(Call::CommTestInter, comm, || {
         comm_of(comm)?;
+        let inter = c_int::from(inter_of(comm).is_some());
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(flag, 0, "flag") }
+        unsafe { put(flag, inter, "flag") }
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, _size: *mut c_int) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MpiComm, size: *mut c_int) -> c_int {
     entry(Call::CommRemoteSize, comm, || {
         comm_of(comm)?;
-        fail!(
-            class::COMM,
-            "not an intercommunicator (strobe does not support intercommunicators yet)"
-        )
+        let Some(x) = inter_of(comm) else {
+            fail!(class::COMM, "not an intercommunicator");
+        };
+        // SAFETY: `size` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(size, x.remote_members.len() as c_int, "size") }
     })
 }
 

@@ -31,6 +31,11 @@ pub enum Prim {
     LongDouble,
     /// `struct { long double v; int i; }`: reduced on the rank side.
     LongDoubleInt,
+    /// A complex number of two `ElemType`s (`MPI_C_FLOAT_COMPLEX`, ...): sums are the
+    /// runtime's on the parts, products are reduced on the rank side.
+    Complex(ElemType),
+    /// `long double _Complex`: reduced on the rank side.
+    LongDoubleComplex,
 }
 
 /// What primitive types a datatype is made of.
@@ -205,6 +210,28 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
         .map(|(i, (n, s, p))| (i as MpiDatatype + 1, TypeInfo::predefined(n, s, p)))
         .collect()
 }
+
+// --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
+
+/// The complex datatypes: handles 36..38, right after the other predefined ones
+/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
+/// Fortran's (negative) handles, so C programs can use them too.
+pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
+    use ElemType as E;
+    [
+        (36, "MPI_C_FLOAT_COMPLEX", 8, Prim::Complex(E::F32)),
+        (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+        (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
+        // Fortran's handles (mpif.h), which its binding maps before calling C.
+        (-102, "MPI_COMPLEX", 8, Prim::Complex(E::F32)),
+        (-103, "MPI_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+    ]
+    .into_iter()
+    .map(|(h, n, s, p)| (h, TypeInfo::predefined(n, s, p)))
+    .collect()
+}
+
+// --- end of the complex datatypes ----------------------------------------------------
 
 /// A datatype usable for communication (valid and committed).
 pub fn comm_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {

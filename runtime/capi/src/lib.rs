@@ -21,17 +21,23 @@
 #![allow(clippy::too_many_arguments)]
 
 mod abi;
+mod alltoallw;
 mod attrs;
 mod coll;
+mod collv;
 mod comm;
 mod consts;
 mod datatype;
 mod env;
 mod error;
 mod fortran;
+mod icoll;
+mod intercoll;
+mod intercomm;
 mod p2p;
 mod pack;
 mod reduce;
 mod request;
 mod state;
+mod userops;
 mod util;

@@ -20,12 +20,14 @@ use crate::comm::comm_of;
 use crate::consts::*;
 use crate::datatype::{comm_type, ElemKind, Prim, TypeInfo};
 use crate::error::{entry, fail, MpiResult};
-use crate::state::{self, st, UserOp};
-use crate::util::{array, count, in_place, put, Bytes, RawBool, RawByte};
+use crate::icoll::{run, then, Mode, Outcome};
+use crate::state::{st, UserOp};
+use crate::util::{array, count, in_place, Bytes, RawBool, RawByte};
 
 extern "C" {
     fn strobe_ld_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
     fn strobe_ldi_reduce(op: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
+    fn strobe_complex_prod(kind: c_int, inv: *const c_void, inout: *mut c_void, n: usize) -> c_int;
 }
 
 type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MpiDatatype);
@@ -106,7 +108,7 @@ macro_rules! with_elem {
     }};
 }
 
-const OP_NAMES: [&str; 15] = [
+pub const OP_NAMES: [&str; 15] = [
     "MPI_OP_NULL",
     "MPI_MAX",
     "MPI_MIN",
@@ -124,7 +126,7 @@ const OP_NAMES: [&str; 15] = [
     "MPI_NO_OP",
 ];
 
-fn builtin(op: MpiOp) -> Option<ReduceOp> {
+pub fn builtin(op: MpiOp) -> Option<ReduceOp> {
     use ReduceOp::*;
     Some(match op {
         1 => Max,
@@ -146,21 +148,23 @@ fn builtin(op: MpiOp) -> Option<ReduceOp> {
 }
 
 #[derive(Clone, Copy)]
-enum Local {
+pub enum Local {
     User(UserOp),
     LongDouble(c_int),
     LongDoubleInt(c_int),
+    /// `MPI_PROD` on a complex type: 0 float, 1 double, 2 long double parts.
+    ComplexProd(c_int),
 }
 
 #[derive(Clone, Copy)]
-enum Plan {
+pub enum Plan {
     /// Reduced by the node manager.
     Node(ReduceOp, ElemType),
     /// Reduced on the rank side.
     Local(Local),
 }
 
-fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
+pub fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
     if let Some(b) = builtin(op) {
         let name = OP_NAMES[op as usize];
         let ok = |v: bool| {
@@ -186,6 +190,24 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
                 ok(matches!(op, 11..=14))?;
                 Ok(Plan::Local(Local::LongDoubleInt(op)))
             }
+            // Complex: a sum (or replace, no-op) is the runtime's on the parts, in the
+            // order it reduces any array; the product is C's, on the rank side.
+            ElemKind::Uniform(Prim::Complex(e)) => match op {
+                4 => Ok(Plan::Local(Local::ComplexProd(c_int::from(
+                    e == ElemType::F64,
+                )))),
+                _ => {
+                    ok(matches!(op, 3 | 13 | 14))?;
+                    Ok(Plan::Node(b, e))
+                }
+            },
+            ElemKind::Uniform(Prim::LongDoubleComplex) => match op {
+                4 => Ok(Plan::Local(Local::ComplexProd(2))),
+                _ => {
+                    ok(matches!(op, 3 | 13 | 14))?;
+                    Ok(Plan::Local(Local::LongDouble(op)))
+                }
+            },
             ElemKind::Empty => Ok(Plan::Node(ReduceOp::NoOp, ElemType::Byte)),
             ElemKind::Mixed => fail!(
                 class::OP,
@@ -203,13 +225,13 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
 }
 
 /// A scratch buffer holding `count` elements of `ty` in their memory layout.
-struct Layout {
+pub struct Layout {
     buf: Bytes,
     shift: usize,
 }
 
 impl Layout {
-    fn new(ty: &TypeInfo, count: usize) -> Layout {
+    pub fn new(ty: &TypeInfo, count: usize) -> Layout {
         let last = (count.max(1) as isize - 1) * ty.extent;
         let lo = 0.min(ty.true_lb).min(last + ty.true_lb);
         let hi = ty.true_ub.max(last + ty.true_ub).max(0);
@@ -218,13 +240,13 @@ impl Layout {
             shift: (-lo) as usize,
         }
     }
-    fn base(&mut self) -> *mut u8 {
+    pub fn base(&mut self) -> *mut u8 {
         self.buf.as_mut_ptr().wrapping_add(self.shift)
     }
 }
 
 /// `x = acc op x` on packed data of `count` elements of `ty`.
-fn combine(
+pub fn combine(
     l: Local,
     ty: &Arc<TypeInfo>,
     dt: MpiDatatype,
@@ -253,6 +275,22 @@ fn combine(
             };
             if ok == 0 {
                 fail!(class::OP, "op {op} is not defined on long double types");
+            }
+        }
+        Local::ComplexProd(kind) => {
+            let a = copy_of(acc);
+            let part = [4, 8, 16][kind as usize];
+            // SAFETY: both buffers hold x.len() bytes of 16-aligned complex numbers.
+            let ok = unsafe {
+                strobe_complex_prod(
+                    kind,
+                    a.as_ptr() as *const c_void,
+                    x.as_mut_ptr() as *mut c_void,
+                    x.len() / (2 * part),
+                )
+            };
+            if ok == 0 {
+                fail!(class::INTERN, "complex product of kind {kind}");
             }
         }
         Local::User(u) => {
@@ -292,7 +330,7 @@ fn combine(
     Ok(())
 }
 
-fn copy_of(b: &[u8]) -> Bytes {
+pub fn copy_of(b: &[u8]) -> Bytes {
     let mut c = Bytes::zeroed(b.len());
     c.as_mut_slice().copy_from_slice(b);
     c
@@ -357,7 +395,7 @@ fn local_allreduce(
 /// # Safety
 /// The buffer used (`sbuf`, or `rbuf` for `MPI_IN_PLACE`) must be NULL or hold `k`
 /// readable elements of `ty`.
-unsafe fn input(
+pub unsafe fn input(
     sbuf: *const c_void,
     rbuf: *const c_void,
     k: usize,
@@ -378,7 +416,7 @@ unsafe fn input(
 ///
 /// # Safety
 /// `rbuf` must be NULL or hold `k` writable elements of `ty`.
-unsafe fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
+pub unsafe fn output(res: &Bytes, rbuf: *mut c_void, k: usize, ty: &TypeInfo) -> MpiResult {
     if in_place(rbuf) {
         fail!(
             class::BUFFER,
@@ -408,6 +446,74 @@ fn args(comm: MpiComm, n: c_int, dt: MpiDatatype, op: MpiOp) -> MpiResult<Args> 
     Ok(Args { c, k, ty, plan })
 }
 
+/// # Safety
+/// The buffers follow MPI's rules for `MPI_Reduce`, valid until completion.
+pub unsafe fn reduce(
+    mode: Mode,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    root: c_int,
+    comm: MpiComm,
+) -> MpiResult<Outcome> {
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { crate::intercoll::reduce(&x, sbuf, rbuf, n, dt, op, root) };
+    }
+    let a = args(comm, n, dt, op)?;
+    check_root(&a.c, root)?;
+    let me_root = a.c.rank() == root;
+    // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    let mine = unsafe {
+        input(
+            sbuf,
+            if me_root { rbuf } else { std::ptr::null_mut() },
+            a.k,
+            &a.ty,
+        )
+    }?;
+    let (k, ty) = (a.k, a.ty.clone());
+    match a.plan {
+        Plan::Node(o, e) if me_root => {
+            let mut res = Bytes::zeroed(mine.len());
+            let posted = run(mode, || {
+                with_elem!(e, |T| a.c.reduce::<T>(
+                    mine.typed(),
+                    Some(res.typed_mut()),
+                    o,
+                    root
+                ))
+            })?;
+            then(posted, move || {
+                drop(mine);
+                // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                // until the operation completes (MPI contract).
+                unsafe { output(&res, rbuf, k, &ty) }
+            })
+        }
+        Plan::Node(o, e) => {
+            let posted = run(mode, || {
+                with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))
+            })?;
+            then(posted, move || {
+                drop(mine);
+                Ok(())
+            })
+        }
+        Plan::Local(l) => {
+            if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
+                // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+                // until the operation completes (MPI contract).
+                unsafe { output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty) }?;
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Reduce(
     sbuf: *const c_void,
@@ -419,45 +525,46 @@ pub unsafe extern "C" fn PMPI_Reduce(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Reduce, comm, || {
-        let a = args(comm, n, dt, op)?;
-        check_root(&a.c, root)?;
-        let me_root = a.c.rank() == root;
-        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let mine = unsafe {
-            input(
-                sbuf,
-                if me_root { rbuf } else { std::ptr::null_mut() },
-                a.k,
-                &a.ty,
-            )
-        }?;
-        match a.plan {
-            Plan::Node(o, e) => {
-                if me_root {
-                    let mut res = Bytes::zeroed(mine.len());
-                    with_elem!(e, |T| a.c.reduce::<T>(
-                        mine.typed(),
-                        Some(res.typed_mut()),
-                        o,
-                        root
-                    ))?;
-                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
-                    // until the operation completes (MPI contract).
-                    unsafe { output(&res, rbuf, a.k, &a.ty) }?;
-                } else {
-                    with_elem!(e, |T| a.c.reduce::<T>(mine.typed(), None, o, root))?;
-                }
-            }
-            Plan::Local(l) => {
-                if let Some(mut p) = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, root)? {
-                    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
-                    // until the operation completes (MPI contract).
-                    unsafe { output(&p.pop().expect("at least one rank"), rbuf, a.k, &a.ty) }?;
-                }
-            }
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { reduce(Mode::Blocking, sbuf, rbuf, n, dt, op, root, comm) }.map(drop)
+    })
+}
+
+/// # Safety
+/// The buffers follow MPI's rules for `MPI_Allreduce`, valid until completion.
+pub unsafe fn allreduce(
+    mode: Mode,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    op: MpiOp,
+    comm: MpiComm,
+) -> MpiResult<Outcome> {
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { crate::intercoll::allreduce(&x, sbuf, rbuf, n, dt, op) };
+    }
+    let a = args(comm, n, dt, op)?;
+    // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
+    let (k, ty) = (a.k, a.ty.clone());
+    let (posted, res) = match a.plan {
+        Plan::Node(o, e) => {
+            let mut res = Bytes::zeroed(mine.len());
+            let posted = run(mode, || {
+                with_elem!(e, |T| a.c.allreduce::<T>(mine.typed(), res.typed_mut(), o))
+            })?;
+            (posted, res)
         }
-        Ok(())
+        Plan::Local(l) => (None, local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?),
+    };
+    then(posted, move || {
+        drop(mine);
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until
+        // the operation completes (MPI contract).
+        unsafe { output(&res, rbuf, k, &ty) }
     })
 }
 
@@ -471,28 +578,15 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Allreduce, comm, || {
-        let a = args(comm, n, dt, op)?;
-        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
-        let res = match a.plan {
-            Plan::Node(o, e) => {
-                let mut res = Bytes::zeroed(mine.len());
-                with_elem!(e, |T| a.c.allreduce::<T>(mine.typed(), res.typed_mut(), o))?;
-                res
-            }
-            Plan::Local(l) => local_allreduce(&a.c, l, &a.ty, dt, a.k, &mine)?,
-        };
-        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
-        // operation completes (MPI contract).
-        unsafe { output(&res, rbuf, a.k, &a.ty) }
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules.
+        unsafe { allreduce(Mode::Blocking, sbuf, rbuf, n, dt, op, comm) }.map(drop)
     })
 }
 
 /// # Safety
 /// `sbuf` and `rbuf` must be NULL, `MPI_IN_PLACE` (`sbuf`) or hold `n` elements of `dt`, `rbuf` writable (MPI's rules for reduction buffers).
-unsafe fn scan_like(
-    call: Call,
+pub unsafe fn scan(
+    mode: Mode,
     exclusive: bool,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -500,45 +594,49 @@ unsafe fn scan_like(
     dt: MpiDatatype,
     op: MpiOp,
     comm: MpiComm,
-) -> c_int {
-    entry(call, comm, || {
-        let a = args(comm, n, dt, op)?;
-        // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
-        let me = a.c.rank();
-        let mut res = Bytes::zeroed(mine.len());
-        match a.plan {
-            Plan::Node(o, e) => {
-                if exclusive {
-                    with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))?;
-                } else {
-                    with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))?;
-                }
+) -> MpiResult<Outcome> {
+    crate::intercoll::unsupported(comm, if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
+    let a = args(comm, n, dt, op)?;
+    // SAFETY: `sbuf` is a C send buffer of the given count and type, valid until the operation
+    // completes (MPI contract).
+    let mine = unsafe { input(sbuf, rbuf, a.k, &a.ty) }?;
+    let me = a.c.rank();
+    let mut res = Bytes::zeroed(mine.len());
+    let posted = match a.plan {
+        Plan::Node(o, e) => run(mode, || {
+            if exclusive {
+                with_elem!(e, |T| a.c.exscan::<T>(mine.typed(), res.typed_mut(), o))
+            } else {
+                with_elem!(e, |T| a.c.scan::<T>(mine.typed(), res.typed_mut(), o))
             }
-            Plan::Local(l) => {
-                let pre = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, 0)?;
-                let send = pre.map(|p| {
-                    let len = mine.len();
-                    let mut all = Bytes::zeroed(len * p.len());
-                    for (i, b) in p.iter().enumerate() {
-                        // Exscan: rank i gets the prefix of ranks 0..i-1.
-                        let dst = if exclusive { i + 1 } else { i };
-                        if dst < p.len() {
-                            all.as_mut_slice()[dst * len..(dst + 1) * len]
-                                .copy_from_slice(b.as_slice());
-                        }
+        })?,
+        Plan::Local(l) => {
+            let pre = local_prefixes(&a.c, l, &a.ty, dt, a.k, &mine, 0)?;
+            let send = pre.map(|p| {
+                let len = mine.len();
+                let mut all = Bytes::zeroed(len * p.len());
+                for (i, b) in p.iter().enumerate() {
+                    // Exscan: rank i gets the prefix of ranks 0..i-1.
+                    let dst = if exclusive { i + 1 } else { i };
+                    if dst < p.len() {
+                        all.as_mut_slice()[dst * len..(dst + 1) * len]
+                            .copy_from_slice(b.as_slice());
                     }
-                    all
-                });
-                a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
-            }
+                }
+                all
+            });
+            a.c.scatter(send.as_ref().map(|s| s.as_raw()), res.as_raw_mut(), 0)?;
+            None
         }
+    };
+    let (k, ty) = (a.k, a.ty.clone());
+    then(posted, move || {
+        drop(mine);
         // Exscan leaves rank 0's receive buffer untouched.
         if !(exclusive && me == 0) {
-            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
-            // operation completes (MPI contract).
-            unsafe { output(&res, rbuf, a.k, &a.ty) }?;
+            // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched
+            // until the operation completes (MPI contract).
+            unsafe { output(&res, rbuf, k, &ty) }?;
         }
         Ok(())
     })
@@ -554,7 +652,9 @@ pub unsafe extern "C" fn PMPI_Scan(
     comm: MpiComm,
 ) -> c_int {
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-    unsafe { scan_like(Call::Scan, false, sbuf, rbuf, n, dt, op, comm) }
+    entry(Call::Scan, comm, || {
+        unsafe { scan(Mode::Blocking, false, sbuf, rbuf, n, dt, op, comm) }.map(drop)
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -567,14 +667,17 @@ pub unsafe extern "C" fn PMPI_Exscan(
     comm: MpiComm,
 ) -> c_int {
     // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-    unsafe { scan_like(Call::Exscan, true, sbuf, rbuf, n, dt, op, comm) }
+    entry(Call::Exscan, comm, || {
+        unsafe { scan(Mode::Blocking, true, sbuf, rbuf, n, dt, op, comm) }.map(drop)
+    })
 }
 
 /// Reduce_scatter with per-rank element counts (`counts` in datatype elements).
 ///
 /// # Safety
 /// As for `MPI_Reduce_scatter`: `sbuf` holds the sum of `counts` elements of `dt` (or is `MPI_IN_PLACE`), `rbuf` this rank's count, writable.
-unsafe fn reduce_scatter(
+pub unsafe fn reduce_scatter(
+    mode: Mode,
     comm: MpiComm,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -582,7 +685,11 @@ unsafe fn reduce_scatter(
     dt: MpiDatatype,
     op: MpiOp,
     block: bool,
-) -> MpiResult {
+) -> MpiResult<Outcome> {
+    if let Some(x) = crate::intercomm::inter_of(comm) {
+        // SAFETY: this function's contract.
+        return unsafe { crate::intercoll::reduce_scatter(&x, sbuf, rbuf, counts, dt, op) };
+    }
     let total: usize = counts.iter().sum();
     let a = args(comm, c_int::try_from(total).unwrap_or(c_int::MAX), dt, op)?;
     let me = a.c.rank() as usize;
@@ -597,35 +704,63 @@ unsafe fn reduce_scatter(
         // completes (MPI contract).
         unsafe { input(sbuf, rbuf, total, &a.ty) }?
     };
-    let res = match a.plan {
+    let (posted, res) = match a.plan {
         Plan::Node(o, e) => {
             let mut res = Bytes::zeroed(mine_k * a.ty.size);
             let per = a.ty.size / e.size().max(1);
-            if block {
-                with_elem!(e, |T| a.c.reduce_scatter_block::<T>(
-                    mine.typed(),
-                    res.typed_mut(),
-                    o
-                ))?;
-            } else {
-                let tc: Vec<usize> = counts.iter().map(|k| k * per).collect();
-                with_elem!(e, |T| a.c.reduce_scatter::<T>(
-                    mine.typed(),
-                    res.typed_mut(),
-                    &tc,
-                    o
-                ))?;
-            }
-            res
+            let posted = run(mode, || {
+                if block {
+                    with_elem!(e, |T| a.c.reduce_scatter_block::<T>(
+                        mine.typed(),
+                        res.typed_mut(),
+                        o
+                    ))
+                } else {
+                    let tc: Vec<usize> = counts.iter().map(|k| k * per).collect();
+                    with_elem!(e, |T| a.c.reduce_scatter::<T>(
+                        mine.typed(),
+                        res.typed_mut(),
+                        &tc,
+                        o
+                    ))
+                }
+            })?;
+            (posted, res)
         }
         Plan::Local(l) => {
             let all = local_allreduce(&a.c, l, &a.ty, dt, total, &mine)?;
-            copy_of(&all.as_slice()[off..off + mine_k * a.ty.size])
+            (
+                None,
+                copy_of(&all.as_slice()[off..off + mine_k * a.ty.size]),
+            )
         }
     };
-    // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until the
-    // operation completes (MPI contract).
-    unsafe { output(&res, rbuf, mine_k, &a.ty) }
+    let ty = a.ty.clone();
+    then(posted, move || {
+        drop(mine);
+        // SAFETY: `rbuf` is a C receive buffer of the given count and type, untouched until
+        // the operation completes (MPI contract).
+        unsafe { output(&res, rbuf, mine_k, &ty) }
+    })
+}
+
+/// The size of `comm`'s (local) group: the number of `recvcounts` a reduce-scatter takes.
+pub fn local_size(comm: MpiComm) -> MpiResult<usize> {
+    Ok(match crate::intercomm::inter_of(comm) {
+        Some(x) => x.local_members.len(),
+        None => comm_of(comm)?.size() as usize,
+    })
+}
+
+/// `MPI_Reduce_scatter`'s `recvcounts`, one per rank.
+///
+/// # Safety
+/// `rcounts` is NULL or holds one count per rank of `comm`.
+pub unsafe fn scatter_counts(comm: MpiComm, rcounts: *const c_int) -> MpiResult<Vec<usize>> {
+    let n = local_size(comm)?;
+    // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
+    let rc = unsafe { array(rcounts, n, "recvcounts") }?;
+    rc.iter().map(|&k| count(k, "recvcount")).collect()
 }
 
 #[unsafe(no_mangle)]
@@ -638,15 +773,11 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::ReduceScatter, comm, || {
-        let n = comm_of(comm)?.size() as usize;
-        // SAFETY: `rcounts` is a C input array of `n` elements, or NULL (MPI contract).
-        let rc = unsafe { array(rcounts, n, "recvcounts") }?;
-        let counts = rc
-            .iter()
-            .map(|&k| count(k, "recvcount"))
-            .collect::<MpiResult<Vec<_>>>()?;
+        // SAFETY: `rcounts` is a C input array of one count per rank, or NULL (MPI contract).
+        let counts = unsafe { scatter_counts(comm, rcounts) }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        unsafe { reduce_scatter(comm, sbuf, rbuf, &counts, dt, op, false) }
+        unsafe { reduce_scatter(Mode::Blocking, comm, sbuf, rbuf, &counts, dt, op, false) }
+            .map(drop)
     })
 }
 
@@ -660,104 +791,10 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::ReduceScatterBlock, comm, || {
-        let n = comm_of(comm)?.size() as usize;
+        let n = local_size(comm)?;
         let k = count(rn, "recvcount")?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        unsafe { reduce_scatter(comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    n: c_int,
-    dt: MpiDatatype,
-    op: MpiOp,
-) -> c_int {
-    entry(Call::ReduceLocal, COMM_WORLD, || {
-        let k = count(n, "count")?;
-        let ty = comm_type(dt)?;
-        let plan = plan(op, &ty)?;
-        // SAFETY: `inbuf` is a C send buffer of the given count and type, valid until the operation
-        // completes (MPI contract).
-        let acc = unsafe { input(inbuf, inbuf, k, &ty) }?;
-        // SAFETY: `inoutbuf` is a C send buffer of the given count and type, valid until the
-        // operation completes (MPI contract).
-        let mut x = unsafe { input(inoutbuf, inoutbuf, k, &ty) }?;
-        match plan {
-            Plan::Node(o, e) => {
-                let mut a = copy_of(acc.as_slice());
-                strobe_runtime::ops::reduce_into(o, e, a.as_mut_slice(), x.as_slice())
-                    .map_err(|err| crate::error::MpiErr::new(class::OP, err.to_string()))?;
-                x = a;
-            }
-            Plan::Local(l) => combine(l, &ty, dt, k, acc.as_slice(), &mut x)?,
-        }
-        // SAFETY: `inoutbuf` is a C receive buffer of the given count and type, untouched until the
-        // operation completes (MPI contract).
-        unsafe { output(&x, inoutbuf, k, &ty) }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_create(f: *const c_void, commute: c_int, op: *mut MpiOp) -> c_int {
-    entry(Call::OpCreate, COMM_WORLD, || {
-        if f.is_null() {
-            fail!(class::ARG, "user_fn is NULL");
-        }
-        if op.is_null() {
-            fail!(class::ARG, "op is NULL");
-        }
-        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
-        unsafe {
-            put(
-                op,
-                state::insert_op(UserOp {
-                    func: f as usize,
-                    commute: commute != 0,
-                }),
-                "op",
-            )
-        }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_free(op: *mut MpiOp) -> c_int {
-    entry(Call::OpFree, COMM_WORLD, || {
-        if op.is_null() {
-            fail!(class::ARG, "op is NULL");
-        }
-        // SAFETY: non-null pointer to the caller's handle.
-        let h = unsafe { *op };
-        if (0..=LAST_PREDEFINED_OP).contains(&h) {
-            fail!(
-                class::OP,
-                "{} is predefined and cannot be freed",
-                OP_NAMES[h as usize]
-            );
-        }
-        if st().ops.remove(&h).is_none() {
-            fail!(class::OP, "invalid op handle {h}");
-        }
-        // SAFETY: `op` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(op, OP_NULL, "op") }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_commutative(op: MpiOp, commute: *mut c_int) -> c_int {
-    entry(Call::OpCommutative, COMM_WORLD, || {
-        let v = if builtin(op).is_some() {
-            true
-        } else {
-            match st().ops.get(&op) {
-                Some(u) => u.commute,
-                None => fail!(class::OP, "invalid op handle {op}"),
-            }
-        };
-        // SAFETY: `commute` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(commute, v as c_int, "commute") }
+        unsafe { reduce_scatter(Mode::Blocking, comm, sbuf, rbuf, &vec![k; n], dt, op, true) }
+            .map(drop)
     })
 }

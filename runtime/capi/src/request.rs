@@ -90,7 +90,11 @@ fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
         cancelled: (c.flags & COMPLETION_CANCELLED != 0) as c_int,
         bytes: c.bytes as i64,
     };
-    let err = api::Error::from_rt(RtError::from_u32(c.error)).map(MpiErr::from);
+    let mut err = api::Error::from_rt(RtError::from_u32(c.error)).map(MpiErr::from);
+    // Nonblocking collectives (icoll.rs) finish here: unpack or copy out their results.
+    if let Some(late) = crate::icoll::on_complete(e.id, err.is_none()) {
+        err.get_or_insert(late);
+    }
     if let Some(e) = &err {
         s.error = e.class;
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use strobe_runtime::api;
 
 use crate::consts::*;
-use crate::datatype::{predefined_types, TypeInfo};
+use crate::datatype::{complex_types, predefined_types, TypeInfo};
 use crate::request::ReqEntry;
 
 pub struct CommEntry {
@@ -73,7 +73,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         next_keyval: FIRST_USER_KEYVAL,
         ..Default::default()
     };
-    for (h, t) in predefined_types() {
+    for (h, t) in predefined_types().into_iter().chain(complex_types()) {
         s.types.insert(h, Arc::new(t));
     }
     s.groups.insert(GROUP_EMPTY, Arc::from(Vec::new()));

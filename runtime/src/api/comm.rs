@@ -96,6 +96,48 @@ impl Comm {
         self.new_comm(d)
     }
 
+    /// Create a communicator over `members` (world ranks, in new rank order), collectively
+    /// over those members only: the others of `self` take no part (`MPI_Comm_create_group`,
+    /// intercommunicators). The caller must be a member. `key` must be the same on every
+    /// member, and differ from that of any other creation over the same members that may
+    /// be outstanding at the same time (hash the members with the call's tag). `first`:
+    /// 0 for an intracommunicator; otherwise the new context is an intercommunicator's,
+    /// whose groups are `members[..first]` and `members[first..]` (see
+    /// [`Comm::intercomm_view`]).
+    pub fn create_group(&self, key: u64, members: &[u32], first: usize) -> Result<Comm> {
+        let _mmds = mmds::enter(Primitive::CommCreateGroup);
+        let me = self.world_rank_of(self.rank()).ok_or(Error::Comm)?;
+        let pos = members.iter().position(|&m| m == me).ok_or(Error::Rank)?;
+        if first >= members.len() {
+            return Err(Error::Arg);
+        }
+        let mut d = self.desc(DescKind::CommSplit);
+        d.flags = descriptor::FLAG_GROUP;
+        d.aux = key;
+        d.aux2 = pos as u64;
+        d.bytes = members.len() as u64;
+        d.peer = i32::try_from(first).map_err(|_| Error::Arg)?;
+        let mut out = vec![0u32; members.len()];
+        d.rbuf = addr_mut(&mut out);
+        d.rbytes = nbytes(&out);
+        let c = self.call(d)?;
+        let out: Vec<u32> = out.into_iter().map(u32::from_le).collect();
+        Comm::derived(&c, &out).ok_or(Error::Comm)
+    }
+
+    /// An intercommunicator as the members of one group use it for point to point: `ctx`
+    /// is its context (from [`Comm::create_group`] with `first > 0`), `rank` the caller's
+    /// rank in its own group, `remote` the other group's world ranks. Ranks given to and
+    /// reported by point-to-point calls name the remote group; collectives are refused.
+    pub fn intercomm_view(ctx: &Comm, rank: i32, remote: &[u32]) -> Comm {
+        Comm {
+            id: ctx.id,
+            rank: rank as u32,
+            size: remote.len() as u32,
+            members: Arc::from(remote),
+        }
+    }
+
     /// `MPI_Comm_free`. `MPI_COMM_WORLD` and `MPI_COMM_SELF` cannot be freed.
     pub fn free(self) -> Result<()> {
         let _mmds = mmds::enter(Primitive::CommFree);

@@ -35,10 +35,12 @@ use crate::rank::RankCtx;
 mod check;
 mod collective;
 mod comm;
+mod icollective;
 mod p2p;
 mod request;
 mod types;
 
+pub use collective::{post_unscoped, PostedCollective};
 pub use comm::Comm;
 pub use p2p::SendMode;
 pub use request::{

@@ -58,4 +58,9 @@ weak_aliases! { "mpi_", "pmpi_", "_":
     "type_create_resized" "type_create_struct" "type_dup" "type_free" "type_get_envelope"
     "type_get_extent" "type_get_true_extent" "type_indexed" "type_size" "type_vector"
     "unpack" "wait" "waitall" "waitany" "waitsome" "wtick" "wtime"
+    // Nonblocking collectives, Alltoallw and intercommunicators (fortran/icoll.rs).
+    "alltoallw" "ialltoallw" "ibarrier" "ibcast" "ireduce" "iallreduce" "iscan" "iexscan"
+    "ireduce_scatter" "ireduce_scatter_block" "igather" "igatherv" "iscatter" "iscatterv"
+    "iallgather" "iallgatherv" "ialltoall" "ialltoallv" "intercomm_create"
+    "intercomm_merge" "comm_remote_group"
 }

@@ -514,4 +514,192 @@ extern "C" {
     ) -> c_int;
     pub fn PMPI_Group_compare(group1: c_int, group2: c_int, result: *mut c_int) -> c_int;
     pub fn PMPI_Group_free(group: *mut c_int) -> c_int;
+
+    // Nonblocking collectives, Alltoallw and intercommunicators (issue 13).
+    pub fn PMPI_Alltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtypes: *const c_int,
+        comm: c_int,
+    ) -> c_int;
+    pub fn PMPI_Ialltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtypes: *const c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ibarrier(comm: c_int, request: *mut c_int) -> c_int;
+    pub fn PMPI_Ibcast(
+        buffer: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ireduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iallreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iscan(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iexscan(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ireduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ireduce_scatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Igather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Igatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iscatter(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iscatterv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        displs: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iallgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Iallgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ialltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ialltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Intercomm_create(
+        local_comm: c_int,
+        local_leader: c_int,
+        peer_comm: c_int,
+        remote_leader: c_int,
+        tag: c_int,
+        newintercomm: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_int) -> c_int;
+    pub fn PMPI_Comm_remote_group(comm: c_int, group: *mut c_int) -> c_int;
 }

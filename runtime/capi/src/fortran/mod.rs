@@ -50,6 +50,7 @@ mod coll;
 mod comm;
 mod env;
 mod handles;
+mod icoll;
 mod keyval;
 mod p2p;
 mod request;
