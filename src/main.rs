@@ -4,6 +4,7 @@
 mod bench;
 mod cli_util;
 mod decision_log;
+mod export;
 mod mpicc;
 mod mpifort;
 mod record;
@@ -92,6 +93,9 @@ enum Cmd {
         #[arg(long)]
         prefix: PathBuf,
     },
+    /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
+    /// per-slice metrics as CSV (`--format csv`).
+    Export(export::ExportArgs),
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
         /// Number of ranks.
@@ -201,6 +205,7 @@ fn main() {
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { args } => bench::bench(&args),
+        Cmd::Export(a) => export::export(&a),
     };
     finish(code)
 }
