@@ -4,6 +4,7 @@
 mod bench;
 mod cli_util;
 mod decision_log;
+mod diff;
 mod export;
 mod mpicc;
 mod mpifort;
@@ -93,6 +94,9 @@ enum Cmd {
         #[arg(long)]
         prefix: PathBuf,
     },
+    /// Compare two recordings of one program call by call and report where they part
+    /// ways (exit 0: no difference, 1: different, 2: cannot compare).
+    Diff(diff::DiffArgs),
     /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
     /// per-slice metrics as CSV (`--format csv`).
     Export(export::ExportArgs),
@@ -206,6 +210,7 @@ fn main() {
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { args } => bench::bench(&args),
         Cmd::Export(a) => export::export(&a),
+        Cmd::Diff(a) => diff::diff(&a),
     };
     finish(code)
 }

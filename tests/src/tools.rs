@@ -53,12 +53,12 @@ pub fn record_c(db: &Path, prog: &Path, ranks: u32, args: &[&str], env: &[(&str,
 /// assertion; the noise makes both happen. Returns the recording, or panics after `tries`.
 pub fn record_heisenbug(db: &Path, prog: &Path, want_pass: bool, tries: u32) -> Out {
     for _ in 0..tries {
-        // Passing runs: the fixture's gap keeps rank 1 first. Failing runs: a 1 ms gap and
-        // 8 ms of noise let another worker overtake rank 1 about half the time.
+        // Passing runs: the fixture's gap keeps rank 1 first. Failing runs: no gap and up
+        // to 50 ms of noise let another worker overtake rank 1 about half the time.
         let (args, env): (&[&str], &[(&str, &str)]) = if want_pass {
             (&["gap=3000"], &[])
         } else {
-            (&["gap=1000"], &[("STROBE_FIXTURE_NOISE_US", "8000")])
+            (&["gap=0"], &[("STROBE_FIXTURE_NOISE_US", "50000")])
         };
         let out = record_c(db, prog, 4, args, env);
         if (out.code == 0) == want_pass {
