@@ -19,6 +19,8 @@
 //! cover the slices).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -292,18 +294,34 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
             return Ok(EXIT_CANNOT_COMPARE);
         }
     };
-    for n in &notes {
-        println!("{n}");
+    let mut out = String::new();
+    let code = report(&mut out, args, &notes, &ra, &rb, &diffs);
+    // A closed pipe (`strobe diff ... | head`) is not an error.
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(code)
+}
+
+fn report(
+    out: &mut String,
+    args: &DiffArgs,
+    notes: &[String],
+    ra: &Recording,
+    rb: &Recording,
+    diffs: &[Difference],
+) -> i32 {
+    for n in notes {
+        let _ = writeln!(out, "{n}");
     }
     let (na, nb) = (args.a.display(), args.b.display());
     if diffs.is_empty() {
-        println!(
+        let _ = writeln!(
+            out,
             "no difference: the same calls, matches, collectives and completions on every \
              rank ({na}: {} slices, {nb}: {} slices)",
             ra.last_slice(),
             rb.last_slice()
         );
-        return Ok(EXIT_SAME);
+        return EXIT_SAME;
     }
     let shown = if args.all { diffs.len() } else { 1 };
     for (i, d) in diffs.iter().take(shown).enumerate() {
@@ -312,28 +330,32 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
         } else {
             "difference"
         };
-        println!("{title}: rank {}, {}", d.rank, d.what);
-        print_side("A", &na.to_string(), d.slice_a, &d.a);
-        print_side("B", &nb.to_string(), d.slice_b, &d.b);
+        let _ = writeln!(out, "{title}: rank {}, {}", d.rank, d.what);
+        print_side(out, "A", &na.to_string(), d.slice_a, &d.a);
+        print_side(out, "B", &nb.to_string(), d.slice_b, &d.b);
     }
     if !args.all && diffs.len() > 1 {
-        println!(
+        let _ = writeln!(
+            out,
             "({} more difference(s) after it; --all lists them)",
             diffs.len() - 1
         );
     }
-    print_ends(&ra, &rb);
-    Ok(EXIT_DIFFERENT)
+    print_ends(out, ra, rb);
+    EXIT_DIFFERENT
 }
 
-fn print_side(side: &str, file: &str, slice: Option<u64>, lines: &[String]) {
+fn print_side(out: &mut String, side: &str, file: &str, slice: Option<u64>, lines: &[String]) {
     let at = slice.map_or("-".to_string(), |s| format!("slice {s}"));
     match lines.first() {
-        None => println!("  {side} ({file}) {at}: nothing"),
+        None => {
+            let _ = writeln!(out, "  {side} ({file}) {at}: nothing");
+        }
         Some(first) => {
-            println!("  {side} ({file}) {at}: {first}");
+            let _ = writeln!(out, "  {side} ({file}) {at}: {first}");
             for l in &lines[1..] {
-                println!(
+                let _ = writeln!(
+                    out,
                     "  {side}{:width$}  {l}",
                     "",
                     width = file.len() + at.len() + 3
@@ -343,7 +365,7 @@ fn print_side(side: &str, file: &str, slice: Option<u64>, lines: &[String]) {
     }
 }
 
-fn print_ends(a: &Recording, b: &Recording) {
+fn print_ends(out: &mut String, a: &Recording, b: &Recording) {
     let end = |r: &Recording| {
         let j = r.job();
         format!(
@@ -352,5 +374,5 @@ fn print_ends(a: &Recording, b: &Recording) {
             j.exit_status.map_or("?".into(), |c| c.to_string())
         )
     };
-    println!("  outcome: A {}, B {}", end(a), end(b));
+    let _ = writeln!(out, "  outcome: A {}, B {}", end(a), end(b));
 }

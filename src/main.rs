@@ -6,6 +6,7 @@ mod cli_util;
 mod decision_log;
 mod diff;
 mod export;
+mod hunt;
 mod mpicc;
 mod mpifort;
 mod record;
@@ -97,6 +98,10 @@ enum Cmd {
     /// Compare two recordings of one program call by call and report where they part
     /// ways (exit 0: no difference, 1: different, 2: cannot compare).
     Diff(diff::DiffArgs),
+    /// Run a job repeatedly under injected timing noise (random delays at MPI calls,
+    /// deterministic per seed) and keep the recording of the first run that fails
+    /// (exit 1: found, 0: none within --runs/--time).
+    Hunt(hunt::HuntArgs),
     /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
     /// per-slice metrics as CSV (`--format csv`).
     Export(export::ExportArgs),
@@ -211,6 +216,7 @@ fn main() {
         Cmd::Bench { args } => bench::bench(&args),
         Cmd::Export(a) => export::export(&a),
         Cmd::Diff(a) => diff::diff(&a),
+        Cmd::Hunt(a) => hunt::hunt(&a),
     };
     finish(code)
 }
@@ -424,9 +430,8 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         &path,
         // O_NOFOLLOW and the lock: a symlink planted at the demo's name is refused.
         record::FileOptions::new(true),
-        None,
-        None,
-        None,
+        record::Layers::default(),
+        &record::Extras::default(),
     )?;
     let shown = stats::stats(&path, None, false);
     if keep {

@@ -1,0 +1,116 @@
+//! `strobe hunt`: the heisenbug fixture, which passes without noise, fails under injected
+//! chaos; the first failing run's recording is kept, names its chaos setting, and replays
+//! to the same assertion. A program that never fails exhausts the budget and keeps nothing.
+
+use std::path::Path;
+
+use strobe_recorder::Recording;
+use strobe_tests::replay::{strobe_cmd, Out};
+use strobe_tests::tools::build_c;
+
+fn hunt(out: &Path, flags: &[&str], prog: &Path, args: &[&str]) -> Out {
+    let (o, p) = (out.display().to_string(), prog.display().to_string());
+    let mut all = vec!["hunt", "-o", o.as_str(), "-n", "4", "--timeout", "60s"];
+    all.extend_from_slice(flags);
+    all.push("--");
+    all.push(&p);
+    all.extend_from_slice(args);
+    strobe_cmd(&all, &[])
+}
+
+#[test]
+fn hunt_finds_the_heisenbug_and_keeps_a_replayable_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("heisenbug", dir.path());
+    let fail = dir.path().join("fail.db");
+    // 10 ms delays at every call against a 2 ms gap: about one run in four fails.
+    let o = hunt(
+        &fail,
+        &[
+            "--runs",
+            "200",
+            "--chaos",
+            "1000",
+            "--chaos-max-delay",
+            "10ms",
+            "--chaos-percent",
+            "100",
+        ],
+        &prog,
+        &[],
+    );
+    assert_eq!(o.code, 1, "found: {}{}", o.stdout, o.stderr);
+    let runs: u64 = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("runs to failure: "))
+        .expect("runs reported")
+        .parse()
+        .unwrap();
+    assert!(
+        o.stdout.contains("Assertion") || o.stderr.contains("SIGABRT"),
+        "{}",
+        o.stderr
+    );
+    let rec = Recording::open(&fail).unwrap();
+    assert_eq!(rec.job().exit_status, Some(134), "SIGABRT from assert()");
+    let chaos = rec
+        .job()
+        .env
+        .iter()
+        .find(|(k, _)| k == "STROBE_CHAOS")
+        .map(|(_, v)| v.clone())
+        .expect("the chaos setting is stored in the recording");
+    assert_eq!(
+        chaos,
+        format!("seed={},max_us=10000,percent=100", 1000 + runs - 1)
+    );
+    // No scratch recording is left next to it.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".strobe-hunt"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The kept recording replays to the failure, every time.
+    for _ in 0..2 {
+        let r = strobe_cmd(&["replay", &fail.display().to_string()], &[]);
+        assert!(
+            r.stderr.contains("replay matched the recording")
+                && r.stderr.contains("killed by SIGABRT"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_program_that_never_fails_exhausts_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("none.db");
+    let prog = build_c("barrier_every", dir.path());
+    let args = ["interval_ms=0.5", "iters=5"];
+    let o = hunt(
+        &out,
+        &["--runs", "3", "--chaos-max-delay", "1ms"],
+        &prog,
+        &args,
+    );
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("no failure in 3 run(s)"), "{}", o.stderr);
+    assert!(!out.exists(), "nothing kept");
+    // An output pattern makes a passing run count as the failure.
+    let o = hunt(
+        &out,
+        &["--runs", "3", "--until-output", "barrier_every ok"],
+        &prog,
+        &args,
+    );
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("runs to failure: 1"), "{}", o.stdout);
+    assert!(o.stderr.contains("its output contains"), "{}", o.stderr);
+    assert_eq!(Recording::open(&out).unwrap().job().exit_status, Some(0));
+    // The kept file is not replaced without --force.
+    let o = hunt(&out, &["--runs", "1"], &prog, &args);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
