@@ -5,6 +5,7 @@ mod bench;
 mod cli_util;
 mod decision_log;
 mod diff;
+mod explore;
 mod export;
 mod hunt;
 mod mpicc;
@@ -102,6 +103,10 @@ enum Cmd {
     /// deterministic per seed) and keep the recording of the first run that fails
     /// (exit 1: found, 0: none within --runs/--time).
     Hunt(hunt::HuntArgs),
+    /// From a recording, try the other senders each wildcard receive could have matched,
+    /// one forced alternative per run (depth first, bounded), and keep the first failing
+    /// run's recording (exit 1: found, 0: none).
+    Explore(explore::ExploreArgs),
     /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
     /// per-slice metrics as CSV (`--format csv`).
     Export(export::ExportArgs),
@@ -217,6 +222,7 @@ fn main() {
         Cmd::Export(a) => export::export(&a),
         Cmd::Diff(a) => diff::diff(&a),
         Cmd::Hunt(a) => hunt::hunt(&a),
+        Cmd::Explore(a) => explore::explore(&a),
     };
     finish(code)
 }

@@ -189,15 +189,16 @@ pub(crate) fn before_post(seq: u64) {
             std::thread::sleep(Duration::from_micros(amount % (spec.max_us + 1)));
         }
     }
-    let (Some(dir), Some(h)) = (&c.dir, c.holds.iter().find(|h| h.seq == seq)) else {
-        return;
-    };
+    let Some(dir) = &c.dir else { return };
+    // A call may be held for several receives: it waits for all of their tokens.
     let start = Instant::now();
-    while !dir.join(&h.token).exists()
-        && !dir.join(RELEASE_ALL).exists()
-        && start.elapsed() < HOLD_LIMIT
-    {
-        std::thread::sleep(Duration::from_micros(200));
+    for h in c.holds.iter().filter(|h| h.seq == seq) {
+        while !dir.join(&h.token).exists()
+            && !dir.join(RELEASE_ALL).exists()
+            && start.elapsed() < HOLD_LIMIT
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 }
 
