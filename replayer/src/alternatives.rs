@@ -158,3 +158,88 @@ impl Traffic {
 pub fn token(recv: DescRef) -> String {
     format!("recv-{}-{}", recv.rank, recv.seq)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(rank: u32, seq: i64, kind: &str, peer: i64, tag: i64, comm: i64) -> DescriptorRow {
+        DescriptorRow {
+            rank,
+            seq,
+            kind: kind.into(),
+            peer,
+            tag,
+            comm,
+            bytes: 8,
+            blocking: true,
+        }
+    }
+
+    fn r(rank: u32, seq: u64) -> DescRef {
+        DescRef { rank, seq }
+    }
+
+    /// Rank 0 receives three times from anyone (tag 7), then once from rank 1 with tag 9;
+    /// ranks 1..=3 send tag 7, rank 1 then tag 9, rank 4 sends tag 7 on another
+    /// communicator to a receive of its own.
+    fn traffic() -> Traffic {
+        let any = i64::from(ANY_SOURCE);
+        let descs = [
+            desc(0, 0, "MPI_Recv", any, 7, 0),
+            desc(0, 1, "MPI_Irecv", any, 7, 0),
+            desc(0, 2, "MPI_Recv", any, 7, 0),
+            desc(0, 3, "MPI_Recv", 1, 9, 0),
+            desc(0, 4, "MPI_Recv", 4, 7, 5),
+            desc(1, 0, "MPI_Send", 0, 7, 0),
+            desc(1, 1, "MPI_Send", 0, 9, 0),
+            desc(2, 0, "MPI_Send", 0, 7, 0),
+            desc(3, 0, "MPI_Send", 0, 7, 0),
+            desc(4, 0, "MPI_Send", 0, 7, 5),
+        ];
+        Traffic {
+            descs: descs.into_iter().map(|d| (id(&d), d)).collect(),
+            matches: vec![
+                (3, r(1, 0), r(0, 0)),
+                (5, r(2, 0), r(0, 1)),
+                (6, r(3, 0), r(0, 2)),
+                (7, r(1, 1), r(0, 3)),
+                (8, r(4, 0), r(0, 4)),
+            ],
+        }
+    }
+
+    #[test]
+    fn wildcards_and_their_alternatives() {
+        let w = traffic().wildcards();
+        let got: Vec<(DescRef, u64, u32, Vec<DescRef>)> = w
+            .iter()
+            .map(|w| (w.recv, w.slice, w.matched.rank, w.alternatives.clone()))
+            .collect();
+        // The tag-9 send and the other communicator's send are no alternative; the
+        // receives from a named source are not wildcards.
+        assert_eq!(
+            got,
+            vec![
+                (r(0, 0), 3, 1, vec![r(2, 0), r(3, 0)]),
+                (r(0, 1), 5, 2, vec![r(3, 0)]),
+                (r(0, 2), 6, 3, vec![]),
+            ]
+        );
+    }
+
+    #[test]
+    fn holds_keep_every_other_competitor_back_until_the_receive_matched() {
+        let t = traffic();
+        let holds = t.holds_for(r(0, 0), 3);
+        let got: Vec<(u32, u64, &str)> = holds
+            .iter()
+            .map(|h| (h.rank, h.seq, h.token.as_str()))
+            .collect();
+        assert_eq!(got, [(1, 0, "recv-0-0"), (2, 0, "recv-0-0")]);
+        // Forcing the recorded sender of the last receive holds nobody who took an
+        // earlier one.
+        assert!(t.holds_for(r(0, 2), 3).is_empty());
+        assert_eq!(t.holds_for(r(0, 1), 3).len(), 1);
+    }
+}
