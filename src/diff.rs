@@ -266,11 +266,12 @@ fn comparable(a: &Recording, b: &Recording) -> Result<Vec<String>, CannotCompare
         )));
     }
     let mut notes = Vec::new();
-    if ja.command[1..] != jb.command[1..] {
+    let args = |c: &[String]| c.get(1..).unwrap_or_default().to_vec();
+    if args(&ja.command) != args(&jb.command) {
         notes.push(format!(
             "note: the arguments differ: {:?} and {:?}",
-            &ja.command[1..],
-            &jb.command[1..]
+            args(&ja.command),
+            args(&jb.command)
         ));
     }
     Ok(notes)

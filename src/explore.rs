@@ -175,6 +175,7 @@ struct Start {
     job: JobArgs,
     command: Vec<OsString>,
     cwd: PathBuf,
+    exit_status: Option<i32>,
 }
 
 /// Open the recording and its launch (refused unless this user recorded it, or `--yes`);
@@ -209,6 +210,7 @@ fn prepare(a: &ExploreArgs) -> Result<std::result::Result<Start, String>> {
         job: job_args(&rec.job, a.timeout),
         command,
         cwd: plan.cwd,
+        exit_status: rec.job.exit_status,
     }))
 }
 
@@ -225,6 +227,7 @@ pub fn explore(a: &ExploreArgs) -> Result<i32> {
         job,
         command,
         cwd,
+        exit_status,
     } = match prepare(a)? {
         Ok(v) => v,
         Err(why) => {
@@ -232,6 +235,12 @@ pub fn explore(a: &ExploreArgs) -> Result<i32> {
             return Ok(EXIT_CANNOT);
         }
     };
+    if let Some(code) = exit_status.filter(|&c| c != 0) {
+        eprintln!(
+            "strobe explore: note: the recorded run itself failed (exit status {code}); \
+             its alternatives are tried all the same"
+        );
+    }
     let root = Rc::new(traffic);
     let wild = root.wildcards();
     eprintln!(
@@ -250,54 +259,78 @@ pub fn explore(a: &ExploreArgs) -> Result<i32> {
         .tempfile_in(scratch_dir)
         .with_context(|| format!("creating a scratch recording in {}", scratch_dir.display()))?
         .into_temp_path();
-    let mut stack: Vec<Try> = children(&root, None, 1);
-    stack.reverse();
-    let mut runs = 0;
-    while let Some(t) = stack.pop() {
-        if runs == a.max_runs {
-            eprintln!(
-                "strobe explore: --max-runs {} reached without a failure ({} alternative(s) left untried)",
-                a.max_runs,
-                stack.len() + 1
-            );
-            return Ok(EXIT_NONE);
+    let search = Search {
+        job,
+        command,
+        scratch: scratch.to_path_buf(),
+        out,
+    };
+    let code = search.run(a, &root);
+    drop(scratch);
+    code
+}
+
+/// Where the runs go and what they run.
+struct Search {
+    job: JobArgs,
+    command: Vec<OsString>,
+    scratch: PathBuf,
+    out: PathBuf,
+}
+
+impl Search {
+    /// Depth first from the root's alternatives; returns the exit status.
+    fn run(&self, a: &ExploreArgs, root: &Rc<Traffic>) -> Result<i32> {
+        let (job, command, scratch, out) = (&self.job, &self.command, &self.scratch, &self.out);
+        let mut stack: Vec<Try> = children(root, None, 1);
+        stack.reverse();
+        let mut runs = 0;
+        while let Some(t) = stack.pop() {
+            if runs == a.max_runs {
+                let left = stack.len() + 1;
+                eprintln!(
+                    "strobe explore: --max-runs {runs} reached without a failure \
+                     ({left} alternative(s) left untried)"
+                );
+                println!("runs: {runs}");
+                return Ok(EXIT_NONE);
+            }
+            runs += 1;
+            let (end, taken) = run_try(&t, job, command, scratch, a.idle)?;
+            let verdict = match (end.code, taken) {
+                (0, true) => "passed".to_string(),
+                (0, false) => "not taken (the forced sender never came first); passed".into(),
+                (c, _) => format!("FAILED (exit status {c})"),
+            };
+            eprintln!("run {runs}: {}: {verdict}", describe(&t));
+            if end.code != 0 {
+                std::io::stdout().write_all(&end.output)?;
+                std::fs::rename(scratch, out)
+                    .with_context(|| format!("keeping the recording as {}", out.display()))?;
+                let shown = a.out.display();
+                eprintln!(
+                    "strobe explore: found a failing order after {runs} run(s); its recording \
+                     is {shown} (replay it: strobe replay {shown})"
+                );
+                println!("runs: {runs}");
+                return Ok(EXIT_FOUND);
+            }
+            if taken && t.depth < a.max_depth {
+                let reader = strobe_recorder::Recording::open(scratch)?;
+                let traffic = Rc::new(Traffic::read(&reader)?);
+                let last = t.forced.last().map(|f| f.0);
+                let mut next = children(&traffic, last, t.depth + 1);
+                next.reverse();
+                stack.extend(next);
+            }
         }
-        runs += 1;
-        let (end, taken) = run_try(&t, &job, &command, &scratch, a.idle)?;
-        let verdict = match (end.code, taken) {
-            (0, true) => "passed".to_string(),
-            (0, false) => "not taken (the forced sender never came first); passed".into(),
-            (c, _) => format!("FAILED (exit status {c})"),
-        };
-        eprintln!("run {runs}: {}: {verdict}", describe(&t));
-        if end.code != 0 {
-            std::io::stdout().write_all(&end.output)?;
-            std::fs::rename(&scratch, &out)
-                .with_context(|| format!("keeping the recording as {}", out.display()))?;
-            eprintln!(
-                "strobe explore: found a failing order after {runs} run(s); its recording is {} \
-                 (replay it: strobe replay {})",
-                a.out.display(),
-                a.out.display()
-            );
-            println!("runs: {runs}");
-            return Ok(EXIT_FOUND);
-        }
-        if taken && t.depth < a.max_depth {
-            let reader = strobe_recorder::Recording::open(&scratch)?;
-            let traffic = Rc::new(Traffic::read(&reader)?);
-            let last = t.forced.last().map(|f| f.0);
-            let mut next = children(&traffic, last, t.depth + 1);
-            next.reverse();
-            stack.extend(next);
-        }
+        eprintln!(
+            "strobe explore: no failure: every alternative up to depth {} tried in {runs} run(s)",
+            a.max_depth
+        );
+        println!("runs: {runs}");
+        Ok(EXIT_NONE)
     }
-    eprintln!(
-        "strobe explore: no failure: every alternative up to depth {} tried in {runs} run(s)",
-        a.max_depth
-    );
-    println!("runs: {runs}");
-    Ok(EXIT_NONE)
 }
 
 /// Run one try, recorded into `scratch`; returns how it ended and whether the last forced
