@@ -10,8 +10,8 @@
 //! that `strobe replay` reproduces exactly.
 //!
 //! A forced alternative can be impossible (the chosen sender only sends after the receive
-//! completed): when no slice decides anything for `--idle` while a hold is pending, every
-//! hold is released and the run counts as "not taken".
+//! completed): when no slice has anything posted or decided for `--idle` while a hold is
+//! pending, every hold is released and the run counts as "not taken".
 //!
 //! Exit status: 1 a failure was found (FOUND.db), 0 none (the bounded space exhausted, or
 //! `--max-runs` reached: the message says which), 2 the recording cannot be explored.
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use strobe_replayer::alternatives::{token, Traffic};
+use strobe_replayer::alternatives::{send_token, token, Traffic};
 use strobe_runtime::chaos::{holds_env, Hold, ENV_HOLD, ENV_RELEASE_DIR, RELEASE_ALL};
 use strobe_runtime::descriptor::DescRef;
 use strobe_runtime::engine::{SliceRecord, SliceSink, DEFAULT_DIRECT_COPY_MIN};
@@ -57,8 +57,9 @@ pub struct ExploreArgs {
     /// Stop each run after this long.
     #[arg(long, default_value = "120s", value_parser = crate::cli_util::parse_duration)]
     timeout: Duration,
-    /// Release every hold when nothing was decided for this long (an impossible forcing).
-    #[arg(long, default_value = "1s", value_parser = crate::cli_util::parse_duration)]
+    /// Release every hold when nothing was posted or decided for this long while a hold
+    /// is pending (an impossible forcing).
+    #[arg(long, default_value = "2s", value_parser = crate::cli_util::parse_duration)]
     idle: Duration,
     /// Run the recording's program even if this user did not record it (as `replay --yes`).
     #[arg(long)]
@@ -77,36 +78,49 @@ struct Try {
 }
 
 /// Watches a run's decisions: releases the holds of a receive once it is matched, and
-/// every hold when nothing is decided for `idle`.
+/// every hold when nothing is posted or decided for `idle`.
 struct Watcher {
     dir: PathBuf,
+    /// Release files written when these receives are matched...
     tokens: BTreeMap<DescRef, String>,
+    /// ...and when these sends are.
+    send_tokens: BTreeMap<DescRef, String>,
     idle: Duration,
     state: Mutex<WatchState>,
 }
 
 struct WatchState {
     matched: BTreeMap<DescRef, DescRef>,
-    last_progress: Instant,
+    sends_matched: usize,
+    last_progress: Option<Instant>,
     released_all: bool,
 }
 
 impl SliceSink for Watcher {
     fn slice(&self, rec: &SliceRecord) {
         let mut st = self.state.lock().expect("watcher");
-        if !rec.decisions.decisions.is_empty() {
-            st.last_progress = Instant::now();
+        // Progress: something posted or decided. The clock starts at the first slice, so
+        // a slow start (a loaded machine) is never taken for a stuck forcing.
+        let progress = !rec.decisions.decisions.is_empty() || !rec.descriptors.is_empty();
+        if progress || st.last_progress.is_none() {
+            st.last_progress = Some(Instant::now());
         }
+        let idle = st.last_progress.is_some_and(|t| t.elapsed() >= self.idle);
         for d in &rec.decisions.decisions {
             if let Decision::Match(m) = d {
                 if let Some(t) = self.tokens.get(&m.recv) {
                     st.matched.insert(m.recv, m.send);
                     let _ = std::fs::write(self.dir.join(t), b"");
                 }
+                if let Some(t) = self.send_tokens.get(&m.send) {
+                    st.sends_matched += 1;
+                    let _ = std::fs::write(self.dir.join(t), b"");
+                }
             }
         }
-        let pending = st.matched.len() < self.tokens.len();
-        if pending && !st.released_all && st.last_progress.elapsed() >= self.idle {
+        let pending =
+            st.matched.len() < self.tokens.len() || st.sends_matched < self.send_tokens.len();
+        if pending && !st.released_all && idle {
             st.released_all = true;
             let _ = std::fs::write(self.dir.join(RELEASE_ALL), b"");
         }
@@ -346,18 +360,25 @@ fn run_try(
         .prefix("strobe-explore")
         .tempdir()
         .context("creating the release directory")?;
-    let holds: Vec<Hold> = t
-        .forced
+    let (last, prefix) = t.forced.split_last().expect("a try forces something");
+    let mut holds: Vec<Hold> = prefix
         .iter()
         .flat_map(|(recv, sender)| t.parent.holds_for(*recv, *sender))
         .collect();
+    let (ordered, release_sends) = t.parent.holds_in_order(last.0, last.1);
+    holds.extend(ordered);
+    let tokens: BTreeMap<DescRef, String> = t.forced.iter().map(|(r, _)| (*r, token(*r))).collect();
+    let send_tokens: BTreeMap<DescRef, String> =
+        release_sends.iter().map(|s| (*s, send_token(*s))).collect();
     let watcher = Arc::new(Watcher {
         dir: release.path().to_path_buf(),
-        tokens: t.forced.iter().map(|(r, _)| (*r, token(*r))).collect(),
+        tokens,
+        send_tokens,
         idle,
         state: Mutex::new(WatchState {
             matched: BTreeMap::new(),
-            last_progress: Instant::now(),
+            sends_matched: 0,
+            last_progress: None,
             released_all: false,
         }),
     });
@@ -369,7 +390,7 @@ fn run_try(
         ),
     ];
     let end = crate::hunt::record_quietly(job, command, scratch, env, Some(watcher.clone()))?;
-    let (recv, sender) = *t.forced.last().expect("a try forces something");
+    let (recv, sender) = *last;
     let taken = watcher
         .state
         .lock()

@@ -148,6 +148,25 @@ impl Traffic {
             .collect()
     }
 
+    /// [`Traffic::holds_for`], and the competitors released one at a time, lowest rank
+    /// first, each once the previous one's send has been matched (its token is
+    /// [`send_token`]): after the forced receive the run takes the competitors in rank
+    /// order instead of racing them, so the search below it is the same every time.
+    /// Returns the holds and the sends whose match releases the next one.
+    pub fn holds_in_order(&self, recv: DescRef, sender: u32) -> (Vec<Hold>, Vec<DescRef>) {
+        let comp = self.competitors(recv, Some(sender));
+        let mut holds = self.holds_for(recv, sender);
+        for pair in comp.windows(2) {
+            holds.push(Hold {
+                rank: pair[1].rank,
+                seq: pair[1].seq,
+                token: send_token(pair[0]),
+            });
+        }
+        let released_by = comp[..comp.len().saturating_sub(1)].to_vec();
+        (holds, released_by)
+    }
+
     /// A descriptor as recorded.
     pub fn descriptor(&self, d: DescRef) -> Option<&DescriptorRow> {
         self.descs.get(&d)
@@ -157,6 +176,11 @@ impl Traffic {
 /// The release file name of the holds made for receive `recv`.
 pub fn token(recv: DescRef) -> String {
     format!("recv-{}-{}", recv.rank, recv.seq)
+}
+
+/// The release file name of the holds waiting for send `send` to be matched.
+pub fn send_token(send: DescRef) -> String {
+    format!("send-{}-{}", send.rank, send.seq)
 }
 
 #[cfg(test)]
@@ -241,5 +265,21 @@ mod tests {
         // earlier one.
         assert!(t.holds_for(r(0, 2), 3).is_empty());
         assert_eq!(t.holds_for(r(0, 1), 3).len(), 1);
+    }
+
+    #[test]
+    fn competitors_are_released_in_rank_order() {
+        let t = traffic();
+        let (holds, released_by) = t.holds_in_order(r(0, 0), 3);
+        let got: Vec<(u32, u64, &str)> = holds
+            .iter()
+            .map(|h| (h.rank, h.seq, h.token.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [(1, 0, "recv-0-0"), (2, 0, "recv-0-0"), (2, 0, "send-1-0")]
+        );
+        assert_eq!(released_by, [r(1, 0)]);
+        assert_eq!(t.holds_in_order(r(0, 2), 3), (vec![], vec![]));
     }
 }
