@@ -2,12 +2,12 @@
 //! recorded run. From the recording, every wildcard receive (`MPI_ANY_SOURCE`) that could
 //! have matched another sender is an alternative; each is tried in a new run that forces
 //! it (`strobe_replayer::alternatives`: the competing senders are held before their send
-//! until the receive has been matched; earlier wildcard receives keep their recorded
-//! senders), depth first: a run that passes has its own later wildcard receives explored
-//! before the next alternative of the level above, up to `--max-depth` forced alternatives
-//! in a row and `--max-runs` runs in all. The first run that fails (non-zero exit: a rank
-//! died or aborted, a deadlock, the timeout) is kept as FOUND.db, an ordinary recording
-//! that `strobe replay` reproduces exactly.
+//! until the receive has been matched, then let go one at a time in rank order; earlier
+//! wildcard receives keep their recorded senders), depth first: a run that passes has its
+//! own later wildcard receives explored before the next alternative of the level above, up
+//! to `--max-depth` forced alternatives in a row and `--max-runs` runs in all. The first
+//! run that fails (non-zero exit: a rank died or aborted, a deadlock, the timeout) is kept
+//! as FOUND.db, an ordinary recording that `strobe replay` reproduces exactly.
 //!
 //! A forced alternative can be impossible (the chosen sender only sends after the receive
 //! completed): when no slice has anything posted or decided for `--idle` while a hold is
