@@ -114,3 +114,23 @@ fn a_program_that_never_fails_exhausts_the_budget() {
     let o = hunt(&out, &["--runs", "1"], &prog, &args);
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
+
+#[test]
+fn a_bad_chaos_setting_is_refused_at_mpi_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("barrier_every", dir.path());
+    let p = prog.display().to_string();
+    for (var, value) in [
+        ("STROBE_CHAOS", "seed=x"),
+        ("STROBE_CHAOS", "seed=1,percent=200"),
+        ("STROBE_EXPLORE_HOLD", "1:0:../../etc"),
+    ] {
+        let o = strobe_cmd(&["run", "-n", "2", "--", &p, "iters=2"], &[(var, value)]);
+        assert_ne!(o.code, 0, "{var}={value}");
+        assert!(
+            o.stderr.contains(&format!("bad value of {var}")),
+            "{var}={value}: {}",
+            o.stderr
+        );
+    }
+}
