@@ -134,3 +134,42 @@ fn a_bad_chaos_setting_is_refused_at_mpi_init() {
         );
     }
 }
+
+/// On a terminal (script(1) gives it one) hunt shows a progress line it rewrites in place;
+/// through a pipe it prints none (the other tests).
+#[test]
+fn hunt_shows_progress_on_a_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: script(1) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("barrier_every", dir.path());
+    let line = format!(
+        "{} hunt -o {} --runs 2 --chaos-max-delay 1ms -n 2 -- {} iters=2",
+        strobe_tests::strobe().display(),
+        dir.path().join("none.db").display(),
+        prog.display()
+    );
+    let o = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("SHELL", "/bin/bash")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("\r\x1b[Khunt: run 1/2 (seed 1)"), "{text:?}");
+    assert!(text.contains("\r\x1b[Khunt: run 2/2 (seed 2)"), "{text:?}");
+    assert!(text.contains("no failure in 2 run(s)"), "{text:?}");
+    let piped = hunt(
+        &dir.path().join("none.db"),
+        &["--runs", "1"],
+        &prog,
+        &["iters=2"],
+    );
+    assert!(!piped.stderr.contains("hunt: run 1/"), "{}", piped.stderr);
+}
