@@ -14,7 +14,8 @@
 //! pending, every hold is released and the run counts as "not taken".
 //!
 //! Exit status: 1 a failure was found (FOUND.db), 0 none (the bounded space exhausted, or
-//! `--max-runs` reached: the message says which), 2 the recording cannot be explored.
+//! `--max-runs` reached: the message says which), 2 the recording cannot be explored, 130
+//! interrupted (Ctrl-C), 70 strobe itself failed.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -311,6 +312,10 @@ impl Search {
             }
             runs += 1;
             let (end, taken) = run_try(&t, job, command, scratch, a.idle)?;
+            if let Some(why) = crate::hunt::not_the_programs(end.code) {
+                eprintln!("strobe explore: run {runs}: {why}");
+                return Ok(end.code);
+            }
             let verdict = match (end.code, taken) {
                 (0, true) => "passed".to_string(),
                 (0, false) => "not taken (the forced sender never came first); passed".into(),

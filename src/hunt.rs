@@ -12,7 +12,8 @@
 //! output of every run goes to a file; the failing run's is printed at the end.
 //!
 //! Exit status: 1 a failure was found (its recording is in `-o`), 0 none within the
-//! budget (`--runs`, `--time`), 2 bad usage.
+//! budget (`--runs`, `--time`), 2 bad usage, 130 interrupted (Ctrl-C), 70 strobe itself
+//! failed; nothing is kept in the last two.
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use strobe_runtime::chaos::{ChaosSpec, ENV_CHAOS};
+use strobe_runtime::launcher::{EXIT_INTERNAL, EXIT_INTERRUPTED};
 
 use crate::record::{self, Extras, FileOptions};
 use crate::JobArgs;
@@ -99,6 +101,17 @@ pub fn record_quietly(
     Ok(RunEnd { code, output })
 }
 
+/// An end that is not the program's: Ctrl-C (130) stops the search, and a failure of
+/// strobe itself (70: the runtime, or the recording could not be completed) is no bug of
+/// the program to keep. `Some(why)`: stop with that exit status.
+pub fn not_the_programs(code: i32) -> Option<&'static str> {
+    match code {
+        EXIT_INTERRUPTED => Some("interrupted: stopped, nothing kept"),
+        EXIT_INTERNAL => Some("strobe itself failed (above): stopped, nothing kept"),
+        _ => None,
+    }
+}
+
 fn contains(hay: &[u8], needle: &str) -> bool {
     let n = needle.as_bytes();
     !n.is_empty() && hay.windows(n.len()).any(|w| w == n)
@@ -157,6 +170,13 @@ pub fn hunt(a: &HuntArgs) -> Result<i32> {
             vec![(ENV_CHAOS.to_string(), spec.to_env())],
             None,
         )?;
+        if let Some(why) = not_the_programs(end.code) {
+            if tty {
+                eprint!("\r\x1b[K");
+            }
+            eprintln!("strobe hunt: run {}: {why}", i + 1);
+            return Ok(end.code);
+        }
         let matched = a
             .until_output
             .as_deref()

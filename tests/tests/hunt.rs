@@ -173,3 +173,46 @@ fn hunt_shows_progress_on_a_terminal() {
     );
     assert!(!piped.stderr.contains("hunt: run 1/"), "{}", piped.stderr);
 }
+
+/// Ctrl-C (SIGINT to strobe) stops the hunt: exit 130, and the interrupted run is not kept
+/// as if the program had failed.
+#[test]
+fn an_interrupted_hunt_keeps_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("barrier_every", dir.path());
+    let out = dir.path().join("fail.db");
+    let mut child = std::process::Command::new(strobe_tests::strobe())
+        .arg("hunt")
+        .arg("-o")
+        .arg(&out)
+        .args(["--runs", "5", "-n", "2", "--"])
+        .arg(&prog)
+        .args(["interval_ms=2", "iters=2000"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first run's recording to exist (the job is running), then interrupt.
+    let started = std::time::Instant::now();
+    while !std::fs::read_dir(dir.path()).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".strobe-hunt")
+    }) {
+        assert!(started.elapsed().as_secs() < 60, "hunt never started a run");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: stopped, nothing kept"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
