@@ -181,7 +181,7 @@ fn an_interrupted_hunt_keeps_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build_c("barrier_every", dir.path());
     let out = dir.path().join("fail.db");
-    let mut child = std::process::Command::new(strobe_tests::strobe())
+    let child = std::process::Command::new(strobe_tests::strobe())
         .arg("hunt")
         .arg("-o")
         .arg(&out)
