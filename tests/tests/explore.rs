@@ -84,6 +84,17 @@ fn explore_finds_the_heisenbug_from_a_passing_recording() {
         "{}",
         d.stdout
     );
+    // A recording this user did not make (another launch list) is run only with --yes.
+    let other = dir.path().join("state");
+    std::fs::create_dir(&other).unwrap();
+    let (p, f) = (pass.display().to_string(), found.display().to_string());
+    let args = ["explore", p.as_str(), "-o", f.as_str(), "--force"];
+    let env = [("XDG_STATE_HOME", other.to_str().unwrap())];
+    let o = strobe_cmd(&args, &env);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--yes runs it"), "{}", o.stderr);
+    let o = strobe_cmd(&[&args[..], &["--yes"]].concat(), &env);
+    assert_eq!(o.code, 1, "{}", o.stderr);
     // Deterministic: the same search again finds the same order in the same run.
     let again = explore(&pass, &found, &[]);
     assert_eq!(again.code, 1);
