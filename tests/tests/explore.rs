@@ -175,3 +175,27 @@ fn explore_exhausts_a_program_without_a_failing_order() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("schedule log"), "{}", o.stderr);
 }
+
+/// An alternative that cannot happen (the sender only sends after the receive completed:
+/// `wildcard_race chain=1`) is released after `--idle` and reported "not taken"; the search
+/// goes on and ends without a failure.
+#[test]
+fn an_impossible_alternative_is_released_and_reported_not_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("wildcard_race", dir.path());
+    let pass = dir.path().join("pass.db");
+    let o = record_c(&pass, &prog, 4, &["chain=1", "gap=200"], &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let found = dir.path().join("found.db");
+    let o = explore(&pass, &found, &["--idle", "300ms"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let runs = runs(&o.stderr);
+    assert_eq!(runs.len(), 3, "{}", o.stderr);
+    assert!(
+        runs.iter()
+            .all(|l| l.ends_with("not taken (the forced sender never came first); passed")),
+        "{}",
+        o.stderr
+    );
+    assert!(!found.exists());
+}
