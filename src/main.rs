@@ -4,6 +4,10 @@
 mod bench;
 mod cli_util;
 mod decision_log;
+mod diff;
+mod explore;
+mod export;
+mod hunt;
 mod mpicc;
 mod mpifort;
 mod record;
@@ -92,6 +96,20 @@ enum Cmd {
         #[arg(long)]
         prefix: PathBuf,
     },
+    /// Compare two recordings of one program call by call and report where they part
+    /// ways (exit 0: no difference, 1: different, 2: cannot compare).
+    Diff(diff::DiffArgs),
+    /// Run a job repeatedly under injected timing noise (random delays at MPI calls,
+    /// deterministic per seed) and keep the recording of the first run that fails
+    /// (exit 1: found, 0: none within --runs/--time).
+    Hunt(hunt::HuntArgs),
+    /// From a recording, try the other senders each wildcard receive could have matched,
+    /// one forced alternative per run (depth first, bounded), and keep the first failing
+    /// run's recording (exit 1: found, 0: none).
+    Explore(explore::ExploreArgs),
+    /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
+    /// per-slice metrics as CSV (`--format csv`).
+    Export(export::ExportArgs),
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
         /// Number of ranks.
@@ -201,6 +219,10 @@ fn main() {
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { args } => bench::bench(&args),
+        Cmd::Export(a) => export::export(&a),
+        Cmd::Diff(a) => diff::diff(&a),
+        Cmd::Hunt(a) => hunt::hunt(&a),
+        Cmd::Explore(a) => explore::explore(&a),
     };
     finish(code)
 }
@@ -414,9 +436,8 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         &path,
         // O_NOFOLLOW and the lock: a symlink planted at the demo's name is refused.
         record::FileOptions::new(true),
-        None,
-        None,
-        None,
+        record::Layers::default(),
+        &record::Extras::default(),
     )?;
     let shown = stats::stats(&path, None, false);
     if keep {

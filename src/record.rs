@@ -61,10 +61,34 @@ pub fn record(a: &RecordArgs) -> Result<i32> {
         &a.command,
         &a.out,
         files,
-        a.schedule_log,
-        a.metrics,
-        a.histogram_resolution,
+        Layers {
+            schedule_log: a.schedule_log,
+            metrics: a.metrics,
+            histogram_resolution: a.histogram_resolution,
+        },
+        &Extras::default(),
     )
+}
+
+/// What is recorded (`--schedule-log`, `--metrics`, `--histogram-resolution`); `None`:
+/// the environment's setting, else the default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Layers {
+    pub schedule_log: Option<Layer>,
+    pub metrics: Option<Layer>,
+    pub histogram_resolution: Option<u32>,
+}
+
+/// What `strobe hunt` and `strobe explore` add to a recorded run: environment for the
+/// ranks (also stored in the recording's `job.env`, so the file says how the run was
+/// perturbed), where the ranks' output goes, another sink beside the recorder, and
+/// whether to leave out the "recorded N slices" line.
+#[derive(Clone, Default)]
+pub struct Extras {
+    pub env: Vec<(String, String)>,
+    pub output: Option<PathBuf>,
+    pub sink: Option<Arc<dyn strobe_runtime::engine::SliceSink>>,
+    pub quiet: bool,
 }
 
 /// How the recording file is created (`--force`, `--mode`, `--no-redact`).
@@ -108,31 +132,46 @@ pub fn record_to(
     command: &[OsString],
     out: &Path,
     files: FileOptions,
-    schedule_log: Option<Layer>,
-    metrics: Option<Layer>,
-    histogram_resolution: Option<u32>,
+    layers: Layers,
+    extras: &Extras,
 ) -> Result<i32> {
     let mut cfg = launch_config(job, command)?;
+    cfg.env
+        .extend(extras.env.iter().map(|(k, v)| (k.into(), v.into())));
+    cfg.output = extras.output.clone();
+    let mut info = JobInfo::new(&cfg, command);
+    for (k, v) in &extras.env {
+        info.env.retain(|(ek, _)| ek != k);
+        info.env.push((k.clone(), v.clone()));
+    }
+    info.env.sort();
     let opts = RecordOptions {
-        schedule_log: Layer::resolve(schedule_log, ENV_SCHEDULE_LOG).map_err(|e| anyhow!(e))?,
-        metrics: Layer::resolve(metrics, ENV_METRICS).map_err(|e| anyhow!(e))?,
+        schedule_log: Layer::resolve(layers.schedule_log, ENV_SCHEDULE_LOG)
+            .map_err(|e| anyhow!(e))?,
+        metrics: Layer::resolve(layers.metrics, ENV_METRICS).map_err(|e| anyhow!(e))?,
         mode: files.mode,
         replace: files.force,
         redact: files.redact,
         ..RecordOptions::default()
     };
-    cfg.mmds_resolution = mmds_resolution(histogram_resolution, opts.metrics)?;
+    cfg.mmds_resolution = mmds_resolution(layers.histogram_resolution, opts.metrics)?;
     // Existence, file type, the lock and --force are the recorder's (strobe_recorder::file).
     let rec = Arc::new(
-        Recorder::create(out, &JobInfo::new(&cfg, command), opts)
+        Recorder::create(out, &info, opts)
             .with_context(|| format!("creating the recording {}", out.display()))?,
     );
-    match execute(job, &cfg, Some(rec.clone())) {
+    let sink: Arc<dyn strobe_runtime::engine::SliceSink> = match &extras.sink {
+        Some(s) => Arc::new(crate::summary::Tee(vec![rec.clone(), s.clone()])),
+        None => rec.clone(),
+    };
+    match execute(job, &cfg, Some(sink)) {
         Ok(report) => {
             let code = report.exit_code();
             match rec.finish(&report) {
                 Ok(n) => {
-                    eprintln!("strobe: recorded {n} slices to {}", out.display());
+                    if !extras.quiet {
+                        eprintln!("strobe: recorded {n} slices to {}", out.display());
+                    }
                     Ok(code)
                 }
                 Err(e) => {

@@ -9,6 +9,7 @@
 //! [`Controller`] is the control API (pause, step, run to, breakpoints, state, quit);
 //! [`socket`] serves it over a local Unix socket (`docs/replay-control.md`).
 
+pub mod alternatives;
 pub mod control;
 pub mod recording;
 mod report;

@@ -183,7 +183,17 @@ pub(crate) fn verdict(
         // exit lets start early, or the next timer slice): the same rank dying the same
         // way, with every recorded slice up to its death verified and none run beyond the
         // recording, is the same failure; the recorded report is what is shown.
-        JobOutcome::RankFailed { .. } => {
+        // The replay may also notice it *earlier*: in the live run other ranks went on
+        // posting (timer slices) until the death was seen, while the replay's logical
+        // slices wait for those posts. That is the same failure when the dead rank made
+        // every call it made in the recording and all of them were verified (`strobe
+        // explore`'s runs, with ranks held back, end this way).
+        JobOutcome::RankFailed { rank, .. } => {
+            let rank_done = rec
+                .log
+                .ranks
+                .get(*rank as usize)
+                .is_some_and(|r| r.posting.iter().all(|&(slice, _)| slice <= report.slices));
             same_outcome
                 && recorded_msg.as_deref().map(without_slice)
                     == replayed.as_deref().map(without_slice)
@@ -191,7 +201,7 @@ pub(crate) fn verdict(
                 && recorded_msg
                     .as_deref()
                     .and_then(slice_in)
-                    .is_some_and(|s| report.slices + 1 >= s)
+                    .is_some_and(|s| report.slices + 1 >= s || rank_done)
         }
         // Likewise the slice in which the launcher sees the last rank exit after a
         // successful MPI_Finalize: the recording may hold trailing slices in which nothing

@@ -16,6 +16,7 @@ pub use strobe_core::{datatype, descriptor, ops, sched, slice, waitfor};
 
 pub mod api;
 pub mod calls;
+pub mod chaos;
 pub mod engine;
 pub mod futex;
 pub mod launcher;

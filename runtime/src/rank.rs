@@ -97,6 +97,8 @@ impl RankCtx {
             .pid
             .store(std::process::id(), Ordering::Release);
         let queues = seg.queues(rank);
+        // Timing perturbation for `strobe hunt` / `strobe explore` (never in a replay).
+        crate::chaos::init(rank).map_err(|(var, why)| InitError::BadEnv(var, why))?;
         let replay = match std::env::var_os(ENV_REPLAY_OUTCOMES) {
             None => None,
             Some(path) => {
@@ -183,6 +185,14 @@ impl RankCtx {
     /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.
     pub fn post(&self, mut d: Descriptor) -> u64 {
         let mut g = self.inner.lock().expect("rank context lock");
+        if g.replay.is_none() && crate::chaos::active() {
+            // The MPI call's entry, for `strobe hunt`'s delays and `strobe explore`'s
+            // holds (chaos.rs): outside the lock, so the DMA Helper is never kept waiting.
+            let seq = g.next_seq;
+            drop(g);
+            crate::chaos::before_post(seq);
+            g = self.inner.lock().expect("rank context lock");
+        }
         if g.replay.is_some() {
             // A replaying rank that runs ahead is held here until the slice its descriptor
             // was recorded in comes (logical slices, model.md 4.4).

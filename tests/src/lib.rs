@@ -186,3 +186,5 @@ pub fn record_fixture(
     all.extend_from_slice(fixture_args);
     strobe_cmd(&all, env)
 }
+
+pub mod tools;

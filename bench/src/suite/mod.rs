@@ -5,6 +5,7 @@
 //! commands) plus PNG curves next to it. Figures are measured, never asserted.
 
 mod build;
+mod debugging;
 mod plot;
 mod report;
 mod runner;
@@ -31,7 +32,7 @@ pub struct SuiteArgs {
     pub out: Option<PathBuf>,
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
-    /// Only these sections (p2p, logp, collectives, papers, recording, scaling).
+    /// Only these sections (p2p, logp, collectives, papers, recording, scaling, debugging).
     pub only: Vec<String>,
 }
 
@@ -42,6 +43,7 @@ pub const SECTIONS: &[&str] = &[
     "papers",
     "recording",
     "scaling",
+    "debugging",
 ];
 
 /// Everything the sections produce.
@@ -201,6 +203,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "papers" => sections::papers(&ctx, &mut doc),
             "recording" => sections::recording(&ctx, &mut doc),
             "scaling" => sections::scaling(&ctx, &mut doc),
+            "debugging" => debugging::debugging(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {
