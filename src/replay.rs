@@ -249,15 +249,34 @@ fn stepper(ctl: Arc<Controller>) {
                 }
             }
             (Some("b" | "break"), Some(spec)) => match spec.parse::<Break>() {
-                Ok(b) => ctl.add_break(b),
+                Ok(b) => match ctl.add_break(b.clone()) {
+                    Ok(n) => eprintln!("breakpoint {n}: {b}"),
+                    Err(e) => eprintln!("breakpoint {b} refused: {e}"),
+                },
                 Err(e) => eprintln!("{e}"),
+            },
+            (Some("b" | "break" | "i" | "info"), None) => {
+                let breaks = ctl.breaks();
+                if breaks.is_empty() {
+                    eprintln!("no breakpoints (set one: break slice=S or break rank=R,call=MPI_Recv)");
+                }
+                for (i, b) in breaks.iter().enumerate() {
+                    eprintln!("  {}  {b}", i + 1);
+                }
+            }
+            (Some("d" | "delete"), Some(n)) => match n.parse::<usize>() {
+                Ok(n) => match ctl.delete_break(n) {
+                    Ok(b) => eprintln!("deleted breakpoint {n}: {b}"),
+                    Err(e) => eprintln!("{e}"),
+                },
+                Err(_) => eprintln!("delete N: N is a breakpoint number (list them with break)"),
             },
             (Some("q" | "quit"), _) => {
                 ctl.stop("stopped by the user".into());
                 return;
             }
             _ => eprintln!(
-                "commands: next (n, or empty), continue (c), run N (r N), print (p), break SPEC (b), quit (q)"
+                "commands: next (n, or empty), continue (c), run N (r N), print (p), break SPEC (b SPEC), list breakpoints (b), delete N (d N), quit (q)"
             ),
         }
     }

@@ -314,18 +314,18 @@ impl Feed for ReplayFeed {
                         "slice {s} has already run or is where the replay holds (before slice {next}): a replay only goes forward"
                     ));
                 }
-                self.ctl.add_break(Break::Slice(s));
+                let n = self.ctl.add_break(Break::Slice(s))?;
                 Ok(vec![FeedEvent::Message(format!(
-                    "breakpoint before slice {s} (space runs to it)"
+                    "breakpoint {n}: before slice {s} (space runs to it)"
                 ))])
             }
             ReplayCommand::BreakOnCall { rank, call } => {
-                self.ctl.add_break(Break::Call {
+                let n = self.ctl.add_break(Break::Call {
                     rank,
                     call: call.clone(),
-                });
+                })?;
                 Ok(vec![FeedEvent::Message(format!(
-                    "breakpoint after the slice that handles rank {rank}'s next {call}"
+                    "breakpoint {n}: after the slice that handles rank {rank}'s next {call}"
                 ))])
             }
             ReplayCommand::Gdb { rank } => {
