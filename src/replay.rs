@@ -214,9 +214,23 @@ fn replay_tui(a: &ReplayArgs, mut opts: ReplayOptions) -> Result<i32> {
     }
 }
 
+/// The pause report and the `(strobe)` prompt, in one write to stderr (they came from two
+/// threads and could land in either order, or between lines of program output). Decision
+/// (docs/replay-control.md): the prompt goes to stderr, the program's output to stdout;
+/// stdout is flushed first, and the ranks are held at MPI calls while the prompt waits.
+fn prompt(paused: Option<&strobe_replayer::Pause>) {
+    let _ = std::io::stdout().flush();
+    let mut text = paused.map(|p| p.render()).unwrap_or_default();
+    text.push_str("(strobe) ");
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+}
+
 /// The terminal stepper: reads a command whenever the replay is held.
 fn stepper(ctl: Arc<Controller>) {
     let stdin = std::io::stdin();
+    let mut shown: Option<strobe_replayer::Pause> = None;
     loop {
         if ctl.wait_paused(Duration::from_secs(3600)).is_none() {
             if ctl.status().finished.is_some() {
@@ -224,8 +238,11 @@ fn stepper(ctl: Arc<Controller>) {
             }
             continue;
         }
-        eprint!("(strobe) ");
-        let _ = std::io::stderr().flush();
+        // The report once per hold; commands that do not move (break, print) prompt again.
+        let paused = ctl.status().paused;
+        let fresh = paused.as_ref().filter(|p| shown.as_ref() != Some(*p));
+        prompt(fresh);
+        shown = paused;
         let mut line = String::new();
         match stdin.lock().read_line(&mut line) {
             Ok(0) | Err(_) => {
@@ -356,6 +373,10 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     std::thread::spawn(move || {
         for e in events {
             if let Event::Paused(p) = e {
+                if terminal_stepper {
+                    // The stepper prints the report with its prompt.
+                    continue;
+                }
                 eprint!("{}", p.render());
                 if !terminal_stepper {
                     eprintln!(

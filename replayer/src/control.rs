@@ -405,6 +405,12 @@ impl Controller {
                 reason = Some(st.pending.remove(i).1);
             }
         }
+        // The first hold (before slice 1) used to come before the launcher had spawned
+        // every rank: it printed "pid 0 ... gdb -p 0" (issue 12, item 8). Hold only once
+        // every rank has a pid; until then ask again shortly.
+        if reason.is_some() && !every_rank_spawned(seg) {
+            return Gate::Wait;
+        }
         match reason {
             Some(reason) => {
                 st.step = false;
@@ -430,6 +436,11 @@ impl Controller {
     }
 }
 
+/// Whether the launcher has given every rank a pid (a rank that exited keeps its pid).
+fn every_rank_spawned(seg: &JobSegment) -> bool {
+    (0..seg.ranks()).all(|r| seg.slot(r).pid.load(Ordering::Acquire) != 0)
+}
+
 /// What every rank is doing, from the job segment.
 pub fn rank_views(seg: &JobSegment) -> Vec<RankView> {
     (0..seg.ranks())
@@ -450,7 +461,7 @@ impl Pause {
     /// The human-readable form: every rank's pid and a ready-to-paste gdb command.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "strobe: replay held before slice {} ({}); every rank is held at its next MPI call\n",
+            "strobe: replay held before slice {} ({}); no rank gets past its next MPI call (a rank shown computing runs until it reaches one)\n",
             self.slice, self.reason
         );
         for r in &self.ranks {
@@ -459,9 +470,14 @@ impl Pause {
             } else {
                 r.state.to_string()
             };
+            let gdb = match (r.pid, r.state) {
+                (0, _) => "(not started)".to_string(),
+                (_, "exited") => "(exited)".to_string(),
+                (pid, _) => format!("gdb -p {pid}"),
+            };
             s.push_str(&format!(
-                "  rank {:>3}  pid {:>7}  {:<28} posted {:>6}   gdb -p {}\n",
-                r.rank, r.pid, what, r.posted, r.pid
+                "  rank {:>3}  pid {:>7}  {:<28} posted {:>6}   {gdb}\n",
+                r.rank, r.pid, what, r.posted
             ));
         }
         s
