@@ -167,7 +167,7 @@ fn a_live_replay_holds_breaks_steps_shows_gdb_and_quits_cleanly() {
     l.key(KeyCode::Enter);
     assert_eq!(l.app.view.cursor, 5);
     l.keys("b");
-    l.assert_shows(&["breakpoint before slice 5"], "breakpoint set");
+    l.assert_shows(&["breakpoint 1: before slice 5"], "breakpoint set");
     l.keys(" ");
     l.until(
         |s| *s == LiveState::AtBreakpoint { slice: 5 },

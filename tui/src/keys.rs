@@ -53,7 +53,11 @@ pub enum Action {
 /// (keys as shown, what they do, the action). Order is the help screen's order.
 pub const KEYS: &[(&str, &str, Action)] = &[
     ("q  Ctrl-c", "quit", Action::Quit),
-    ("?", "this help (any key closes it)", Action::Help),
+    (
+        "?",
+        "this help (j/k scroll it; any other key closes it)",
+        Action::Help,
+    ),
     ("Tab  Shift-Tab", "next / previous tab", Action::NextTab),
     (
         "1 2 3 4",

@@ -104,7 +104,7 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
     // The papers' accuracy check: computation + communication = run time within 0.01%.
     let check = if tot.wall_ns > 0 {
         let off = (tot.compute_ns + tot.comm_ns - tot.wall_ns).abs() as f64 / tot.wall_ns as f64;
-        format!("compute+comm vs run time: {:.3}% off", off * 100.0)
+        format!("check {:.3}% off", off * 100.0)
     } else {
         String::new()
     };
