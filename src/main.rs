@@ -6,6 +6,7 @@ mod cli_util;
 mod decision_log;
 mod mpicc;
 mod mpifort;
+mod progress;
 mod record;
 mod replay;
 mod stats;
@@ -350,7 +351,7 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
-    let report = execute(job, &cfg, None)?;
+    let report = execute(job, &cfg, None, None)?;
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
         // mpiexec's habit: say which setting stopped the job.
         if let Ok(v) = std::env::var("MPIEXEC_TIMEOUT") {
@@ -366,6 +367,7 @@ fn execute(
     job: &JobArgs,
     cfg: &LaunchConfig,
     extra: Option<Arc<dyn SliceSink>>,
+    output: Option<&std::path::Path>,
 ) -> Result<launcher::JobReport> {
     let summary = Arc::new(summary::Summary::default());
     let log = match &job.decision_log {
@@ -375,7 +377,14 @@ fn execute(
         )),
         None => None,
     };
+    let recording = extra.is_some();
     let mut sinks: Vec<Arc<dyn SliceSink>> = extra.into_iter().collect();
+    // A progress line for `record` on a terminal (not for `run`: its terminal is the
+    // program's, and a run prints nothing of its own on success).
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    if recording {
+        sinks.push(Arc::new(progress::SliceCounter(counter.clone())));
+    }
     if job.summary {
         sinks.push(summary.clone());
     }
@@ -387,7 +396,22 @@ fn execute(
         1 => sinks.pop().expect("one sink"),
         _ => Arc::new(summary::Tee(sinks)),
     };
-    let report = launcher::launch(cfg, sink, None)?;
+    let shown = recording
+        .then(|| {
+            let c = counter.clone();
+            progress::Progress::start(progress::Work {
+                verb: "recording",
+                file: output.map(PathBuf::from),
+                total: None,
+                current: Some(Box::new(move || {
+                    c.load(std::sync::atomic::Ordering::Relaxed)
+                })),
+            })
+        })
+        .flatten();
+    let report = launcher::launch(cfg, sink, None);
+    drop(shown);
+    let report = report?;
     if let Some(l) = &log {
         l.finish().context("writing the decision log")?;
     }

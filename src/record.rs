@@ -127,12 +127,20 @@ pub fn record_to(
         Recorder::create(out, &JobInfo::new(&cfg, command), opts)
             .with_context(|| format!("creating the recording {}", out.display()))?,
     );
-    match execute(job, &cfg, Some(rec.clone())) {
+    match execute(job, &cfg, Some(rec.clone()), Some(out)) {
         Ok(report) => {
             let code = report.exit_code();
             match rec.finish(&report) {
                 Ok(n) => {
-                    eprintln!("strobe: recorded {n} slices to {}", out.display());
+                    let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+                    eprintln!(
+                        "strobe: recorded {n} slices to {} ({})",
+                        out.display(),
+                        crate::progress::size_of(out).unwrap_or_default()
+                    );
+                    if size > crate::progress::LARGE_RECORDING {
+                        eprintln!("{}", crate::progress::lean_hint(size));
+                    }
                     Ok(code)
                 }
                 Err(e) => {

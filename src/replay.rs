@@ -390,7 +390,24 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         let c = ctl.clone();
         std::thread::spawn(move || stepper(c));
     }
+    // A progress bar on a terminal for a replay that is not stopped on the way (a held
+    // replay's terminal is the stepper's); its total is the recording's last slice.
+    let shown = (!stops)
+        .then(|| {
+            let total = strobe_recorder::Recording::open(&a.file)
+                .ok()
+                .map(|r| r.last_slice());
+            let c = ctl.clone();
+            crate::progress::Progress::start(crate::progress::Work {
+                verb: "replaying",
+                file: None,
+                total,
+                current: Some(Box::new(move || c.status().slice)),
+            })
+        })
+        .flatten();
     let res = strobe_replayer::replay(&opts, ctl);
+    drop(shown);
     drop(server);
     match res {
         Ok(r) => {

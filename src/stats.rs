@@ -22,7 +22,17 @@ pub const EXIT_DAMAGED: i32 = 2;
 /// a warning when computation + communication differs from the run time by more than
 /// 0.01%.
 pub fn stats(file: &Path, rank: Option<u32>, json: bool) -> i32 {
-    let stats = match Recording::open(file).and_then(|r| r.stats(rank)) {
+    // Reading a big recording takes a while (79 s for a 1,000-rank job): a spinner with
+    // the file's size on a terminal, after a second.
+    let reading = crate::progress::Progress::start(crate::progress::Work {
+        verb: "reading",
+        file: Some(file.to_path_buf()),
+        total: None,
+        current: None,
+    });
+    let stats = Recording::open(file).and_then(|r| r.stats(rank));
+    drop(reading);
+    let stats = match stats {
         Ok(s) => s,
         Err(e) => {
             eprintln!("strobe: {}: {e}", file.display());
