@@ -126,6 +126,10 @@ struct JobArgs {
     /// Idle slices with every rank blocked before the job is declared deadlocked.
     #[arg(long, default_value_t = 20)]
     deadlock_slices: u32,
+    /// Slices in a row in which every live rank polls (MPI_Test*, MPI_Iprobe) or is
+    /// blocked and nothing matches, before the job is declared livelocked (exit 5); 0: off.
+    #[arg(long, value_name = "N", default_value_t = strobe_runtime::engine::DEFAULT_LIVELOCK_SLICES)]
+    livelock_slices: u32,
     /// Bytes each node may receive per slice; larger messages are chunked (at least 4KiB).
     #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_chunk_budget)]
     chunk_budget: u64,
@@ -285,6 +289,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         return Err(cli_util::usage("--chunk-budget must be at least 4KiB"));
     }
     strobe_runtime::futex::spin_env().map_err(cli_util::UsageError)?;
+    strobe_runtime::engine::set_livelock_slices(job.livelock_slices);
     if let Some(n) = job.max_ranks {
         strobe_runtime::limits::allow_ranks(n);
     }
@@ -459,6 +464,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         slice: Duration::from_micros(500),
         strobe: StrobePolicy::Adaptive,
         deadlock_slices: 20,
+        livelock_slices: strobe_runtime::engine::DEFAULT_LIVELOCK_SLICES,
         chunk_budget: DEFAULT_CHUNK_BUDGET,
         direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
         tag_output: false,
