@@ -542,6 +542,8 @@ impl App {
             | Action::BreakHere
             | Action::BreakOnCall
             | Action::Gdb
+            | Action::ListBreaks
+            | Action::DeleteBreak
                 if !self.live =>
             {
                 self.message = Some((
@@ -556,6 +558,10 @@ impl App {
                 .push(ReplayCommand::BreakAtSlice(self.view.cursor)),
             Action::BreakOnCall => self.break_on_call(),
             Action::Gdb => self.commands.push(ReplayCommand::Gdb { rank: self.rank }),
+            Action::ListBreaks => self.commands.push(ReplayCommand::ListBreaks),
+            Action::DeleteBreak => self.commands.push(ReplayCommand::DeleteBreak {
+                at: self.view.cursor,
+            }),
         }
     }
 
