@@ -299,6 +299,36 @@ fn stepper(ctl: Arc<Controller>) {
     }
 }
 
+/// `--until-slice` and `--break` checked against the recording before anything else
+/// starts (the control socket announces itself on stderr): one line and exit 2 for a stop
+/// that can never happen. The replayer checks again (the authority, also for `--tui`); a
+/// file that cannot be read is left to it to report.
+fn refuse_stops_that_never_fire(a: &ReplayArgs) -> Option<i32> {
+    if a.until_slice.is_none() && a.breaks.is_empty() {
+        return None;
+    }
+    let rec = strobe_recorder::Recording::open(&a.file).ok()?;
+    let bounds = strobe_replayer::Bounds {
+        ranks: rec.job().ranks,
+        last_slice: rec.last_slice(),
+    };
+    let refused = a
+        .until_slice
+        .and_then(|s| {
+            bounds
+                .check_slice(s)
+                .err()
+                .map(|e| format!("--until-slice {s}: {e}"))
+        })
+        .or_else(|| {
+            a.breaks
+                .iter()
+                .find_map(|b| bounds.check(b).err().map(|e| format!("--break {b}: {e}")))
+        })?;
+    eprintln!("strobe: cannot replay {}: {refused}", a.file.display());
+    Some(EXIT_CANNOT_START)
+}
+
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
     if let Some(n) = a.max_ranks {
         strobe_runtime::limits::allow_ranks(n);
@@ -329,6 +359,9 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         // Checked (and warned about) by the replayer.
     } else if a.allow_different_binary {
         bail!("--allow-different-binary only applies with --program");
+    }
+    if let Some(code) = refuse_stops_that_never_fire(a) {
+        return Ok(code);
     }
     let mut opts = options(a);
     if a.dry_run || a.tui {
