@@ -229,6 +229,29 @@ fn the_terminal_stepper_steps_prints_and_continues() {
     ] {
         assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
     }
+    // Issue 12, item 8: the first hold names real pids, and each report comes whole, its
+    // rank lines, then the prompt (one write).
+    assert!(!stderr.contains("gdb -p 0\n"), "{stderr}");
+    let first = stderr
+        .split("held before slice 1 (step)")
+        .nth(1)
+        .expect("a first hold");
+    let (report, _) = first.split_once("(strobe) ").expect("a prompt after it");
+    let ranks: Vec<&str> = report.lines().skip(1).collect();
+    assert_eq!(ranks.len(), 2, "two rank lines, then the prompt:\n{report}");
+    for l in ranks {
+        assert!(l.starts_with("  rank ") && l.contains("gdb -p "), "{l}");
+        let pid: u32 = l
+            .split("pid")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(pid > 0, "{l}");
+    }
 }
 
 /// Issue 12, item 3: a stop that can never happen is refused (exit 2) before anything runs,
