@@ -122,7 +122,15 @@ fn outcome_line(app: &App) -> Line<'static> {
     let mut spans = vec![Span::raw("outcome ")];
     match &j.outcome {
         Some(o) if o == "success" => spans.push(Span::styled(o.clone(), t.good())),
-        Some(o) => spans.push(Span::styled(o.clone(), t.bad())),
+        // In words, as `strobe stats` prints it (the stored name is `rank_failed`).
+        Some(o) => spans.push(Span::styled(
+            match o.as_str() {
+                "rank_failed" => "a rank failed".to_string(),
+                "engine_failed" => "runtime failure".to_string(),
+                other => other.to_string(),
+            },
+            t.bad(),
+        )),
         None => spans.push(Span::styled("still recording (or cut short)", t.dim())),
     }
     if let Some(e) = j.exit_status {
