@@ -340,7 +340,8 @@ impl App {
         if self.help && self.popup.is_none() {
             // The help scrolls (at 80x24 it did not fit and stopped after `p`: issue 12,
             // item 7): j/k, arrows, PageUp/PageDown, space, g; any other key closes it.
-            let max = crate::keys::KEYS.len() as u16;
+            // Wrapped lines can outnumber the keys; the drawing clamps to the last page.
+            let max = 4 * crate::keys::KEYS.len() as u16;
             let scroll = match k.code {
                 KeyCode::Char('j') | KeyCode::Down => Some(self.help_scroll.saturating_add(1)),
                 KeyCode::Char('k') | KeyCode::Up => Some(self.help_scroll.saturating_sub(1)),

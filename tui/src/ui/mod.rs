@@ -235,19 +235,11 @@ fn render_status(buf: &mut Buffer, area: Rect, app: &App) {
 }
 
 fn render_help(frame: &mut Frame, body: Rect, app: &App) {
-    let w = body.width.min(84);
-    let h = body.height.min(KEYS.len() as u16 + 3);
-    let area = Rect::new(
-        body.x + (body.width - w) / 2,
-        body.y + (body.height - h) / 2,
-        w,
-        h,
-    );
+    let w = body.width.min(96);
     let key_w = KEYS.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
     // Inside the border, one line for the footer; each key's text may wrap, so the lines
     // are laid out here (no wrapping by the widget) and scrolled by `help_scroll`.
     let inner_w = w.saturating_sub(2) as usize;
-    let rows = h.saturating_sub(3) as usize;
     let mut lines: Vec<Line> = Vec::new();
     for (k, what, _) in KEYS {
         let indent = key_w + 2;
@@ -266,6 +258,14 @@ fn render_help(frame: &mut Frame, body: Rect, app: &App) {
         }
     }
     let total = lines.len();
+    let h = body.height.min(total as u16 + 3);
+    let area = Rect::new(
+        body.x + (body.width - w) / 2,
+        body.y + (body.height - h) / 2,
+        w,
+        h,
+    );
+    let rows = h.saturating_sub(3) as usize;
     let top = (app.help_scroll as usize).min(total.saturating_sub(rows));
     let mut shown: Vec<Line> = lines.into_iter().skip(top).take(rows).collect();
     let footer = if total > rows {
