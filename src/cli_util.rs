@@ -22,6 +22,91 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// A [`UsageError`] as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The program cannot be started (not found, a directory, not executable): exit
+/// [`EXIT_CANNOT_START`], as a shell's "command not found".
+#[derive(Debug)]
+pub struct ProgramError(pub String);
+
+impl std::fmt::Display for ProgramError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProgramError {}
+
+/// Exit status when the program cannot be started (`run`, `record`): 127, as shells.
+pub const EXIT_CANNOT_START: i32 = strobe_runtime::launcher::EXIT_CANNOT_START;
+
+/// Check that `path` names a program this user can run, saying what it is otherwise.
+pub fn check_program(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|_| format!("program {} does not exist", path.display()))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "program {} is a directory, not a program",
+            path.display()
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("program {} is not a regular file", path.display()));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(format!(
+            "program {} is not executable (chmod +x it)",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The exit status for an error (the one table in docs/cli.md, "Exit status"): the
+/// program could not be started: 127; strobe's runtime could not be set up: 70;
+/// anything else refused before the job ran (the command line, its files, the
+/// environment): 2.
+pub fn exit_status_of(e: &anyhow::Error) -> i32 {
+    use strobe_runtime::launcher::{LaunchError, EXIT_INTERNAL};
+    if e.is::<ProgramError>() {
+        return EXIT_CANNOT_START;
+    }
+    match e.downcast_ref::<LaunchError>() {
+        Some(LaunchError::Spawn { .. }) => EXIT_CANNOT_START,
+        Some(LaunchError::Segment(_) | LaunchError::Engine(_)) => EXIT_INTERNAL,
+        _ => EXIT_USAGE,
+    }
+}
+
+/// An error and its causes in one line, each cause once: libraries often put their
+/// source's text in their own message too ("cannot start /tmp: Permission denied (os
+/// error 13)" with the same io::Error as its source), and `{:#}` would repeat it. Repeated
+/// neighbouring parts ("creating x.db: x.db: No such file") are also dropped.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(text.trim()) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(text.trim());
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in out.split(": ") {
+        if !parts.last().is_some_and(|last| last.ends_with(part)) {
+            parts.push(part);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
 /// `--chunk-budget`: a byte count of at least [`MIN_CHUNK_BUDGET`].
 pub fn parse_chunk_budget(s: &str) -> Result<u64, String> {
     let b = parse_bytes(s)?;
@@ -100,6 +185,28 @@ mod tests {
         assert_eq!(parse_bytes("4MiB").unwrap(), 4 << 20);
         assert_eq!(parse_bytes("12").unwrap(), 12);
         assert!(parse_bytes("4XB").is_err());
+    }
+
+    #[test]
+    fn errors_print_each_cause_once_on_one_line() {
+        let io = std::io::Error::from_raw_os_error(13);
+        let e = anyhow::Error::new(std::io::Error::from_raw_os_error(13))
+            .context(format!("cannot start /tmp: {io}"));
+        assert_eq!(
+            one_line(&e),
+            "cannot start /tmp: Permission denied (os error 13)"
+        );
+        let e = anyhow::anyhow!("/x/y.db: No such file or directory (os error 2)")
+            .context("creating the recording /x/y.db");
+        assert_eq!(
+            one_line(&e),
+            "creating the recording /x/y.db: No such file or directory (os error 2)"
+        );
+        assert_eq!(exit_status_of(&usage("bad")), EXIT_USAGE);
+        assert_eq!(
+            exit_status_of(&anyhow::Error::new(ProgramError("gone".into()))),
+            127
+        );
     }
 
     #[test]

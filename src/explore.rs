@@ -170,6 +170,7 @@ fn job_args(job: &strobe_recorder::Job, timeout: Duration) -> JobArgs {
         slice: e.slice,
         strobe: e.policy,
         deadlock_slices: e.deadlock_slices,
+        livelock_slices: strobe_runtime::engine::DEFAULT_LIVELOCK_SLICES,
         chunk_budget: e.chunk_budget,
         direct_copy_min: if e.direct_copy_min == 0 {
             DEFAULT_DIRECT_COPY_MIN

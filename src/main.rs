@@ -10,6 +10,7 @@ mod export;
 mod hunt;
 mod mpicc;
 mod mpifort;
+mod progress;
 mod record;
 mod replay;
 mod stats;
@@ -25,7 +26,7 @@ use clap::{Args, Parser, Subcommand};
 use strobe_runtime::engine::{
     EngineConfig, NullSink, SliceSink, StrobePolicy, DEFAULT_DIRECT_COPY_MIN,
 };
-use strobe_runtime::launcher::{self, LaunchConfig, EXIT_CANNOT_START};
+use strobe_runtime::launcher::{self, LaunchConfig};
 use strobe_runtime::sched::DEFAULT_CHUNK_BUDGET;
 
 #[derive(Parser)]
@@ -143,6 +144,10 @@ struct JobArgs {
     /// Idle slices with every rank blocked before the job is declared deadlocked.
     #[arg(long, default_value_t = 20)]
     deadlock_slices: u32,
+    /// Slices in a row in which every live rank polls (MPI_Test*, MPI_Iprobe) or is
+    /// blocked and nothing matches, before the job is declared livelocked (exit 5); 0: off.
+    #[arg(long, value_name = "N", default_value_t = strobe_runtime::engine::DEFAULT_LIVELOCK_SLICES)]
+    livelock_slices: u32,
     /// Bytes each node may receive per slice; larger messages are chunked (at least 4KiB).
     #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_chunk_budget)]
     chunk_budget: u64,
@@ -193,8 +198,46 @@ fn init_logging() {
     }
 }
 
+/// Set when stdout or stderr was closed under us (`strobe demo | head`).
+static BROKEN_PIPE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `println!` panics when the reader of stdout went away (EPIPE: Rust ignores SIGPIPE).
+/// Decision: such a panic is not a bug to report but the end of the conversation: it
+/// unwinds quietly (destructors run: the demo's temporary recording is removed) and strobe
+/// exits 141, the status of a program killed by SIGPIPE, as `seq | head` would. The job's
+/// own output is forwarded by the launcher, which ignores a closed stdout by itself.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
+            BROKEN_PIPE.store(true, std::sync::atomic::Ordering::SeqCst);
+            return;
+        }
+        default(info)
+    }));
+}
+
+/// Exit status after a closed stdout (128 + SIGPIPE).
+const EXIT_BROKEN_PIPE: i32 = 141;
+
 fn main() {
     init_logging();
+    quiet_on_broken_pipe();
+    let code = std::panic::catch_unwind(dispatch);
+    if BROKEN_PIPE.load(std::sync::atomic::Ordering::SeqCst) {
+        std::process::exit(EXIT_BROKEN_PIPE);
+    }
+    // `dispatch` always exits; only a panic returns here (its message is already printed).
+    std::process::exit(if code.is_ok() { 0 } else { 101 })
+}
+
+fn dispatch() {
     // Invoked as mpicc / mpifort / mpiexec / mpirun (install links): behave as that tool.
     let argv: Vec<OsString> = std::env::args_os().collect();
     let name = argv
@@ -227,23 +270,13 @@ fn main() {
     finish(code)
 }
 
-/// Exit with the command's status, or report its error.
+/// Exit with the command's status, or report its error in one line.
 fn finish(code: Result<i32>) -> ! {
     match code {
         Ok(c) => std::process::exit(c),
         Err(e) => {
-            eprintln!("strobe: {e:#}");
-            // A request beyond the machine's limits is a bad command line (exit 2), refused
-            // before anything started.
-            let usage = e
-                .downcast_ref::<launcher::LaunchError>()
-                .is_some_and(|l| matches!(l, launcher::LaunchError::Limit(_)))
-                || e.is::<cli_util::UsageError>();
-            std::process::exit(if usage {
-                cli_util::EXIT_USAGE
-            } else {
-                EXIT_CANNOT_START
-            });
+            eprintln!("strobe: {}", cli_util::one_line(&e));
+            std::process::exit(cli_util::exit_status_of(&e));
         }
     }
 }
@@ -266,18 +299,19 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         bail!("no program given: strobe run -n N -- PROGRAM [ARGS]");
     };
     if job.ranks == 0 {
-        bail!("-n must be at least 1");
+        return Err(cli_util::usage("-n must be at least 1"));
     }
     if job.nodes == 0 || job.nodes > job.ranks {
-        bail!(
+        return Err(cli_util::usage(format!(
             "--nodes must be between 1 and the number of ranks ({})",
             job.ranks
-        );
+        )));
     }
     if job.chunk_budget < cli_util::MIN_CHUNK_BUDGET {
-        bail!("--chunk-budget must be at least 4KiB");
+        return Err(cli_util::usage("--chunk-budget must be at least 4KiB"));
     }
     strobe_runtime::futex::spin_env().map_err(cli_util::UsageError)?;
+    strobe_runtime::engine::set_livelock_slices(job.livelock_slices);
     if let Some(n) = job.max_ranks {
         strobe_runtime::limits::allow_ranks(n);
     }
@@ -317,29 +351,34 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
     // The program's arguments swallow everything after the first word clap does not know,
     // so a mistyped option lands here: name it as such rather than as a missing program.
     if p.to_string_lossy().starts_with('-') {
-        bail!(
+        return Err(cli_util::usage(format!(
             "unknown option {} (options go before the program; see `strobe run --help`)",
             path.display()
-        );
+        )));
     }
+    let not_startable = |why: String| anyhow::Error::new(cli_util::ProgramError(why));
     if path.components().count() > 1 {
-        if !path.exists() {
-            bail!("program {} does not exist", path.display());
-        }
-        return Ok(path);
+        return cli_util::check_program(&path)
+            .map(|()| path)
+            .map_err(not_startable);
     }
     for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
         let cand = dir.join(&path);
         if cand.is_file() {
-            return Ok(cand);
+            return cli_util::check_program(&cand)
+                .map(|()| cand)
+                .map_err(not_startable);
         }
     }
-    bail!("program {} not found in PATH", path.display())
+    Err(not_startable(format!(
+        "program {} not found in PATH",
+        path.display()
+    )))
 }
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
-    let report = execute(job, &cfg, None)?;
+    let report = execute(job, &cfg, None, None)?;
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
         // mpiexec's habit: say which setting stopped the job.
         if let Ok(v) = std::env::var("MPIEXEC_TIMEOUT") {
@@ -355,6 +394,7 @@ fn execute(
     job: &JobArgs,
     cfg: &LaunchConfig,
     extra: Option<Arc<dyn SliceSink>>,
+    output: Option<&std::path::Path>,
 ) -> Result<launcher::JobReport> {
     let summary = Arc::new(summary::Summary::default());
     let log = match &job.decision_log {
@@ -364,7 +404,14 @@ fn execute(
         )),
         None => None,
     };
+    let recording = extra.is_some();
     let mut sinks: Vec<Arc<dyn SliceSink>> = extra.into_iter().collect();
+    // A progress line for `record` on a terminal (not for `run`: its terminal is the
+    // program's, and a run prints nothing of its own on success).
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    if recording {
+        sinks.push(Arc::new(progress::SliceCounter(counter.clone())));
+    }
     if job.summary {
         sinks.push(summary.clone());
     }
@@ -376,7 +423,22 @@ fn execute(
         1 => sinks.pop().expect("one sink"),
         _ => Arc::new(summary::Tee(sinks)),
     };
-    let report = launcher::launch(cfg, sink, None)?;
+    let shown = recording
+        .then(|| {
+            let c = counter.clone();
+            progress::Progress::start(progress::Work {
+                verb: "recording",
+                file: output.map(PathBuf::from),
+                total: None,
+                current: Some(Box::new(move || {
+                    c.load(std::sync::atomic::Ordering::Relaxed)
+                })),
+            })
+        })
+        .flatten();
+    let report = launcher::launch(cfg, sink, None);
+    drop(shown);
+    let report = report?;
     if let Some(l) = &log {
         l.finish().context("writing the decision log")?;
     }
@@ -412,6 +474,8 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
             false,
         ),
     };
+    // Removed however demo ends (an error, or a reader that closed stdout).
+    let _temporary = (!keep).then(|| RemoveOnDrop(path.clone()));
     eprintln!(
         "strobe demo: recording the token_ring fixture on {ranks} ranks (adaptive strobe, 500us slices) to {}\n",
         path.display()
@@ -422,6 +486,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         slice: Duration::from_micros(500),
         strobe: StrobePolicy::Adaptive,
         deadlock_slices: 20,
+        livelock_slices: strobe_runtime::engine::DEFAULT_LIVELOCK_SLICES,
         chunk_budget: DEFAULT_CHUNK_BUDGET,
         direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
         tag_output: false,
@@ -449,10 +514,16 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
     } else {
         println!("\nTo replay the demo recording, keep it: strobe demo --out demo.db; strobe replay demo.db");
     }
-    if !keep {
-        let _ = std::fs::remove_file(&path);
-    }
     Ok(if code != 0 { code } else { shown })
+}
+
+/// A temporary file removed when this is dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn parse_direct_min(s: &str) -> Result<u64, String> {

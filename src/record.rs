@@ -164,13 +164,21 @@ pub fn record_to(
         Some(s) => Arc::new(crate::summary::Tee(vec![rec.clone(), s.clone()])),
         None => rec.clone(),
     };
-    match execute(job, &cfg, Some(sink)) {
+    match execute(job, &cfg, Some(sink), Some(out)) {
         Ok(report) => {
             let code = report.exit_code();
             match rec.finish(&report) {
                 Ok(n) => {
                     if !extras.quiet {
-                        eprintln!("strobe: recorded {n} slices to {}", out.display());
+                        let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+                        eprintln!(
+                            "strobe: recorded {n} slices to {} ({})",
+                            out.display(),
+                            crate::progress::size_of(out).unwrap_or_default()
+                        );
+                        if size > crate::progress::LARGE_RECORDING {
+                            eprintln!("{}", crate::progress::lean_hint(size));
+                        }
                     }
                     Ok(code)
                 }

@@ -214,9 +214,23 @@ fn replay_tui(a: &ReplayArgs, mut opts: ReplayOptions) -> Result<i32> {
     }
 }
 
+/// The pause report and the `(strobe)` prompt, in one write to stderr (they came from two
+/// threads and could land in either order, or between lines of program output). Decision
+/// (docs/replay-control.md): the prompt goes to stderr, the program's output to stdout;
+/// stdout is flushed first, and the ranks are held at MPI calls while the prompt waits.
+fn prompt(paused: Option<&strobe_replayer::Pause>) {
+    let _ = std::io::stdout().flush();
+    let mut text = paused.map(|p| p.render()).unwrap_or_default();
+    text.push_str("(strobe) ");
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+}
+
 /// The terminal stepper: reads a command whenever the replay is held.
 fn stepper(ctl: Arc<Controller>) {
     let stdin = std::io::stdin();
+    let mut shown: Option<strobe_replayer::Pause> = None;
     loop {
         if ctl.wait_paused(Duration::from_secs(3600)).is_none() {
             if ctl.status().finished.is_some() {
@@ -224,8 +238,11 @@ fn stepper(ctl: Arc<Controller>) {
             }
             continue;
         }
-        eprint!("(strobe) ");
-        let _ = std::io::stderr().flush();
+        // The report once per hold; commands that do not move (break, print) prompt again.
+        let paused = ctl.status().paused;
+        let fresh = paused.as_ref().filter(|p| shown.as_ref() != Some(*p));
+        prompt(fresh);
+        shown = paused;
         let mut line = String::new();
         match stdin.lock().read_line(&mut line) {
             Ok(0) | Err(_) => {
@@ -249,18 +266,67 @@ fn stepper(ctl: Arc<Controller>) {
                 }
             }
             (Some("b" | "break"), Some(spec)) => match spec.parse::<Break>() {
-                Ok(b) => ctl.add_break(b),
+                Ok(b) => match ctl.add_break(b.clone()) {
+                    Ok(n) => eprintln!("breakpoint {n}: {b}"),
+                    Err(e) => eprintln!("breakpoint {b} refused: {e}"),
+                },
                 Err(e) => eprintln!("{e}"),
+            },
+            (Some("b" | "break" | "i" | "info"), None) => {
+                let breaks = ctl.breaks();
+                if breaks.is_empty() {
+                    eprintln!("no breakpoints (set one: break slice=S or break rank=R,call=MPI_Recv)");
+                }
+                for (i, b) in breaks.iter().enumerate() {
+                    eprintln!("  {}  {b}", i + 1);
+                }
+            }
+            (Some("d" | "delete"), Some(n)) => match n.parse::<usize>() {
+                Ok(n) => match ctl.delete_break(n) {
+                    Ok(b) => eprintln!("deleted breakpoint {n}: {b}"),
+                    Err(e) => eprintln!("{e}"),
+                },
+                Err(_) => eprintln!("delete N: N is a breakpoint number (list them with break)"),
             },
             (Some("q" | "quit"), _) => {
                 ctl.stop("stopped by the user".into());
                 return;
             }
             _ => eprintln!(
-                "commands: next (n, or empty), continue (c), run N (r N), print (p), break SPEC (b), quit (q)"
+                "commands: next (n, or empty), continue (c), run N (r N), print (p), break SPEC (b SPEC), list breakpoints (b), delete N (d N), quit (q)"
             ),
         }
     }
+}
+
+/// `--until-slice` and `--break` checked against the recording before anything else
+/// starts (the control socket announces itself on stderr): one line and exit 2 for a stop
+/// that can never happen. The replayer checks again (the authority, also for `--tui`); a
+/// file that cannot be read is left to it to report.
+fn refuse_stops_that_never_fire(a: &ReplayArgs) -> Option<i32> {
+    if a.until_slice.is_none() && a.breaks.is_empty() {
+        return None;
+    }
+    let rec = strobe_recorder::Recording::open(&a.file).ok()?;
+    let bounds = strobe_replayer::Bounds {
+        ranks: rec.job().ranks,
+        last_slice: rec.last_slice(),
+    };
+    let refused = a
+        .until_slice
+        .and_then(|s| {
+            bounds
+                .check_slice(s)
+                .err()
+                .map(|e| format!("--until-slice {s}: {e}"))
+        })
+        .or_else(|| {
+            a.breaks
+                .iter()
+                .find_map(|b| bounds.check(b).err().map(|e| format!("--break {b}: {e}")))
+        })?;
+    eprintln!("strobe: cannot replay {}: {refused}", a.file.display());
+    Some(EXIT_CANNOT_START)
 }
 
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
@@ -293,6 +359,9 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         // Checked (and warned about) by the replayer.
     } else if a.allow_different_binary {
         bail!("--allow-different-binary only applies with --program");
+    }
+    if let Some(code) = refuse_stops_that_never_fire(a) {
+        return Ok(code);
     }
     let mut opts = options(a);
     if a.dry_run || a.tui {
@@ -337,6 +406,10 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     std::thread::spawn(move || {
         for e in events {
             if let Event::Paused(p) = e {
+                if terminal_stepper {
+                    // The stepper prints the report with its prompt.
+                    continue;
+                }
                 eprint!("{}", p.render());
                 if !terminal_stepper {
                     eprintln!(
@@ -350,7 +423,24 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         let c = ctl.clone();
         std::thread::spawn(move || stepper(c));
     }
+    // A progress bar on a terminal for a replay that is not stopped on the way (a held
+    // replay's terminal is the stepper's); its total is the recording's last slice.
+    let shown = (!stops)
+        .then(|| {
+            let total = strobe_recorder::Recording::open(&a.file)
+                .ok()
+                .map(|r| r.last_slice());
+            let c = ctl.clone();
+            crate::progress::Progress::start(crate::progress::Work {
+                verb: "replaying",
+                file: None,
+                total,
+                current: Some(Box::new(move || c.status().slice)),
+            })
+        })
+        .flatten();
     let res = strobe_replayer::replay(&opts, ctl);
+    drop(shown);
     drop(server);
     match res {
         Ok(r) => {

@@ -22,7 +22,17 @@ pub const EXIT_DAMAGED: i32 = 2;
 /// a warning when computation + communication differs from the run time by more than
 /// 0.01%.
 pub fn stats(file: &Path, rank: Option<u32>, json: bool) -> i32 {
-    let stats = match Recording::open(file).and_then(|r| r.stats(rank)) {
+    // Reading a big recording takes a while (79 s for a 1,000-rank job): a spinner with
+    // the file's size on a terminal, after a second.
+    let reading = crate::progress::Progress::start(crate::progress::Work {
+        verb: "reading",
+        file: Some(file.to_path_buf()),
+        total: None,
+        current: None,
+    });
+    let stats = Recording::open(file).and_then(|r| r.stats(rank));
+    drop(reading);
+    let stats = match stats {
         Ok(s) => s,
         Err(e) => {
             eprintln!("strobe: {}: {e}", file.display());
@@ -63,6 +73,32 @@ fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// A duration standing alone, in the unit that fits it. The rule for every duration strobe
+/// prints (docs/cli.md, "Units"): a table column has one unit, named in its header; a
+/// duration on its own carries its unit, scaled to its size (ns, us, ms, s).
+pub fn dur(ns: i64) -> String {
+    let a = ns.unsigned_abs();
+    if a < 1_000 {
+        format!("{ns} ns")
+    } else if a < 1_000_000 {
+        format!("{:.1} us", ns as f64 / 1e3)
+    } else if a < 1_000_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.2} s", ns as f64 / 1e9)
+    }
+}
+
+/// The recorded outcome in words (`rank_failed` is the stored name; docs/recording.md).
+fn outcome_words(o: &str) -> &str {
+    match o {
+        "rank_failed" => "a rank failed",
+        "engine_failed" => "runtime failure",
+        "stopped" => "stopped by the replay",
+        other => other,
+    }
+}
+
 fn counts(v: &[KindCount]) -> String {
     v.iter()
         .map(|k| format!("{} {}", k.kind, k.count))
@@ -78,6 +114,15 @@ pub fn text(s: &Stats) -> String {
         Some(m) => {
             o.push('\n');
             o.push_str(&mmds_table(m));
+            if let Some(why) = s.outcome.as_deref().filter(|o| *o != "success") {
+                // A deadlocked job's MMDS counted only MPI_Init and still said "within
+                // 0.01%" as if it covered the job (issue 12, item 10): say what it covers.
+                let _ = writeln!(
+                    o,
+                    "  note: the job did not finish ({}): a call still in progress when the ranks were stopped\n        (the call a deadlocked rank waits in) is not counted; times run from MPI_Init to each rank's last\n        completed call",
+                    outcome_words(why)
+                );
+            }
         }
     }
     if s.rank.is_none() && !s.mmds_ranks.is_empty() {
@@ -97,8 +142,26 @@ pub fn text(s: &Stats) -> String {
     o
 }
 
-/// The job and slice part (what the first increment printed).
+/// The job and slice part (what the first increment printed). With `--rank` only the job
+/// lines: the slice sections are job-wide and would repeat unchanged (issue 12, item 10).
 fn slice_summary(s: &Stats) -> String {
+    let (mut o, message) = job_lines(s);
+    if let Some(r) = s.rank {
+        let _ = writeln!(
+            o,
+            "           (slices, GETTS, decisions and blocked ranks are job-wide: strobe stats without --rank; rank {r} below)"
+        );
+        return o;
+    }
+    for line in message.iter().flat_map(|m| m.lines()) {
+        let _ = writeln!(o, "           {line}");
+    }
+    o.push_str(&slice_lines(s));
+    o
+}
+
+/// The recording, command, job and outcome lines, and the job's message to show under it.
+fn job_lines(s: &Stats) -> (String, Option<String>) {
     let mut o = String::new();
     let w = &mut o;
     let _ = writeln!(
@@ -120,9 +183,10 @@ fn slice_summary(s: &Stats) -> String {
     let _ = match &s.outcome {
         Some(out) => writeln!(
             w,
-            "outcome    {out} (exit status {}) after {:.3} s, {} slices ({recorded} recorded)",
+            "outcome    {} (exit status {}) after {}, {} slices ({recorded} recorded)",
+            outcome_words(out),
             s.exit_status.unwrap_or(0),
-            s.elapsed_ns.unwrap_or(0) as f64 / 1e9,
+            dur(s.elapsed_ns.unwrap_or(0)),
             s.total_slices.unwrap_or(0),
         ),
         None => writeln!(
@@ -130,19 +194,23 @@ fn slice_summary(s: &Stats) -> String {
             "outcome    unknown: still being recorded, or the recording was cut short ({recorded} slices recorded)"
         ),
     };
-    for line in s.message.iter().flat_map(|m| m.lines()) {
-        let _ = writeln!(w, "           {line}");
-    }
+    (o, s.message.clone())
+}
+
+/// Slice start reasons, GETTS, decisions, the top slices and the blocked calls.
+fn slice_lines(s: &Stats) -> String {
+    let mut o = String::new();
+    let w = &mut o;
     let _ = writeln!(w, "slices     {}", counts(&s.reasons));
     let g = &s.getts;
     let _ = match g.slices {
         0 => writeln!(w, "GETTS      (no metrics recorded)"),
         n => writeln!(
             w,
-            "GETTS      p50 {:.1} us  p99 {:.1} us  max {:.1} us  ({n} slices)",
-            us(g.p50_ns),
-            us(g.p99_ns),
-            us(g.max_ns.unwrap_or(0)),
+            "GETTS      p50 {}  p99 {}  max {}  ({n} slices)",
+            dur(g.p50_ns),
+            dur(g.p99_ns),
+            dur(g.max_ns.unwrap_or(0)),
         ),
     };
     let _ = match s.decisions.is_empty() {
@@ -223,7 +291,11 @@ fn mmds_table(s: &MmdsStats) -> String {
     }
     let _ = writeln!(
         w,
-        "  run time {:.3} ms; computation {:.3} + communication {:.3} = {:.3} ms; error {:.4}% ({})",
+        "  {} {:.3} ms; computation {:.3} + communication {:.3} = {:.3} ms; error {:.4}% ({})",
+        match (s.rank, s.ranks) {
+            (None, n) if n > 1 => format!("run time (summed over {n} ranks)"),
+            _ => "run time".to_string(),
+        },
         ms(s.wall_ns),
         ms(s.compute_ns),
         ms(s.comm_ns),

@@ -478,6 +478,7 @@ pub fn outcome_name(o: &JobOutcome) -> &'static str {
     match o {
         JobOutcome::Success => "success",
         JobOutcome::RankFailed { .. } => "rank_failed",
+        JobOutcome::Deadlock(r) if r.livelock.is_some() => "livelock",
         JobOutcome::Deadlock(_) => "deadlock",
         JobOutcome::Interrupted => "interrupted",
         JobOutcome::Timeout => "timeout",

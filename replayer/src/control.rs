@@ -49,6 +49,98 @@ impl std::str::FromStr for Break {
     }
 }
 
+impl std::fmt::Display for Break {
+    /// The form `--break` takes, so a listed breakpoint can be typed again.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Break::Slice(s) => write!(f, "slice={s}"),
+            Break::Call { rank, call } => write!(f, "rank={rank},call={call}"),
+        }
+    }
+}
+
+/// What a recording allows a breakpoint to name: breakpoints that can never fire are
+/// refused before the replay runs (issue 12, item 3), not discovered at its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub ranks: u32,
+    /// The recording's last slice (slices are numbered from 1).
+    pub last_slice: u64,
+}
+
+impl Bounds {
+    /// `Ok` if the replay can stop before slice `s`; else why not, in one line.
+    pub fn check_slice(&self, s: u64) -> Result<(), String> {
+        if s == 0 {
+            return Err("slice 0 does not exist: slices are numbered from 1".into());
+        }
+        if s > self.last_slice {
+            return Err(format!(
+                "slice {s} is beyond the recording's last slice ({}): the replay would end without stopping",
+                self.last_slice
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Ok` if `b` can fire in this recording; else why not, in one line.
+    pub fn check(&self, b: &Break) -> Result<(), String> {
+        match b {
+            Break::Slice(s) => self.check_slice(*s),
+            Break::Call { rank, call } => {
+                if *rank >= self.ranks {
+                    return Err(format!(
+                        "rank {rank} does not exist: the recording has {} rank{} (0..={})",
+                        self.ranks,
+                        if self.ranks == 1 { "" } else { "s" },
+                        self.ranks.saturating_sub(1)
+                    ));
+                }
+                check_call(call)
+            }
+        }
+    }
+}
+
+/// A call breakpoint fires on the descriptor a call posts, so it must name a descriptor
+/// kind. Decision: a known MPI call that posts no descriptor of its own name (a local call
+/// such as `MPI_Comm_rank`, or `MPI_Isend`, which posts an `MPI_Send` descriptor) is
+/// refused with the name to use instead, rather than silently never firing.
+pub fn check_call(call: &str) -> Result<(), String> {
+    let kinds = (0..=u8::MAX).filter_map(strobe_core::descriptor::DescKind::from_u8);
+    if kinds
+        .clone()
+        .any(|k| k.mpi_name().eq_ignore_ascii_case(call))
+    {
+        return Ok(());
+    }
+    let known = strobe_runtime::calls::Call::ALL
+        .iter()
+        .find(|c| c.mpi_name().eq_ignore_ascii_case(call));
+    let Some(known) = known else {
+        return Err(format!(
+            "unknown MPI call {call:?} (not in strobe's MPI call table; names look like MPI_Recv)"
+        ));
+    };
+    let name = known.mpi_name();
+    // MPI_Isend -> MPI_Send, MPI_Irecv -> MPI_Recv, MPI_Ibarrier -> MPI_Barrier...
+    let blocking = name.strip_prefix("MPI_I").map(|rest| format!("MPI_{rest}"));
+    let alias = blocking.and_then(|b| {
+        kinds
+            .clone()
+            .map(|k| k.mpi_name())
+            .find(|k| k.eq_ignore_ascii_case(&b))
+    });
+    Err(match alias {
+        Some(b) => format!(
+            "{name} posts an {b} descriptor and call breakpoints fire on descriptors: use call={b}"
+        ),
+        None => format!(
+            "{name} posts no descriptor (it completes in the rank, or waits on requests), so a breakpoint on it can never fire; calls that can: MPI_Send, MPI_Recv, MPI_Barrier, MPI_Bcast, MPI_Allreduce, ... (docs/replay-control.md)"
+        ),
+    })
+}
+
 /// One rank as seen while the replay is paused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankView {
@@ -94,6 +186,8 @@ struct State {
     stop: Option<String>,
     last_started: u64,
     finished: Option<String>,
+    /// Set once the recording is open: later breakpoints are checked against it.
+    bounds: Option<Bounds>,
 }
 
 /// Shared between the Strobe Sender (through the replay source), the verifier and clients.
@@ -146,8 +240,49 @@ impl Controller {
         self.subscribers.lock().expect("subscribers lock").push(f);
     }
 
-    pub fn add_break(&self, b: Break) {
-        self.lock().breaks.push(b);
+    /// The recording's ranks and slices: breakpoints added from now on are checked.
+    pub fn set_bounds(&self, bounds: Bounds) {
+        self.lock().bounds = Some(bounds);
+    }
+
+    /// Add a breakpoint; refused (with why) if it can never fire. A breakpoint already set
+    /// is not added twice. Returns its number in [`Controller::breaks`] (from 1).
+    pub fn add_break(&self, b: Break) -> Result<usize, String> {
+        let mut st = self.lock();
+        if let Some(bounds) = &st.bounds {
+            bounds.check(&b)?;
+            if let Break::Slice(s) = b {
+                if s <= st.last_started {
+                    return Err(format!(
+                        "slice {s} has already started (the replay is at slice {}): a replay only goes forward",
+                        st.last_started
+                    ));
+                }
+            }
+        }
+        if let Some(i) = st.breaks.iter().position(|x| *x == b) {
+            return Ok(i + 1);
+        }
+        st.breaks.push(b);
+        Ok(st.breaks.len())
+    }
+
+    /// The breakpoints set, in the order they were added (numbered from 1 by clients).
+    pub fn breaks(&self) -> Vec<Break> {
+        self.lock().breaks.clone()
+    }
+
+    /// Delete breakpoint number `n` (from 1, as [`Controller::breaks`] lists them).
+    pub fn delete_break(&self, n: usize) -> Result<Break, String> {
+        let mut st = self.lock();
+        let count = st.breaks.len();
+        if n == 0 || n > count {
+            return Err(match count {
+                0 => "no breakpoints are set".to_string(),
+                c => format!("no breakpoint {n}: breakpoints are numbered 1..={c}"),
+            });
+        }
+        Ok(st.breaks.remove(n - 1))
     }
 
     /// The call breakpoints set so far.
@@ -270,6 +405,12 @@ impl Controller {
                 reason = Some(st.pending.remove(i).1);
             }
         }
+        // The first hold (before slice 1) used to come before the launcher had spawned
+        // every rank: it printed "pid 0 ... gdb -p 0" (issue 12, item 8). Hold only once
+        // every rank has a pid; until then ask again shortly.
+        if reason.is_some() && !every_rank_spawned(seg) {
+            return Gate::Wait;
+        }
         match reason {
             Some(reason) => {
                 st.step = false;
@@ -295,6 +436,11 @@ impl Controller {
     }
 }
 
+/// Whether the launcher has given every rank a pid (a rank that exited keeps its pid).
+fn every_rank_spawned(seg: &JobSegment) -> bool {
+    (0..seg.ranks()).all(|r| seg.slot(r).pid.load(Ordering::Acquire) != 0)
+}
+
 /// What every rank is doing, from the job segment.
 pub fn rank_views(seg: &JobSegment) -> Vec<RankView> {
     (0..seg.ranks())
@@ -315,7 +461,7 @@ impl Pause {
     /// The human-readable form: every rank's pid and a ready-to-paste gdb command.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "strobe: replay held before slice {} ({}); every rank is held at its next MPI call\n",
+            "strobe: replay held before slice {} ({}); no rank gets past its next MPI call (a rank shown computing runs until it reaches one)\n",
             self.slice, self.reason
         );
         for r in &self.ranks {
@@ -324,9 +470,14 @@ impl Pause {
             } else {
                 r.state.to_string()
             };
+            let gdb = match (r.pid, r.state) {
+                (0, _) => "(not started)".to_string(),
+                (_, "exited") => "(exited)".to_string(),
+                (pid, _) => format!("gdb -p {pid}"),
+            };
             s.push_str(&format!(
-                "  rank {:>3}  pid {:>7}  {:<28} posted {:>6}   gdb -p {}\n",
-                r.rank, r.pid, what, r.posted, r.pid
+                "  rank {:>3}  pid {:>7}  {:<28} posted {:>6}   {gdb}\n",
+                r.rank, r.pid, what, r.posted
             ));
         }
         s
@@ -350,5 +501,54 @@ mod tests {
         assert!("rank=2".parse::<Break>().is_err());
         assert!("slice=x".parse::<Break>().is_err());
         assert!("bogus".parse::<Break>().is_err());
+        let b: Break = "call=MPI_Recv,rank=2".parse().unwrap();
+        assert_eq!(b.to_string(), "rank=2,call=MPI_Recv");
+    }
+
+    fn bounds() -> Bounds {
+        Bounds {
+            ranks: 4,
+            last_slice: 50,
+        }
+    }
+
+    #[test]
+    fn breakpoints_that_cannot_fire_are_refused() {
+        let b = bounds();
+        assert!(b.check(&Break::Slice(1)).is_ok());
+        assert!(b.check(&Break::Slice(50)).is_ok());
+        assert!(b.check(&Break::Slice(0)).unwrap_err().contains("from 1"));
+        assert!(b
+            .check(&Break::Slice(51))
+            .unwrap_err()
+            .contains("last slice (50)"));
+        let call = |rank, call: &str| Break::Call {
+            rank,
+            call: call.into(),
+        };
+        assert!(b.check(&call(3, "MPI_Recv")).is_ok());
+        assert!(b.check(&call(1, "mpi_barrier")).is_ok());
+        let e = b.check(&call(9, "MPI_Recv")).unwrap_err();
+        assert!(e.contains("4 ranks (0..=3)"), "{e}");
+        let e = b.check(&call(1, "MPI_Foo")).unwrap_err();
+        assert!(e.contains("unknown MPI call"), "{e}");
+        let e = b.check(&call(1, "MPI_Isend")).unwrap_err();
+        assert!(e.contains("use call=MPI_Send"), "{e}");
+        let e = b.check(&call(1, "MPI_Comm_rank")).unwrap_err();
+        assert!(e.contains("never fire"), "{e}");
+    }
+
+    #[test]
+    fn breakpoints_are_listed_and_deleted() {
+        let c = Controller::new();
+        c.set_bounds(bounds());
+        assert_eq!(c.add_break(Break::Slice(7)), Ok(1));
+        assert_eq!(c.add_break("rank=1,call=MPI_Recv".parse().unwrap()), Ok(2));
+        assert_eq!(c.add_break(Break::Slice(7)), Ok(1), "no duplicate");
+        assert!(c.add_break(Break::Slice(99)).is_err());
+        assert_eq!(c.breaks().len(), 2);
+        assert!(c.delete_break(3).is_err());
+        assert_eq!(c.delete_break(1), Ok(Break::Slice(7)));
+        assert_eq!(c.breaks(), vec!["rank=1,call=MPI_Recv".parse().unwrap()]);
     }
 }

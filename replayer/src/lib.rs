@@ -27,7 +27,7 @@ use strobe_runtime::engine::SliceSink;
 use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
 use strobe_runtime::outcome::encode_file;
 
-pub use control::{Break, Controller, Event, Pause};
+pub use control::{Bounds, Break, Controller, Event, Pause};
 pub use recording::Recording;
 pub use safety::{HashVerdict, LaunchPlan};
 pub use source::{Divergence, ReplaySource, Verifier};
@@ -71,6 +71,8 @@ pub enum ReplayError {
     Regenerate(RecordError),
     #[error("cannot regenerate into the recording being replayed ({0}): write a new file")]
     RegenerateInPlace(PathBuf),
+    #[error("{0}")]
+    Breakpoint(String),
     #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
     SchedulerVersion { recorded: u32, running: u32 },
 }
@@ -155,6 +157,27 @@ pub fn plan(opts: &ReplayOptions) -> Result<LaunchPlan, ReplayError> {
     safety::plan(&rec, opts)
 }
 
+/// Check `--until-slice` and every `--break` against the recording and give `ctl` its
+/// bounds (so breakpoints added while the replay runs are checked too).
+fn check_stops(rec: &Recording, opts: &ReplayOptions, ctl: &Controller) -> Result<(), ReplayError> {
+    let bounds = Bounds {
+        ranks: rec.job.ranks,
+        last_slice: rec.log.last_slice(),
+    };
+    if let Some(s) = opts.until_slice {
+        bounds
+            .check_slice(s)
+            .map_err(|e| ReplayError::Breakpoint(format!("--until-slice {s}: {e}")))?;
+    }
+    for b in &opts.breaks {
+        bounds
+            .check(b)
+            .map_err(|e| ReplayError::Breakpoint(format!("--break {b}: {e}")))?;
+    }
+    ctl.set_bounds(bounds);
+    Ok(())
+}
+
 /// Replay a recording. `ctl` is the control API the caller's clients use. Changes this
 /// process's working directory to the recorded one (ranks inherit it; the `strobe`
 /// process is the job's Machine Manager and owns its cwd).
@@ -166,6 +189,8 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         return Err(ReplayError::NeedsConfirmation(why));
     }
     let warnings = plan.warnings();
+    // Breakpoints that can never fire are refused before anything runs (issue 12, item 3).
+    check_stops(&rec, opts, &ctl)?;
     let regen_path = opts.regenerate.as_deref().map(absolute);
     if let Some(p) = &regen_path {
         let same = match (std::fs::canonicalize(p), std::fs::canonicalize(&rec.path)) {
@@ -266,7 +291,8 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         engine.node_of_rank(),
     ));
     for b in &opts.breaks {
-        ctl.add_break(b.clone());
+        ctl.add_break(b.clone())
+            .map_err(|e| ReplayError::Breakpoint(format!("--break {b}: {e}")))?;
     }
     let report = launcher::launch(&cfg, verifier, Some(src))?;
     if let Some(r) = &regen {

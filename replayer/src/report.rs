@@ -1,6 +1,8 @@
 //! Turning a finished replay into a verdict and its report.
 
-use strobe_runtime::launcher::{JobOutcome, JobReport};
+use std::os::unix::process::ExitStatusExt;
+
+use strobe_runtime::launcher::{JobOutcome, JobReport, RankDeath};
 use strobe_runtime::sched::Decision;
 
 use crate::recording::Recording;
@@ -130,6 +132,77 @@ fn render(d: &Divergence, shared: &Shared, node_of_rank: &[u32]) -> String {
     s
 }
 
+/// How one rank ended, as far as it was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RankEnd {
+    Exit(i32),
+    Signal(i32),
+    /// Not seen: not reaped, or SIGKILLed by strobe when another rank failed first.
+    Unseen,
+}
+
+impl RankEnd {
+    fn from_raw(raw: Option<i32>) -> RankEnd {
+        match raw.map(std::process::ExitStatus::from_raw) {
+            None => RankEnd::Unseen,
+            Some(st) => match (st.signal(), st.code()) {
+                (Some(libc::SIGKILL), _) => RankEnd::Unseen,
+                (Some(s), _) => RankEnd::Signal(s),
+                (None, Some(c)) => RankEnd::Exit(c),
+                (None, None) => RankEnd::Unseen,
+            },
+        }
+    }
+
+    fn agrees(self, other: RankEnd) -> bool {
+        self == other || self == RankEnd::Unseen || other == RankEnd::Unseen
+    }
+}
+
+/// Several ranks failing at the end of a job (MPICH's `init/exitst1`: every rank returns 1
+/// after MPI_Finalize) race to the launcher: which one it names first, and which of the
+/// others it kills before they exit by themselves, changes from run to run (issue 12, item
+/// 11). Decision: the verdict compares the set of rank outcomes, not the first one named:
+/// every rank whose end was seen both in the recording and in the replay ended the same
+/// way; a rank strobe SIGKILLed (it was stopped because another failed) agrees with
+/// anything, since its own end was never observed.
+fn rank_ends_agree(rec: &Recording, report: &JobReport) -> bool {
+    let recorded = |rank: u32| {
+        match rec.job.failed_ranks.iter().find(|f| f.rank == rank) {
+            // Not listed: the recorded rank exited with status 0.
+            None => RankEnd::Exit(0),
+            Some(f) => match (f.signal, f.exit_code) {
+                (Some(libc::SIGKILL), _) => RankEnd::Unseen,
+                (Some(s), _) => RankEnd::Signal(s),
+                (None, Some(c)) => RankEnd::Exit(c),
+                (None, None) => RankEnd::Unseen,
+            },
+        }
+    };
+    let seen_failure = |rank: u32| match recorded(rank) {
+        RankEnd::Exit(c) => c != 0,
+        RankEnd::Signal(_) => true,
+        RankEnd::Unseen => false,
+    };
+    // The replayed first failure must be one the recording saw (or could not see).
+    let JobOutcome::RankFailed { rank, how, .. } = &report.outcome else {
+        return false;
+    };
+    if !matches!(how, RankDeath::ExitCode(_) | RankDeath::Signal(_)) {
+        return false;
+    }
+    let replayed_first =
+        RankEnd::from_raw(report.rank_status.get(*rank as usize).copied().flatten());
+    if !(replayed_first.agrees(recorded(*rank))
+        && (seen_failure(*rank) || recorded(*rank) == RankEnd::Unseen))
+    {
+        return false;
+    }
+    (0..rec.job.ranks).all(|r| {
+        RankEnd::from_raw(report.rank_status.get(r as usize).copied().flatten()).agrees(recorded(r))
+    })
+}
+
 pub(crate) fn verdict(
     rec: &Recording,
     report: &JobReport,
@@ -195,8 +268,9 @@ pub(crate) fn verdict(
                 .get(*rank as usize)
                 .is_some_and(|r| r.posting.iter().all(|&(slice, _)| slice <= report.slices));
             same_outcome
-                && recorded_msg.as_deref().map(without_slice)
+                && (recorded_msg.as_deref().map(without_slice)
                     == replayed.as_deref().map(without_slice)
+                    || rank_ends_agree(rec, report))
                 && report.slices <= last
                 && recorded_msg
                     .as_deref()

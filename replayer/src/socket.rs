@@ -289,10 +289,10 @@ fn handle(req: &Value, ctl: &Controller) -> String {
             .and_then(Value::as_str)
             .map(str::parse::<Break>)
         {
-            Some(Ok(b)) => {
-                ctl.add_break(b);
-                OK.into()
-            }
+            Some(Ok(b)) => match ctl.add_break(b) {
+                Ok(_) => OK.into(),
+                Err(e) => err(&e),
+            },
             Some(Err(e)) => err(&e),
             None => err("break needs \"spec\": \"slice=S\" or \"rank=R,call=MPI_Name\""),
         },

@@ -111,6 +111,7 @@ impl JobReport {
                 RankDeath::ExitCode(c) | RankDeath::Abort(c) => *c,
                 RankDeath::NoFinalize => 1,
             },
+            JobOutcome::Deadlock(r) if r.livelock.is_some() => crate::engine::EXIT_LIVELOCK,
             JobOutcome::Deadlock(_) => EXIT_DEADLOCK,
             JobOutcome::Interrupted => EXIT_INTERRUPTED,
             JobOutcome::Timeout => EXIT_TIMEOUT,

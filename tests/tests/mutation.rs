@@ -290,12 +290,23 @@ const OUTCOMES: &[&str] = &[
     "success",
     "rank_failed",
     "deadlock",
+    "livelock",
     "interrupted",
     "timeout",
     "engine_failed",
     "stopped",
     "not_started",
 ];
+
+/// How `strobe stats` words a stored outcome (src/stats.rs, `outcome_words`).
+fn outcome_words(o: &str) -> &str {
+    match o {
+        "rank_failed" => "a rank failed",
+        "engine_failed" => "runtime failure",
+        "stopped" => "stopped by the replay",
+        other => other,
+    }
+}
 
 fn refused(r: &Ran) -> bool {
     r.code == Some(2)
@@ -321,8 +332,10 @@ fn impossible_text(out: &str) -> Option<String> {
             }
         }
         if let Some(rest) = l.strip_prefix("outcome    ") {
-            let name = rest.split_whitespace().next().unwrap_or("");
-            if name != "unknown:" && !OUTCOMES.contains(&name) {
+            let known = OUTCOMES
+                .iter()
+                .any(|o| rest.starts_with(&format!("{} (", outcome_words(o))));
+            if !rest.starts_with("unknown:") && !known {
                 return Some(l.to_string());
             }
         }

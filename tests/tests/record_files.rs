@@ -152,8 +152,9 @@ fn a_second_record_force_is_refused_and_the_first_loses_nothing() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let o = record(&db, &["--force"], "token_ring", &[]);
-    // `strobe record`'s "cannot start" status (the runtime's, 127).
-    assert_eq!(o.code, 127, "{}", o.stderr);
+    // Refused before anything ran: exit 2 (docs/cli.md, "Exit status"; 127 is kept for a
+    // program that cannot be started).
+    assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
         o.stderr.contains("being written by another strobe"),
         "{}",

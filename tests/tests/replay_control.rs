@@ -229,4 +229,104 @@ fn the_terminal_stepper_steps_prints_and_continues() {
     ] {
         assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
     }
+    // Issue 12, item 8: the first hold names real pids, and each report comes whole, its
+    // rank lines, then the prompt (one write).
+    assert!(!stderr.contains("gdb -p 0\n"), "{stderr}");
+    let first = stderr
+        .split("held before slice 1 (step)")
+        .nth(1)
+        .expect("a first hold");
+    let (report, _) = first.split_once("(strobe) ").expect("a prompt after it");
+    let ranks: Vec<&str> = report.lines().skip(1).collect();
+    assert_eq!(ranks.len(), 2, "two rank lines, then the prompt:\n{report}");
+    for l in ranks {
+        assert!(l.starts_with("  rank ") && l.contains("gdb -p "), "{l}");
+        let pid: u32 = l
+            .split("pid")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(pid > 0, "{l}");
+    }
+}
+
+/// Issue 12, item 3: a stop that can never happen is refused (exit 2) before anything runs,
+/// with one line saying why, instead of replaying to the end and exiting 0.
+#[test]
+fn breakpoints_that_can_never_fire_are_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.db");
+    assert_eq!(record(&db, &["-n", "4"], "token_ring", &[], &[]).code, 0);
+    let cases: [(&[&str], &str); 6] = [
+        (&["--until-slice", "0"], "numbered from 1"),
+        (
+            &["--until-slice", "99999"],
+            "beyond the recording's last slice",
+        ),
+        (
+            &["--break", "slice=99999"],
+            "beyond the recording's last slice",
+        ),
+        (&["--break", "rank=9,call=MPI_Recv"], "4 ranks (0..=3)"),
+        (&["--break", "rank=1,call=MPI_Foo"], "unknown MPI call"),
+        (&["--break", "rank=1,call=MPI_Isend"], "use call=MPI_Send"),
+    ];
+    for (args, want) in cases {
+        let out = strobe_tests::replay::replay(&db, args, &[]);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.trim().lines().count(),
+            1,
+            "{args:?}: one clean line, nothing started: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.starts_with("strobe: cannot replay"),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
+    }
+}
+
+/// The stepper confirms `break`, lists breakpoints (`break` alone), deletes them
+/// (`delete N`) and refuses one that can never fire; a deleted breakpoint does not stop.
+#[test]
+fn the_terminal_stepper_lists_confirms_and_deletes_breakpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.db");
+    assert_eq!(record(&db, &["-n", "2"], "token_ring", &[], &[]).code, 0);
+    let mut child = spawn_replay(&db, &["--step"], Stdio::piped());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"break slice=30\nbreak slice=40\nbreak rank=5,call=MPI_Recv\nbreak\ndelete 1\ndelete 7\nbreak\ncontinue\ncontinue\n",
+        )
+        .unwrap();
+    let (code, stderr) = finish(child);
+    assert_eq!(code, 0, "{stderr}");
+    for want in [
+        "breakpoint 1: slice=30",
+        "breakpoint 2: slice=40",
+        "breakpoint rank=5,call=MPI_Recv refused: rank 5 does not exist",
+        "  1  slice=30\n  2  slice=40\n",
+        "deleted breakpoint 1: slice=30",
+        "no breakpoint 7: breakpoints are numbered 1..=1",
+        "  1  slice=40\n",
+        "held before slice 40 (breakpoint slice=40)",
+        "replay matched the recording",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
+    }
+    assert!(
+        !stderr.contains("held before slice 30"),
+        "a deleted breakpoint stopped the replay:\n{stderr}"
+    );
 }

@@ -167,7 +167,18 @@ fn a_live_replay_holds_breaks_steps_shows_gdb_and_quits_cleanly() {
     l.key(KeyCode::Enter);
     assert_eq!(l.app.view.cursor, 5);
     l.keys("b");
-    l.assert_shows(&["breakpoint before slice 5"], "breakpoint set");
+    l.assert_shows(&["breakpoint 1: before slice 5"], "breakpoint set");
+    // Listed, deleted, set again (issue 12, item 3): L lists, D deletes at the cursor.
+    l.keys("L");
+    l.assert_shows(&["Breakpoints", "1  slice=5"], "breakpoint list");
+    l.key(KeyCode::Esc);
+    l.keys("D");
+    l.assert_shows(&["deleted breakpoint 1: slice=5"], "breakpoint deleted");
+    l.keys("L");
+    l.assert_shows(&["no breakpoints"], "empty list");
+    l.key(KeyCode::Esc);
+    l.keys("b");
+    l.assert_shows(&["breakpoint 1: before slice 5"], "breakpoint set again");
     l.keys(" ");
     l.until(
         |s| *s == LiveState::AtBreakpoint { slice: 5 },

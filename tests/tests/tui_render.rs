@@ -242,7 +242,7 @@ fn slice_detail_shows_the_wait_for_cycle_at_every_size() {
     // Slice 1 of a collective job: descriptors and decisions listed.
     let mut ui = Ui::open(&r.collectives, (200, 60), true);
     ui.keys("]3");
-    ui.assert_shows(&["coll ", "MPI_"], "collective slice");
+    ui.assert_shows(&["NCOLL ", "MPI_"], "collective slice");
 }
 
 #[test]
@@ -422,4 +422,90 @@ fn a_tiny_terminal_does_not_panic() {
     ui.resize(80, 24);
     ui.keys("1");
     ui.assert_shows(&["GETTS"], "back to 80x24");
+}
+
+/// Issue 12, item 6: at every size the Overview shows the deadlock report (its first line
+/// and the wait-for cycle), never the exits of the ranks strobe itself stopped; at 200x60
+/// the report's lines are not wrapped; `e` says why the cursor moved.
+#[test]
+fn overview_shows_the_deadlock_report_at_every_size_and_e_says_why() {
+    let r = recordings();
+    for size in SIZES {
+        let ctx = format!("deadlock overview {size:?}");
+        let mut ui = Ui::open(&r.deadlock, size, true);
+        ui.assert_shows(
+            &[
+                "deadlock in slice",
+                "wait-for cycle: rank 0 -> rank 1 -> rank 2 -> rank 0",
+            ],
+            &ctx,
+        );
+        let screen = ui.screen();
+        for stopped in ["killed by signal 9", "exited with 1", "SIGKILL"] {
+            assert!(
+                !screen.contains(stopped),
+                "{ctx}: shows {stopped:?}:\n{screen}"
+            );
+        }
+        if size.0 >= 200 {
+            // The report's longest line is whole on one screen line.
+            assert!(
+                screen.lines().any(|l| l.contains("-> waits for rank(s) 1")),
+                "{ctx}: the report is wrapped:\n{screen}"
+            );
+        }
+        ui.keys("e");
+        let (m, err) = ui.app.message.clone().expect("e explains itself");
+        assert!(!err && m.contains("deadlock formed in slice"), "{ctx}: {m}");
+        // The whole message is on the status line, not cut.
+        let status = ui.screen().lines().last().unwrap().to_string();
+        assert!(
+            status.contains("(blocked set fixed); Enter"),
+            "{ctx}: cut: {status}"
+        );
+    }
+}
+
+/// Issue 12, item 7: the help scrolls at 80x24 to its last key, the GETTS axis shows its
+/// whole unit, and the slice detail's right column is not cut at 120 columns.
+#[test]
+fn help_scrolls_and_nothing_is_cut() {
+    let r = recordings();
+    let mut ui = Ui::open(&r.deadlock, (80, 24), true);
+    ui.keys("?");
+    ui.assert_shows(&["Keys", "lines 1-"], "help 80x24");
+    assert!(!ui.screen().contains("mouse"), "the last key fits?");
+    ui.send(&[
+        code(KeyCode::PageDown),
+        code(KeyCode::PageDown),
+        code(KeyCode::PageDown),
+    ]);
+    ui.assert_shows(
+        &["mouse", "live: gdb -p PID", "where the job went wrong"],
+        "help scrolled",
+    );
+    assert!(ui.app.help, "scrolling keeps the help open");
+    ui.keys("q");
+    for size in SIZES {
+        let ctx = format!("axis {size:?}");
+        let ui = Ui::open(&r.collectives, size, true);
+        let screen = ui.screen();
+        let getts = screen
+            .lines()
+            .skip_while(|l| !l.contains("GETTS elapsed time"))
+            .nth(1)
+            .unwrap_or_default();
+        let label: String = getts.chars().take(9).collect();
+        assert!(
+            label.trim_end().ends_with(" ns")
+                || label.trim_end().ends_with(" us")
+                || label.trim_end().ends_with(" ms")
+                || label.trim_end().ends_with(" s"),
+            "{ctx}: axis label {label:?}"
+        );
+    }
+    let mut ui = Ui::open(&r.deadlock, (120, 40), true);
+    ui.keys("G");
+    ui.send(&[code(KeyCode::Enter)]);
+    ui.assert_shows(&["LTTS", "BPTS 3"], "slice detail 120x40");
 }

@@ -178,6 +178,55 @@ fn a_person_browses_a_deadlock_in_tmux() {
     assert!(!s.contains("GETTS"), "the alternate screen is gone:\n{s}");
 }
 
+/// Issue 12, items 6 and 7, on the real binary at 80x24, 120x40 and 200x60: the Overview
+/// shows the deadlock report (not the exits of the ranks strobe stopped), `e` says why it
+/// moved, the status line is not cut, and the help scrolls to its last key.
+#[test]
+fn the_deadlock_report_and_whole_messages_at_three_sizes_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture_into(dir.path(), "deadlock", 3);
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let ctx = format!("{w}x{h}");
+        let t = Tmux::start(&tui_command(&db), w, h);
+        let s = t.wait_for(
+            &[
+                "outcome deadlock",
+                "deadlock in slice",
+                "wait-for cycle: rank 0 -> rank 1 -> rank 2 -> rank 0",
+            ],
+            &ctx,
+        );
+        for stopped in ["signal 9", "exited with 1", "SIGKILL"] {
+            assert!(!s.contains(stopped), "{ctx}: shows {stopped:?}:\n{s}");
+        }
+        t.keys(&["e"]);
+        t.wait_for(
+            &["deadlock formed in slice", "(blocked set fixed); Enter"],
+            &ctx,
+        );
+        t.keys(&["?"]);
+        t.wait_for(&["Keys"], &ctx);
+        for _ in 0..4 {
+            t.keys(&["PageDown"]);
+        }
+        t.wait_for(
+            &["mouse", "live: gdb -p PID"],
+            &format!("{ctx} help scrolled"),
+        );
+        t.keys(&["Escape"]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while t.capture().contains("Keys ─") {
+            assert!(
+                Instant::now() < deadline,
+                "{ctx}: Esc did not close the help"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        t.keys(&["q"]);
+        t.wait_for(&["strobe-exited-0"], &format!("{ctx} quit"));
+    }
+}
+
 #[test]
 fn a_panic_leaves_a_usable_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -293,7 +342,7 @@ fn a_person_drives_a_live_replay_in_tmux() {
 
     // A breakpoint at slice 4 (the cursor goes there by search), run to it.
     t.keys(&["/4", "Enter", "b"]);
-    t.wait_for(&["breakpoint before slice 4"], "breakpoint set");
+    t.wait_for(&["breakpoint 1: before slice 4"], "breakpoint set");
     t.keys(&["Space"]);
     t.wait_for(
         &[

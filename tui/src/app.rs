@@ -116,6 +116,8 @@ pub struct App {
     pub tab: Tab,
     back: Vec<Tab>,
     pub help: bool,
+    /// The first line of the help shown (it scrolls when the terminal is short).
+    pub help_scroll: u16,
     pub view: Viewport,
     /// Width of the slice axis on screen, from the last layout.
     pub cols: usize,
@@ -157,6 +159,7 @@ impl App {
             tab: Tab::Overview,
             back: Vec::new(),
             help: false,
+            help_scroll: 0,
             view: Viewport {
                 first: 1,
                 per_col: u64::MAX / 4,
@@ -334,9 +337,28 @@ impl App {
             }
             return;
         }
+        if self.help && self.popup.is_none() {
+            // The help scrolls (at 80x24 it did not fit and stopped after `p`: issue 12,
+            // item 7): j/k, arrows, PageUp/PageDown, space, g; any other key closes it.
+            // Wrapped lines can outnumber the keys; the drawing clamps to the last page.
+            let max = 4 * crate::keys::KEYS.len() as u16;
+            let scroll = match k.code {
+                KeyCode::Char('j') | KeyCode::Down => Some(self.help_scroll.saturating_add(1)),
+                KeyCode::Char('k') | KeyCode::Up => Some(self.help_scroll.saturating_sub(1)),
+                KeyCode::PageDown | KeyCode::Char(' ') => Some(self.help_scroll.saturating_add(10)),
+                KeyCode::PageUp => Some(self.help_scroll.saturating_sub(10)),
+                KeyCode::Char('g') | KeyCode::Home => Some(0),
+                _ => None,
+            };
+            if let Some(s) = scroll {
+                self.help_scroll = s.min(max);
+                return;
+            }
+        }
         if self.help || self.popup.is_some() {
             // Any key closes the help or a popup; q still quits.
             self.help = false;
+            self.help_scroll = 0;
             self.popup = None;
             if action_for(k, self.live) == Some(Action::Quit) {
                 self.quit = true;
@@ -487,7 +509,23 @@ impl App {
             }
             Action::Trouble => {
                 let r = self.rec.trouble_slice();
+                let found = matches!(r, Ok(Some(_)));
                 self.jump(r, "trouble: the job succeeded");
+                if found {
+                    // Say why the cursor moved there (issue 12, item 6).
+                    let why = match self.rec.job().outcome.as_deref() {
+                        Some("deadlock") => format!(
+                            "deadlock formed in slice {} (blocked set fixed); Enter",
+                            self.view.cursor
+                        ),
+                        o => format!(
+                            "slice {}: the job ended here ({}); Enter",
+                            self.view.cursor,
+                            o.unwrap_or("cut short")
+                        ),
+                    };
+                    self.message = Some((why, false));
+                }
             }
             Action::ToggleCollapse => self.collapse = !self.collapse,
             Action::SortNext => {
@@ -505,6 +543,8 @@ impl App {
             | Action::BreakHere
             | Action::BreakOnCall
             | Action::Gdb
+            | Action::ListBreaks
+            | Action::DeleteBreak
                 if !self.live =>
             {
                 self.message = Some((
@@ -519,6 +559,10 @@ impl App {
                 .push(ReplayCommand::BreakAtSlice(self.view.cursor)),
             Action::BreakOnCall => self.break_on_call(),
             Action::Gdb => self.commands.push(ReplayCommand::Gdb { rank: self.rank }),
+            Action::ListBreaks => self.commands.push(ReplayCommand::ListBreaks),
+            Action::DeleteBreak => self.commands.push(ReplayCommand::DeleteBreak {
+                at: self.view.cursor,
+            }),
         }
     }
 

@@ -43,6 +43,12 @@ pub enum ReplayCommand {
     Gdb {
         rank: u32,
     },
+    /// List the breakpoints (a popup).
+    ListBreaks,
+    /// Delete the breakpoint before this slice if there is one, else the last one set.
+    DeleteBreak {
+        at: u64,
+    },
 }
 
 pub trait Feed {

@@ -48,12 +48,20 @@ pub enum Action {
     BreakOnCall,
     /// Live replay: show `gdb -p PID` for the selected rank.
     Gdb,
+    /// Live replay: list the breakpoints.
+    ListBreaks,
+    /// Live replay: delete the breakpoint at the cursor's slice, else the last one set.
+    DeleteBreak,
 }
 
 /// (keys as shown, what they do, the action). Order is the help screen's order.
 pub const KEYS: &[(&str, &str, Action)] = &[
     ("q  Ctrl-c", "quit", Action::Quit),
-    ("?", "this help (any key closes it)", Action::Help),
+    (
+        "?",
+        "this help (j/k scroll it; any other key closes it)",
+        Action::Help,
+    ),
     ("Tab  Shift-Tab", "next / previous tab", Action::NextTab),
     (
         "1 2 3 4",
@@ -142,6 +150,11 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         Action::BreakHere,
     ),
     (
+        "L  D",
+        "live: list the breakpoints / delete the one at the cursor's slice (else the last)",
+        Action::ListBreaks,
+    ),
+    (
         "x",
         "live: gdb -p PID of the selected rank (when held)",
         Action::Gdb,
@@ -201,6 +214,8 @@ pub fn action_for(key: KeyEvent, live: bool) -> Option<Action> {
         KeyCode::Char('b') => Action::BreakHere,
         KeyCode::Char('B') => Action::BreakOnCall,
         KeyCode::Char('x') => Action::Gdb,
+        KeyCode::Char('L') => Action::ListBreaks,
+        KeyCode::Char('D') => Action::DeleteBreak,
         _ => return None,
     })
 }

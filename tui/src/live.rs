@@ -314,18 +314,49 @@ impl Feed for ReplayFeed {
                         "slice {s} has already run or is where the replay holds (before slice {next}): a replay only goes forward"
                     ));
                 }
-                self.ctl.add_break(Break::Slice(s));
+                let n = self.ctl.add_break(Break::Slice(s))?;
                 Ok(vec![FeedEvent::Message(format!(
-                    "breakpoint before slice {s} (space runs to it)"
+                    "breakpoint {n}: before slice {s} (space runs to it)"
                 ))])
             }
             ReplayCommand::BreakOnCall { rank, call } => {
-                self.ctl.add_break(Break::Call {
+                let n = self.ctl.add_break(Break::Call {
                     rank,
                     call: call.clone(),
-                });
+                })?;
                 Ok(vec![FeedEvent::Message(format!(
-                    "breakpoint after the slice that handles rank {rank}'s next {call}"
+                    "breakpoint {n}: after the slice that handles rank {rank}'s next {call}"
+                ))])
+            }
+            ReplayCommand::ListBreaks => {
+                let breaks = self.ctl.breaks();
+                let text = if breaks.is_empty() {
+                    "no breakpoints: b sets one at the cursor's slice, B on the selected rank's call"
+                        .to_string()
+                } else {
+                    breaks
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| format!("{}  {b}", i + 1))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                        + "\n\nD deletes the one at the cursor's slice (else the last)"
+                };
+                Ok(vec![FeedEvent::Popup {
+                    title: "Breakpoints".into(),
+                    text,
+                }])
+            }
+            ReplayCommand::DeleteBreak { at } => {
+                let breaks = self.ctl.breaks();
+                let n = breaks
+                    .iter()
+                    .position(|b| *b == Break::Slice(at))
+                    .map(|i| i + 1)
+                    .unwrap_or(breaks.len());
+                let b = self.ctl.delete_break(n)?;
+                Ok(vec![FeedEvent::Message(format!(
+                    "deleted breakpoint {n}: {b}"
                 ))])
             }
             ReplayCommand::Gdb { rank } => {

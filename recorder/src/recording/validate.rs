@@ -34,6 +34,8 @@ pub const OUTCOMES: &[&str] = &[
     "success",
     "rank_failed",
     "deadlock",
+    // A livelock (runtime/src/engine/deadlock.rs, `LivelockWatch`).
+    "livelock",
     "interrupted",
     "timeout",
     "engine_failed",

@@ -1,6 +1,12 @@
-//! Deadlock reports: who is blocked, in which call, waiting for whom, and the cycle.
+//! Deadlock and livelock reports: who is blocked (or polling), in which call, waiting for
+//! whom, and the cycle; and the livelock watch that decides one.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::descriptor::{DescKind, Descriptor, COMPLETION_FOUND};
+use crate::segment::BlockedCall;
+use strobe_core::sched::{Decision, SliceDecisions};
 
 use crate::descriptor::{ANY_SOURCE, COMM_SELF_BASE, COMM_WORLD};
 use crate::sched::{PendingOp, Scheduler};
@@ -23,6 +29,135 @@ pub struct DeadlockReport {
     /// A wait-for cycle, as world ranks, if there is one (`[0, 1]` means 0 waits for 1
     /// and 1 waits for 0).
     pub cycle: Option<Vec<u32>>,
+    /// A livelock: every live rank polling (or blocked) for this many slices in a row with
+    /// nothing matched; `None` for a deadlock.
+    pub livelock: Option<u32>,
+}
+
+/// What a rank polling with the test calls is shown doing (the engine sees its failed
+/// tests, not which of the calls made them).
+const POLLING: &str = "MPI_Test/Testall/Testany/Testsome";
+
+/// Exit status of a job stopped as livelocked (a deadlock is 3: `launcher::EXIT_DEADLOCK`).
+pub const EXIT_LIVELOCK: i32 = 5;
+
+/// The default of `--livelock-slices` (`strobe run`, `strobe record`).
+pub const DEFAULT_LIVELOCK_SLICES: u32 = 4000;
+
+/// Slices without progress before a livelock is declared; 0 (the runtime's default) is
+/// off. Process-wide because it is a policy of the strobe command (`--livelock-slices`),
+/// not of the engine's configuration: a replay leaves it off and ends where its recording
+/// ended, so a replay never decides a livelock of its own (docs/cli.md).
+static LIVELOCK_SLICES: AtomicU32 = AtomicU32::new(0);
+
+/// Declare a livelock after `n` slices without progress (0: never).
+pub fn set_livelock_slices(n: u32) {
+    LIVELOCK_SLICES.store(n, Ordering::Relaxed);
+}
+
+/// Issue 12, item 12: a rank spinning in `MPI_Test`/`MPI_Testall`/`MPI_Iprobe` on a request
+/// that can never complete (MPICH's `pt2pt/cancelrecv`) ran until the timeout. The Strobe
+/// Sender sees it at slice granularity: a slice makes no progress when every live rank is
+/// either blocked or polling (its count of failed tests grew in the last few slices, see
+/// [`poll_window`], or it sits in `MPI_Iprobe`), at least one polls, nothing but `MPI_Iprobe` was posted, nothing was
+/// decided but "not found" answers to those probes, and nothing is in flight. A rank that
+/// computes without polling breaks the run (it may still post what the others wait for).
+/// After `--livelock-slices` such slices in a row the job is stopped with a report like a
+/// deadlock's. Decision: this is a heuristic (a rank could poll for a long while and then
+/// send), hence a generous default (4000 slices, 2 s at 500 us) and its own exit status.
+#[derive(Default)]
+pub struct LivelockWatch {
+    /// Each rank's failed-test count at the previous slice boundary.
+    fails: Vec<u32>,
+    /// The last slice in which each rank's failed-test count grew.
+    polled_in: Vec<Option<u64>>,
+    quiet: u32,
+}
+
+/// How recently a rank must have failed a test to count as polling: a polling rank does
+/// not get a core in every slice on a loaded machine (2 cores, 6 jobs: it showed up in one
+/// slice of three), so one quiet slice must not read as "computing".
+fn poll_window(limit: u32) -> u64 {
+    u64::from((limit / 4).clamp(8, 500))
+}
+
+impl LivelockWatch {
+    /// After slice `slice` (node 0): the report when the job is livelocked.
+    pub fn after_slice(
+        &mut self,
+        slice: u64,
+        seg: &JobSegment,
+        sched: &Scheduler,
+        posted: &[Descriptor],
+        dec: &SliceDecisions,
+        ranks: u32,
+    ) -> Option<DeadlockReport> {
+        let limit = LIVELOCK_SLICES.load(Ordering::Relaxed);
+        if limit == 0 {
+            return None;
+        }
+        self.fails.resize(ranks as usize, 0);
+        self.polled_in.resize(ranks as usize, None);
+        let window = poll_window(limit);
+        // An MPI_Iprobe loop posts a probe each time round: that is polling too (between
+        // its answer and its next probe the rank computes for a moment).
+        for d in posted.iter().filter(|d| d.kind == DescKind::Iprobe as u8) {
+            if let Some(p) = self.polled_in.get_mut(d.rank as usize) {
+                *p = Some(slice);
+            }
+        }
+        let mut pollers = Vec::new();
+        let mut someone_computes = false;
+        for r in 0..ranks {
+            let slot = seg.slot(r);
+            let fails = slot.pending_fails.load(Ordering::Acquire);
+            if fails > self.fails[r as usize] {
+                self.polled_in[r as usize] = Some(slice);
+            } else if fails < self.fails[r as usize] && self.polled_in[r as usize] != Some(slice) {
+                // A test succeeded (the run of failures was recorded and restarted).
+                self.polled_in[r as usize] = None;
+            }
+            self.fails[r as usize] = fails;
+            let grew = self.polled_in[r as usize].is_some_and(|p| slice - p < window);
+            let state = slot.state();
+            if !state.is_live() {
+                continue;
+            }
+            let iprobing = state == RankState::Blocked
+                && slot.blocked_call() == BlockedCall::Posted(DescKind::Iprobe);
+            if grew || iprobing {
+                pollers.push(r);
+            } else if state != RankState::Blocked {
+                someone_computes = true;
+            }
+        }
+        let only_probes = posted.iter().all(|d| d.kind == DescKind::Iprobe as u8)
+            && dec.decisions.iter().all(|d| {
+                matches!(d, Decision::Complete(c) if c.completion.flags & COMPLETION_FOUND == 0)
+            });
+        let quiet = !pollers.is_empty() && !someone_computes && only_probes && sched.is_quiescent();
+        self.quiet = if quiet { self.quiet + 1 } else { 0 };
+        if self.quiet < limit {
+            return None;
+        }
+        let mut report = DeadlockReport::build(slice, seg, sched, ranks);
+        for &r in &pollers {
+            if let Some(b) = report.blocked.iter_mut().find(|b| b.rank == r) {
+                b.call = "MPI_Iprobe";
+            } else {
+                report.blocked.push(BlockedRank {
+                    rank: r,
+                    call: POLLING,
+                    ops: sched.pending_of(r),
+                });
+            }
+        }
+        report.blocked.sort_by_key(|b| b.rank);
+        report.cycle = cycle_of(&report.blocked, sched);
+        report.livelock = Some(self.quiet);
+        tracing::info!(slice, pollers = ?pollers, "livelock detected");
+        Some(report)
+    }
 }
 
 impl DeadlockReport {
@@ -35,14 +170,7 @@ impl DeadlockReport {
                 ops: sched.pending_of(r),
             })
             .collect();
-        let input: Vec<Blocked> = blocked
-            .iter()
-            .map(|b| Blocked {
-                rank: b.rank,
-                ops: b.ops.iter().map(|o| wait_op(sched, b.rank, o)).collect(),
-            })
-            .collect();
-        let cycle = waitfor::analyze(&input).cycle;
+        let cycle = cycle_of(&blocked, sched);
         if let Some(c) = &cycle {
             tracing::info!(slice, cycle = ?c, "deadlock with a wait-for cycle");
         }
@@ -50,8 +178,21 @@ impl DeadlockReport {
             slice,
             cycle,
             blocked,
+            livelock: None,
         }
     }
+}
+
+/// The wait-for cycle among `blocked` (the core's analysis, `strobe_core::waitfor`).
+fn cycle_of(blocked: &[BlockedRank], sched: &Scheduler) -> Option<Vec<u32>> {
+    let input: Vec<Blocked> = blocked
+        .iter()
+        .map(|b| Blocked {
+            rank: b.rank,
+            ops: b.ops.iter().map(|o| wait_op(sched, b.rank, o)).collect(),
+        })
+        .collect();
+    waitfor::analyze(&input).cycle
 }
 
 /// The wait-for analysis' view of a pending operation: world ranks instead of
@@ -114,13 +255,25 @@ fn describe(o: &PendingOp) -> String {
 
 impl fmt::Display for DeadlockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "deadlock in slice {}: every live rank is blocked and nothing can be scheduled",
-            self.slice
-        )?;
+        match self.livelock {
+            None => writeln!(
+                f,
+                "deadlock in slice {}: every live rank is blocked and nothing can be scheduled",
+                self.slice
+            )?,
+            Some(n) => writeln!(
+                f,
+                "livelock in slice {}: for {n} slices every live rank polled (MPI_Test*, MPI_Iprobe) or was blocked, and nothing pending could match",
+                self.slice
+            )?,
+        }
         for b in &self.blocked {
-            writeln!(f, "  rank {} blocked in {}", b.rank, b.call)?;
+            let how = if self.livelock.is_some() && (b.call == POLLING || b.call == "MPI_Iprobe") {
+                "polling in"
+            } else {
+                "blocked in"
+            };
+            writeln!(f, "  rank {} {how} {}", b.rank, b.call)?;
             for o in &b.ops {
                 let waits: Vec<String> = o.waits_for.iter().map(|w| w.to_string()).collect();
                 writeln!(
@@ -137,6 +290,10 @@ impl fmt::Display for DeadlockReport {
                 s.push(format!("rank {}", c[0]));
                 writeln!(f, "  wait-for cycle: {}", s.join(" -> "))
             }
+            None if self.livelock.is_some() => writeln!(
+                f,
+                "  no wait-for cycle: the pending operations wait for ranks that never post what they need"
+            ),
             None => writeln!(
                 f,
                 "  no wait-for cycle: some rank waits for a rank that already finished"

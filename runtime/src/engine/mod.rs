@@ -14,7 +14,10 @@ mod strobe;
 #[cfg(test)]
 mod tests;
 
-pub use deadlock::{BlockedRank, DeadlockReport};
+pub use deadlock::{
+    set_livelock_slices, BlockedRank, DeadlockReport, LivelockWatch, DEFAULT_LIVELOCK_SLICES,
+    EXIT_LIVELOCK,
+};
 pub use sink::{
     Gate, GlobalMetrics, LocalMetrics, NullSink, SliceRecord, SliceSink, SliceSource, StartReason,
 };

@@ -61,6 +61,8 @@ pub struct NodeManager {
     diverge_at: Option<u64>,
     /// Deadlock detection (node 0): idle slices in a row.
     idle_slices: u32,
+    /// Livelock detection (node 0): polling slices in a row.
+    livelock: super::LivelockWatch,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -131,6 +133,7 @@ impl NodeManager {
             replicas: Vec::with_capacity(cfg_nodes),
             diverge_at,
             idle_slices: 0,
+            livelock: Default::default(),
         }
     }
 
@@ -750,6 +753,19 @@ impl NodeManager {
             && self.overflow.iter().all(|o| o.is_empty())
             && !self.a_blocked_rank_can_run(recorded);
         self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
+        if recorded.is_none() && !stuck {
+            let ranks = self.cfg.ranks;
+            if let Some(report) =
+                self.livelock
+                    .after_slice(slice, seg, &self.sched, posted, dec, ranks)
+            {
+                debug!(slice, "livelock detected");
+                *self.shared.outcome.lock().expect("outcome lock") =
+                    Some(EngineOutcome::Deadlock(report));
+                self.shared.stop.store(true, Ordering::Release);
+                return;
+            }
+        }
         if self.idle_slices >= self.cfg.deadlock_slices {
             let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks);
             debug!(slice, blocked = report.blocked.len(), "deadlock detected");

@@ -42,7 +42,7 @@ fn plot_span(app: &App, area: Rect) -> (u16, u16) {
         _ => GUTTER,
     };
     let width = match app.tab {
-        Tab::Overview => overview::charts_area(body).width,
+        Tab::Overview => overview::charts_area(body, app).width,
         _ => body.width,
     };
     (body.x + gutter, width.saturating_sub(gutter).max(1))
@@ -201,7 +201,7 @@ fn render_status(buf: &mut Buffer, area: Rect, app: &App) {
         let v = &app.view;
         let last = app.rec.last_slice();
         let end = v.slice_at(app.cols).saturating_sub(1).min(last);
-        let mut spans = vec![Span::raw(format!(
+        let full = format!(
             " slice {}/{}  view {}-{} ({}/col)  rank {}  {}  [{}]",
             v.cursor,
             last,
@@ -211,7 +211,16 @@ fn render_status(buf: &mut Buffer, area: Rect, app: &App) {
             app.rank,
             app.tab.title(),
             app.mode
-        ))];
+        );
+        // A message that does not fit beside the position replaces it (it was cut at 80
+        // and 120 columns: issue 12, item 7); the slice and the mode stay.
+        let position = match &app.message {
+            Some((m, _)) if full.chars().count() + 2 + m.chars().count() > area.width as usize => {
+                format!(" slice {}/{}  [{}]", v.cursor, last, app.mode)
+            }
+            _ => full,
+        };
+        let mut spans = vec![Span::raw(position)];
         if let Some((m, err)) = &app.message {
             spans.push(Span::raw("  "));
             spans.push(Span::styled(
@@ -226,46 +235,85 @@ fn render_status(buf: &mut Buffer, area: Rect, app: &App) {
 }
 
 fn render_help(frame: &mut Frame, body: Rect, app: &App) {
-    let w = body.width.min(84);
-    let h = body.height.min(KEYS.len() as u16 + 3);
+    let w = body.width.min(96);
+    let key_w = KEYS.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
+    // Inside the border, one line for the footer; each key's text may wrap, so the lines
+    // are laid out here (no wrapping by the widget) and scrolled by `help_scroll`.
+    let inner_w = w.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    for (k, what, _) in KEYS {
+        let indent = key_w + 2;
+        let mut first = true;
+        for chunk in wrap_words(what, inner_w.saturating_sub(indent).max(10)) {
+            let key = if first {
+                format!("{k:<key_w$}  ")
+            } else {
+                " ".repeat(indent)
+            };
+            first = false;
+            lines.push(Line::from(vec![
+                Span::styled(key, app.theme.title()),
+                Span::raw(chunk),
+            ]));
+        }
+    }
+    let total = lines.len();
+    let h = body.height.min(total as u16 + 3);
     let area = Rect::new(
         body.x + (body.width - w) / 2,
         body.y + (body.height - h) / 2,
         w,
         h,
     );
-    let key_w = KEYS.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
-    let mut lines: Vec<Line> = KEYS
-        .iter()
-        .map(|(k, what, _)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<key_w$}  "), app.theme.title()),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
-    lines.push(Line::from(Span::styled(
-        "any key closes this help",
-        app.theme.dim(),
-    )));
+    let rows = h.saturating_sub(3) as usize;
+    let top = (app.help_scroll as usize).min(total.saturating_sub(rows));
+    let mut shown: Vec<Line> = lines.into_iter().skip(top).take(rows).collect();
+    let footer = if total > rows {
+        format!(
+            "lines {}-{} of {total}: j/k, PgUp/PgDn scroll; any other key closes",
+            top + 1,
+            (top + rows).min(total)
+        )
+    } else {
+        "any key closes this help".to_string()
+    };
+    shown.push(Line::from(Span::styled(footer, app.theme.dim())));
     frame.render_widget(Clear, area);
     frame.render_widget(
-        Paragraph::new(lines)
-            .block(Block::default().borders(Borders::ALL).title(" Keys "))
-            .wrap(Wrap { trim: false }),
+        Paragraph::new(shown).block(Block::default().borders(Borders::ALL).title(" Keys ")),
         area,
     );
+}
+
+/// `text` cut into lines of at most `width` characters at spaces.
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() || out.is_empty() {
+        out.push(line);
+    }
+    out
 }
 
 /// Nanoseconds as a short human duration.
 pub fn dur(ns: i64) -> String {
     let a = ns.unsigned_abs();
-    if a < 10_000 {
+    // The units rule of docs/cli.md ("Units"): the unit that fits the value.
+    if a < 1_000 {
         format!("{ns} ns")
-    } else if a < 10_000_000 {
+    } else if a < 1_000_000 {
         format!("{:.1} us", ns as f64 / 1e3)
-    } else if a < 10_000_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
+    } else if a < 1_000_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
     } else {
         format!("{:.2} s", ns as f64 / 1e9)
     }

@@ -12,27 +12,84 @@ use super::{dur, GUTTER, WIDE};
 use crate::app::App;
 use crate::data::Column;
 
-/// Width of the job panel on wide terminals.
+/// Width of the job panel on wide terminals, at least.
 const JOB_PANEL: u16 = 44;
 
-/// Lines of job information above the charts on narrow terminals.
-fn job_lines_narrow(body: Rect) -> u16 {
-    if body.height >= 30 {
+/// The job panel on wide terminals: wide enough for the job's report (a deadlock report's
+/// lines run to ~90 columns and were wrapped into 44: issue 12, item 6), up to half the
+/// width.
+fn job_panel(body: Rect, app: &App) -> u16 {
+    let longest = report_lines(app)
+        .iter()
+        .map(|l| l.chars().count() as u16 + 2)
+        .max()
+        .unwrap_or(0);
+    longest.clamp(JOB_PANEL, (body.width / 2).max(JOB_PANEL))
+}
+
+/// Lines of job information above the charts on narrow terminals: the job, its outcome,
+/// and (when it failed) two lines of its report.
+fn job_lines_narrow(body: Rect, app: &App) -> u16 {
+    let trouble = if report_lines(app).is_empty() { 0 } else { 2 };
+    if body.height >= 30 && trouble == 0 {
         5
     } else {
-        3
+        3 + trouble
     }
 }
 
+/// The job's report (the deadlock report, the failing rank): what went wrong, not the
+/// ranks strobe itself stopped afterwards. Those exits (SIGKILL, or a blocked rank told
+/// to leave) are consequences, listed only for a failed rank's job and never as SIGKILL.
+fn report_lines(app: &App) -> Vec<String> {
+    let j = app.rec.job();
+    let mut out: Vec<String> = j
+        .message
+        .iter()
+        .flat_map(|m| m.lines())
+        .map(str::to_string)
+        .collect();
+    if j.outcome.as_deref() == Some("rank_failed") {
+        for f in &j.failed_ranks {
+            if f.signal == Some(9) {
+                continue;
+            }
+            let line = format!("rank {} {}", f.rank, crate::data::failed_rank_text(f));
+            if !out
+                .iter()
+                .any(|l| l.starts_with(&format!("rank {} ", f.rank)))
+            {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+/// The report in two lines for narrow terminals: its first line, and the wait-for cycle
+/// (or its second line); the whole report is in the wide layout and the Slice tab.
+fn report_summary(app: &App) -> Vec<String> {
+    let all = report_lines(app);
+    let mut out: Vec<String> = all.first().cloned().into_iter().collect();
+    let second = all
+        .iter()
+        .find(|l| l.contains("wait-for cycle") || l.contains("no wait-for cycle"))
+        .or_else(|| all.get(1));
+    if let Some(l) = second {
+        out.push(format!("{} (e: trouble slice)", l.trim()));
+    }
+    out
+}
+
 /// The part of the body the charts (and the slice axis) use.
-pub fn charts_area(body: Rect) -> Rect {
+pub fn charts_area(body: Rect, app: &App) -> Rect {
     if body.width >= WIDE {
         Rect {
-            width: body.width - JOB_PANEL,
+            width: body.width - job_panel(body, app),
             ..body
         }
     } else {
-        let top = job_lines_narrow(body).min(body.height);
+        let top = job_lines_narrow(body, app).min(body.height);
         Rect {
             y: body.y + top,
             height: body.height - top,
@@ -42,11 +99,11 @@ pub fn charts_area(body: Rect) -> Rect {
 }
 
 pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
-    let charts = charts_area(body);
+    let charts = charts_area(body, app);
     let job = if body.width >= WIDE {
         Rect {
             x: charts.right() + 1,
-            width: JOB_PANEL - 1,
+            width: job_panel(body, app) - 1,
             ..body
         }
     } else {
@@ -65,7 +122,15 @@ fn outcome_line(app: &App) -> Line<'static> {
     let mut spans = vec![Span::raw("outcome ")];
     match &j.outcome {
         Some(o) if o == "success" => spans.push(Span::styled(o.clone(), t.good())),
-        Some(o) => spans.push(Span::styled(o.clone(), t.bad())),
+        // In words, as `strobe stats` prints it (the stored name is `rank_failed`).
+        Some(o) => spans.push(Span::styled(
+            match o.as_str() {
+                "rank_failed" => "a rank failed".to_string(),
+                "engine_failed" => "runtime failure".to_string(),
+                other => other.to_string(),
+            },
+            t.bad(),
+        )),
         None => spans.push(Span::styled("still recording (or cut short)", t.dim())),
     }
     if let Some(e) = j.exit_status {
@@ -96,18 +161,14 @@ fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
         )),
         outcome_line(app),
     ];
-    let mut trouble = Vec::new();
-    for f in &j.failed_ranks {
-        trouble.push(Line::from(Span::styled(
-            format!("rank {} {}", f.rank, crate::data::failed_rank_text(f)),
-            t.bad(),
-        )));
+    let trouble: Vec<Line> = if wide {
+        report_lines(app)
+    } else {
+        report_summary(app)
     }
-    if let Some(m) = &j.message {
-        for l in m.lines() {
-            trouble.push(Line::from(Span::styled(l.to_string(), t.bad())));
-        }
-    }
+    .into_iter()
+    .map(|l| Line::from(Span::styled(l, t.bad())))
+    .collect();
     if wide {
         lines.push(Line::from(""));
         lines.extend(trouble);
@@ -126,6 +187,19 @@ fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
     }
 }
 
+/// A duration for the chart's gutter (8 columns): the unit is never cut off (the GETTS
+/// axis read "2953.5 u": issue 12, item 7); decimals go first.
+pub fn axis_dur(ns: i64) -> String {
+    let full = dur(ns);
+    let room = GUTTER as usize - 1;
+    if full.chars().count() <= room {
+        return full;
+    }
+    let (num, unit) = full.split_once(' ').unwrap_or((&full, ""));
+    let whole = num.split('.').next().unwrap_or(num);
+    format!("{whole} {unit}")
+}
+
 /// The values of the column under the cursor.
 fn cursor_lines(app: &App) -> Vec<Line<'static>> {
     let v = &app.view;
@@ -139,6 +213,7 @@ fn cursor_lines(app: &App) -> Vec<Line<'static>> {
         Some((a, b)) => format!("{} .. {}", f(a), f(b)),
     };
     let n = |x: i64| x.to_string();
+    debug_assert!(axis_dur(2_953_500).ends_with("ms"));
     let mut out = vec![Line::from(format!(
         "slices {}-{}",
         v.slice_at(c),
@@ -197,7 +272,7 @@ fn render_charts(buf: &mut Buffer, area: Rect, app: &App) {
         points: &getts,
         style: t.series(0),
     }];
-    chart::draw(buf, plot, &s, top, &dur(top), cursor, t.cursor());
+    chart::draw(buf, plot, &s, top, &axis_dur(top), cursor, t.cursor());
 
     let top = chart::top_of(&cdem).max(chart::top_of(&cmsm));
     let plot = titled(

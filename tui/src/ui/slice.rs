@@ -5,7 +5,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::dur;
 use crate::app::App;
@@ -191,29 +191,30 @@ fn blocked_lines(d: &SliceDetail, ranks: u32, t: &Theme) -> Vec<Line<'static>> {
         let to = to.iter().map(|r| r.to_string()).collect::<Vec<_>>();
         l.push(Line::from(format!("  {a} -> {}", to.join(", "))));
     }
-    l.push(section(
-        "per node: LETTS LTDEM LTMSM LTTS NP2P NCOLL BPTS",
-        t,
-    ));
+    l.push(section("per node", t));
     if d.nodes.is_empty() {
         l.push(Line::from(Span::styled(
             "  no metrics for this slice",
             t.dim(),
         )));
     }
+    // Two short lines per node, each value named: one long line was cut in the right
+    // column at 120 columns (issue 12, item 7).
     for n in &d.nodes {
         l.push(Line::from(format!(
-            "  node {} {} {} {} {}  p2p {}/{}  coll {}/{}  bpts {}",
+            "  node {}  LETTS {}  LTDEM {}",
             n.node,
             dur(n.letts_ns),
             dur(n.ltdem_ns),
+        )));
+        l.push(Line::from(format!(
+            "          LTMSM {}  LTTS {}",
             dur(n.ltmsm_ns),
             dur(n.ltts_ns),
-            n.np2pdem,
-            n.np2pmsm,
-            n.ncolldem,
-            n.ncollmsm,
-            n.bpts
+        )));
+        l.push(Line::from(format!(
+            "          NP2P {}/{}  NCOLL {}/{}  BPTS {}",
+            n.np2pdem, n.np2pmsm, n.ncolldem, n.ncollmsm, n.bpts
         )));
     }
     l
@@ -233,10 +234,18 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
         l.extend(schedule_lines(d, t));
         Paragraph::new(l)
             .block(block.clone())
+            // Long lines wrap instead of being cut at the column's edge.
+            .wrap(Wrap { trim: false })
             .scroll((app.detail_scroll, 0))
             .render(left, buf);
         Paragraph::new(blocked_lines(d, app.rec.job().ranks, t))
-            .block(block)
+            .block(
+                Block::default()
+                    .borders(Borders::TOP)
+                    .title(" blocked ranks, wait-for graph "),
+            )
+            // Long lines wrap instead of being cut at the column's edge.
+            .wrap(Wrap { trim: false })
             .scroll((app.detail_scroll, 0))
             .render(right, buf);
     } else {
@@ -246,6 +255,8 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
         l.extend(schedule_lines(d, t));
         Paragraph::new(l)
             .block(block)
+            // Long lines wrap instead of being cut at the column's edge.
+            .wrap(Wrap { trim: false })
             .scroll((app.detail_scroll, 0))
             .render(body, buf);
     }

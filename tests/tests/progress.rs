@@ -1,0 +1,91 @@
+//! Issue 12, item 5: long work shows progress on a terminal (slices, rate, file size; a
+//! bar with an ETA for replay) and nothing of the sort when stderr is not a terminal; the
+//! final line of `record` gives the file's size.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use strobe_tests::replay::strobe_cmd;
+use strobe_tests::{fixture, strobe};
+
+/// A tmux pane running `cmd`, read until it shows `what`.
+fn pane_shows(cmd: &str, what: &[&str]) -> String {
+    let sock = format!("strobe-progress-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &sock, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux (scripts/test.sh installs it)")
+    };
+    let out = tmux(&["new-session", "-d", "-s", "p", "-x", "160", "-y", "10", cmd]);
+    assert!(out.status.success(), "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen = String::new();
+    loop {
+        let screen =
+            String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "p"]).stdout).into_owned();
+        seen.push_str(&screen);
+        if what.iter().all(|w| seen.contains(w)) {
+            let _ = tmux(&["kill-server"]);
+            return seen;
+        }
+        if Instant::now() > deadline {
+            let _ = tmux(&["kill-server"]);
+            panic!("the pane never showed {what:?}:\n{seen}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn record_and_replay_show_progress_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("long.db");
+    // 1,000 barriers after 1.9 ms of computation each: at least 1.9 s by construction.
+    let job = format!("{} 1900 1000", fixture("barrier_every").display());
+    let s = strobe().display().to_string();
+    let cmd = format!(
+        "{s} record -o {db} --force -n 2 -- {job} >/dev/null; {s} replay {db} >/dev/null; echo done-$?; sleep 60",
+        db = db.display()
+    );
+    let seen = pane_shows(
+        &cmd,
+        &[
+            "strobe: recording ",
+            "slices/s",
+            "strobe: replaying [",
+            "ETA",
+            "done-0",
+        ],
+    );
+    assert!(
+        seen.contains(&format!("slices to {} (", db.display())),
+        "{seen}"
+    );
+
+    // Not a terminal: no progress line, and the final line still has the size.
+    let out = strobe_cmd(
+        &[
+            "record",
+            "-o",
+            &db.display().to_string(),
+            "--force",
+            "-n",
+            "2",
+            "--",
+            &fixture("barrier_every").display().to_string(),
+            "1900",
+            "600",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("slices/s"), "{}", out.stderr);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("slices to") && (last.ends_with("KiB)") || last.ends_with("MiB)")),
+        "{last}"
+    );
+}
