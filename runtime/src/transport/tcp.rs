@@ -299,7 +299,9 @@ impl Shared {
 /// every connection and joins its threads.
 pub struct TcpEndpoint {
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    readers: Vec<JoinHandle<()>>,
+    responders: Vec<JoinHandle<()>>,
+    coordinator: Option<JoinHandle<()>>,
     refused: Arc<AtomicU64>,
 }
 
@@ -343,20 +345,22 @@ impl TcpEndpoint {
             closing: AtomicBool::new(false),
             request_timeout,
         });
-        let mut threads = Vec::new();
+        let (mut readers, mut responders) = (Vec::new(), Vec::new());
         for (peer, queue) in queues {
             let stream = peer.reader_stream()?;
             let (s, p) = (shared.clone(), peer.clone());
-            threads.push(thread::spawn(move || link::reader_loop(s, p, stream)));
-            threads.push(thread::spawn(move || link::responder_loop(peer, queue)));
+            readers.push(thread::spawn(move || link::reader_loop(s, p, stream)));
+            responders.push(thread::spawn(move || link::responder_loop(peer, queue)));
         }
-        if is_coordinator {
+        let coordinator = is_coordinator.then(|| {
             let s = shared.clone();
-            threads.push(thread::spawn(move || link::coordinator_loop(s, caw_rx)));
-        }
+            thread::spawn(move || link::coordinator_loop(s, caw_rx))
+        });
         Ok(TcpEndpoint {
             shared,
-            threads,
+            readers,
+            responders,
+            coordinator,
             refused,
         })
     }
@@ -402,18 +406,38 @@ impl TcpEndpoint {
 }
 
 impl Drop for TcpEndpoint {
+    /// An orderly end, in an order that never loses an answer a peer waits for (say, the
+    /// acknowledgement of its last xfer, whose signal this node may already have consumed):
+    /// stop reading, let the readers finish the frames in hand, fail whatever this node
+    /// still waits for, let the coordinator and the responders flush their answers, and
+    /// only then say goodbye and close.
     fn drop(&mut self) {
-        self.shared.closing.store(true, Ordering::SeqCst);
-        for peer in self.shared.peers.iter().flatten() {
-            peer.shut_down();
+        let s = &self.shared;
+        s.closing.store(true, Ordering::SeqCst);
+        for peer in s.peers.iter().flatten() {
+            peer.stop_reading();
         }
-        self.shared
-            .coordinator
+        for t in self.readers.drain(..) {
+            let _ = t.join();
+        }
+        for peer in s.peers.iter().flatten() {
+            peer.close("the endpoint was closed");
+        }
+        s.coordinator
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        for t in self.threads.drain(..) {
+        if let Some(t) = self.coordinator.take() {
             let _ = t.join();
+        }
+        for peer in s.peers.iter().flatten() {
+            peer.stop_answers();
+        }
+        for t in self.responders.drain(..) {
+            let _ = t.join();
+        }
+        for peer in s.peers.iter().flatten() {
+            peer.shut_down();
         }
     }
 }

@@ -161,8 +161,21 @@ impl Peer {
         }
     }
 
-    /// Orderly end: says goodbye (best effort), shuts the socket down (which ends the
-    /// reader), and stops the responder.
+    /// First step of an orderly end: read nothing more (the reader sees the end of the
+    /// stream once it finished the frame in hand, whose answer it has queued by then).
+    pub fn stop_reading(&self) {
+        let _ = self.control.shutdown(Shutdown::Read);
+    }
+
+    /// Next step: the responder writes what it has queued, then stops.
+    pub fn stop_answers(&self) {
+        let tx = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = tx.send(None);
+    }
+
+    /// Last step of an orderly end (after the responder stopped, so every answer already
+    /// queued went out first): says goodbye (best effort) and shuts the socket down, which
+    /// ends the reader.
     pub fn shut_down(&self) {
         self.close("the endpoint was closed");
         let bye = frame::encode(&LinkMessage::Goodbye, &[]);
@@ -172,8 +185,6 @@ impl Peer {
             let _ = w.write_all(&bye);
         }
         let _ = self.control.shutdown(Shutdown::Both);
-        let tx = self.answers.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = tx.send(None);
     }
 }
 
