@@ -232,6 +232,7 @@ pub fn accept_all(
         .set_nonblocking(true)
         .map_err(|e| io("listener", e))?;
     let (tx, rx) = mpsc::channel::<(SocketAddr, Result<(NodeId, TcpStream), String>)>();
+    // Only successful handshakes come back here; refusals are counted where they happen.
     while got.len() < expected {
         while let Ok((from, r)) = rx.try_recv() {
             match r {
@@ -259,11 +260,14 @@ pub fn accept_all(
         }
         match listener.accept() {
             Ok((mut s, from)) => {
-                let (local, tx) = (local.clone(), tx.clone());
+                let (local, tx, refused) = (local.clone(), tx.clone(), refused.clone());
                 let _ = s.set_nonblocking(false);
-                thread::spawn(move || {
-                    let r = accept_one(&local, &mut s).map(|n| (n, s));
-                    let _ = tx.send((from, r));
+                thread::spawn(move || match accept_one(&local, &mut s) {
+                    Ok(n) => {
+                        let _ = tx.send((from, Ok((n, s))));
+                    }
+                    // Counted and logged before the connection closes.
+                    Err(why) => refuse(&local, &refused, from, &why),
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
