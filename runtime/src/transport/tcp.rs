@@ -155,6 +155,18 @@ impl TcpBinding {
     }
 }
 
+/// Stack size of the link threads: they hold a frame buffer on the heap and recurse
+/// nowhere, and a 64-node endpoint runs 126 of them.
+const LINK_THREAD_STACK: usize = 256 * 1024;
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, TransportError> {
+    thread::Builder::new()
+        .name(name.into())
+        .stack_size(LINK_THREAD_STACK)
+        .spawn(f)
+        .map_err(|e| TransportError::Io(format!("cannot start a link thread: {e}")))
+}
+
 /// What the link threads and the endpoint share.
 pub(crate) struct Shared {
     node: NodeId,
@@ -345,24 +357,30 @@ impl TcpEndpoint {
             closing: AtomicBool::new(false),
             request_timeout,
         });
-        let (mut readers, mut responders) = (Vec::new(), Vec::new());
+        // Built first, so a thread that fails to start tears the others down (Drop).
+        let mut ep = TcpEndpoint {
+            shared: shared.clone(),
+            readers: Vec::new(),
+            responders: Vec::new(),
+            coordinator: None,
+            refused,
+        };
         for (peer, queue) in queues {
             let stream = peer.reader_stream()?;
             let (s, p) = (shared.clone(), peer.clone());
-            readers.push(thread::spawn(move || link::reader_loop(s, p, stream)));
-            responders.push(thread::spawn(move || link::responder_loop(peer, queue)));
+            ep.readers.push(spawn("strobe-tcp-rx", move || {
+                link::reader_loop(s, p, stream)
+            })?);
+            ep.responders.push(spawn("strobe-tcp-tx", move || {
+                link::responder_loop(peer, queue)
+            })?);
         }
-        let coordinator = is_coordinator.then(|| {
-            let s = shared.clone();
-            thread::spawn(move || link::coordinator_loop(s, caw_rx))
-        });
-        Ok(TcpEndpoint {
-            shared,
-            readers,
-            responders,
-            coordinator,
-            refused,
-        })
+        if is_coordinator {
+            ep.coordinator = Some(spawn("strobe-tcp-caw", move || {
+                link::coordinator_loop(shared, caw_rx)
+            })?);
+        }
+        Ok(ep)
     }
 
     /// A whole job in this process over loopback TCP: `nodes` endpoints, wired up
