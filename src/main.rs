@@ -6,6 +6,7 @@ mod cli_util;
 mod decision_log;
 mod mpicc;
 mod mpifort;
+mod node;
 mod record;
 mod replay;
 mod stats;
@@ -92,6 +93,10 @@ enum Cmd {
         #[arg(long)]
         prefix: PathBuf,
     },
+    /// One node daemon of a job across hosts (a skeleton: joins the job's TCP fabric and
+    /// leaves it; runs no ranks yet; docs/multi-host.md). Reads the job secret from
+    /// $STROBE_JOB_SECRET and the address list from stdin.
+    Node(node::NodeArgs),
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
         /// Number of ranks.
@@ -201,6 +206,7 @@ fn main() {
         Cmd::Tui { file } => tui(&file),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { args } => bench::bench(&args),
+        Cmd::Node(a) => node::node(&a),
     };
     finish(code)
 }

@@ -325,3 +325,62 @@ fn loopback_job_helper_wires_up() {
         .unwrap();
     assert!(eps[1].test_event(EventId(0), Wait::Poll).unwrap());
 }
+
+/// `strobe node` (the daemon skeleton): three daemons join one job over TCP; closing node
+/// 0's stdin (the Machine Manager leaving) stops them all; killing a daemon breaks the
+/// others' fabric, which they report and leave with status 3.
+#[test]
+fn strobe_node_daemons_join_and_leave() {
+    let node_cmd = |node: u32| {
+        let mut c = Command::new(strobe_tests::strobe());
+        c.args(["node", "--node", &node.to_string(), "--nodes", "3"])
+            .args(["--listen", "127.0.0.1:0"]);
+        c
+    };
+    // Orderly: node 0's stdin closes.
+    let secret = JobSecret::generate().unwrap();
+    let mut eps: Vec<Endpoint> = (0..3)
+        .map(|i| Endpoint::start(node_cmd(i), &secret))
+        .collect();
+    let list: Vec<String> = eps.iter().map(|e| e.addr.to_string()).collect();
+    let mut stdins: Vec<ChildStdin> = eps.iter_mut().map(|e| e.stdin.take().unwrap()).collect();
+    for s in &mut stdins {
+        writeln!(s, "{}", list.join(",")).unwrap();
+    }
+    for (i, e) in eps.iter_mut().enumerate() {
+        assert_eq!(e.line(), format!("joined node {i} of 3"));
+    }
+    drop(stdins.remove(0));
+    for (i, e) in eps.into_iter().enumerate() {
+        let (out, status) = e.finish();
+        assert!(status.success(), "node {i}: {status} {out}");
+        assert_eq!(out.trim(), format!("node {i}: left the job"));
+    }
+    drop(stdins);
+
+    // A daemon dies: the others report the broken fabric.
+    let secret = JobSecret::generate().unwrap();
+    let mut eps: Vec<Endpoint> = (0..3)
+        .map(|i| Endpoint::start(node_cmd(i), &secret))
+        .collect();
+    let list: Vec<String> = eps.iter().map(|e| e.addr.to_string()).collect();
+    let mut stdins: Vec<ChildStdin> = eps.iter_mut().map(|e| e.stdin.take().unwrap()).collect();
+    for s in &mut stdins {
+        writeln!(s, "{}", list.join(",")).unwrap();
+    }
+    for e in eps.iter_mut() {
+        assert!(e.line().starts_with("joined"));
+    }
+    let mut dead = eps.pop().unwrap();
+    dead.child.kill().unwrap();
+    let _ = dead.child.wait();
+    for (i, e) in eps.into_iter().enumerate() {
+        let (_, status) = e.finish();
+        assert_eq!(
+            status.code(),
+            Some(3),
+            "node {i} must report the broken fabric"
+        );
+    }
+    drop(stdins);
+}
