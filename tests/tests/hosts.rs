@@ -310,9 +310,58 @@ fn across_test_hosts() {
     assert!(
         TcpStream::connect_timeout(&listens[0].parse().unwrap(), Duration::from_secs(2)).is_err()
     );
+    link_down_is_an_error(&hosts);
     let id = hosts.id.clone();
     drop(hosts);
     check_nothing_left(&id);
+}
+
+/// This process (node 0, on this machine's side of the bridge) sends to an endpoint in h2,
+/// then h2's link goes down (`ip link set ... down`: no FIN, no RST, the host just
+/// vanishes). The transfers must end with an error once the TCP user timeout or the
+/// request timeout expires, not hang.
+fn link_down_is_an_error(hosts: &Hosts) {
+    let secret = JobSecret::generate().unwrap();
+    let mut config = TcpConfig::new(2, 1 << 20, 2, secret.clone());
+    config.request_timeout = Duration::from_secs(3);
+    let bridge: SocketAddr = format!("10.213.{}.254:0", hosts.id).parse().unwrap();
+    let me = TcpBinding::bind(0, bridge, config).unwrap();
+    let listen = format!("{}:7101", hosts.addr(2));
+    let cmd = endpoint_cmd(&hosts.exec_prefix("h2"), 1, 2, &listen, "sink");
+    let mut peer = Endpoint::start(cmd, &secret);
+    rendezvous(
+        std::slice::from_mut(&mut peer),
+        Some(me.local_addr().unwrap()),
+    );
+    let ep = me.join(&[me_addr_placeholder(), peer.addr]).unwrap();
+    assert_eq!(peer.line(), "joined");
+    let block = vec![7u8; 1 << 20];
+    ep.xfer_and_signal(&block, &NodeSet::single(1), 0, None, None)
+        .unwrap();
+    let veth = format!("sh{}h2", hosts.id);
+    let st = Command::new("ip")
+        .args(["link", "set", &veth, "down"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Instant::now();
+    let err = loop {
+        match ep.xfer_and_signal(&block, &NodeSet::single(1), 0, None, None) {
+            Ok(()) => assert!(t.elapsed() < Duration::from_secs(60), "still succeeding"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, TransportError::Io(_)), "{err:?}");
+    eprintln!("link down: {err} after {:?}", t.elapsed());
+    // The silent peer is treated as lost: the endpoint is broken, waits end at once.
+    assert!(ep.failure().is_some());
+    assert!(matches!(
+        ep.test_event(EventId(0), Wait::Block),
+        Err(TransportError::Io(_))
+    ));
+    drop(ep);
+    let _ = peer.child.kill();
+    let _ = peer.child.wait();
 }
 
 /// Keeps the loopback endpoint helper honest: a job of 2 in one process still works when

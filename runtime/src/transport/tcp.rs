@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use strobe_schema::LinkMessage;
 
-use self::link::{cmp_to_link, wait, CawJob, Peer};
+use self::link::{cmp_to_link, wait, CawJob, Outcome, Peer, Unanswered};
 use self::state::{Events, Memory, Shape};
 use self::wireup::Local;
 use super::auth::JobSecret;
@@ -210,6 +210,26 @@ impl Shared {
             .expect("a node has no link to itself")
     }
 
+    /// Waits for `node`'s answer. A peer that leaves a request unanswered that long is
+    /// treated as lost (a partition, a hung daemon): its link is closed and the endpoint
+    /// broken, so everything else waiting on it fails now rather than one timeout each.
+    fn await_answer(
+        &self,
+        rx: mpsc::Receiver<Outcome>,
+        node: NodeId,
+        timeout: Duration,
+    ) -> Result<bool, TransportError> {
+        wait(rx, node, timeout).map_err(|e| match e {
+            Unanswered::Failed(e) => e,
+            Unanswered::TimedOut(why) => {
+                tracing::warn!("{why}");
+                self.peer(node).close(&why);
+                self.set_broken(why.clone());
+                TransportError::Io(why)
+            }
+        })
+    }
+
     fn request_id(&self) -> u64 {
         self.next_request.fetch_add(1, Ordering::Relaxed)
     }
@@ -263,7 +283,7 @@ impl Shared {
             true
         };
         for (n, rx) in waits {
-            all &= wait(rx, n, self.request_timeout)?;
+            all &= self.await_answer(rx, n, self.request_timeout)?;
         }
         Ok(all)
     }
@@ -539,7 +559,7 @@ impl Transport for TcpEndpoint {
         };
         let rx = s.peer(COORDINATOR).request(id, &request, &[])?;
         // The coordinator may first run other nodes' requests: allow for a queue.
-        wait(rx, COORDINATOR, s.request_timeout * 2)
+        s.await_answer(rx, COORDINATOR, s.request_timeout * 2)
     }
 
     fn read_local(&self, offset: usize, buf: &mut [u8]) -> Result<(), TransportError> {

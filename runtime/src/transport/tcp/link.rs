@@ -188,21 +188,25 @@ impl Peer {
     }
 }
 
+/// Why no answer came.
+pub enum Unanswered {
+    /// The peer refused, or the link failed.
+    Failed(TransportError),
+    /// Nothing within the timeout (the text says so).
+    TimedOut(String),
+}
+
 /// Waits for one answer from `node`.
-pub fn wait(
-    rx: Receiver<Outcome>,
-    node: NodeId,
-    timeout: Duration,
-) -> Result<bool, TransportError> {
+pub fn wait(rx: Receiver<Outcome>, node: NodeId, timeout: Duration) -> Result<bool, Unanswered> {
     match rx.recv_timeout(timeout) {
         Ok(Ok(b)) => Ok(b),
-        Ok(Err(why)) => Err(TransportError::Io(why)),
-        Err(RecvTimeoutError::Timeout) => Err(TransportError::Io(format!(
+        Ok(Err(why)) => Err(Unanswered::Failed(TransportError::Io(why))),
+        Err(RecvTimeoutError::Timeout) => Err(Unanswered::TimedOut(format!(
             "node {node} did not answer within {timeout:?}"
         ))),
-        Err(RecvTimeoutError::Disconnected) => {
-            Err(TransportError::Io(format!("link to node {node} closed")))
-        }
+        Err(RecvTimeoutError::Disconnected) => Err(Unanswered::Failed(TransportError::Io(
+            format!("link to node {node} closed"),
+        ))),
     }
 }
 
