@@ -90,6 +90,32 @@ fn opt_write(has: bool, var: u64, value: u64) -> Option<(u64, u64)> {
     has.then_some((var, value))
 }
 
+fn set_caw_request(mut c: g::link_caw_request::Builder<'_>, m: &LinkMessage) {
+    let LinkMessage::CawRequest {
+        request,
+        var,
+        op,
+        value,
+        dest,
+        write,
+    } = m
+    else {
+        unreachable!("called for Compare-And-Write requests only");
+    };
+    c.set_request(*request);
+    c.set_var(*var);
+    c.set_op(cmp_to(*op));
+    c.set_value(*value);
+    let mut l = c.reborrow().init_dest(dest.len() as u32);
+    for (i, n) in dest.iter().enumerate() {
+        l.set(i as u32, *n);
+    }
+    c.set_write(write.is_some());
+    let (wv, wx) = write.unwrap_or((0, 0));
+    c.set_write_var(wv);
+    c.set_write_value(wx);
+}
+
 /// The packed header bytes of `m`.
 pub fn encode_link_message(m: &LinkMessage) -> Vec<u8> {
     let mut msg = Builder::new_default();
@@ -129,28 +155,7 @@ pub fn encode_link_message(m: &LinkMessage) -> Vec<u8> {
             x.set_signal(remote_event.is_some());
             x.set_remote_event(remote_event.unwrap_or(0));
         }
-        LinkMessage::CawRequest {
-            request,
-            var,
-            op,
-            value,
-            dest,
-            write,
-        } => {
-            let mut c = root.init_caw_request();
-            c.set_request(*request);
-            c.set_var(*var);
-            c.set_op(cmp_to(*op));
-            c.set_value(*value);
-            let mut l = c.reborrow().init_dest(dest.len() as u32);
-            for (i, n) in dest.iter().enumerate() {
-                l.set(i as u32, *n);
-            }
-            c.set_write(write.is_some());
-            let (wv, wx) = write.unwrap_or((0, 0));
-            c.set_write_var(wv);
-            c.set_write_value(wx);
-        }
+        LinkMessage::CawRequest { .. } => set_caw_request(root.init_caw_request(), m),
         LinkMessage::Compare {
             request,
             var,
@@ -191,6 +196,17 @@ pub fn encode_link_message(m: &LinkMessage) -> Vec<u8> {
     to_bytes(&msg)
 }
 
+fn get_auth(a: g::link_auth::Reader<'_>) -> Result<LinkMessage, SchemaError> {
+    Ok(LinkMessage::Auth {
+        node: a.get_node(),
+        nodes: a.get_nodes(),
+        global_size: a.get_global_size(),
+        events: a.get_events(),
+        nonce: a.get_nonce()?.to_vec(),
+        mac: a.get_mac()?.to_vec(),
+    })
+}
+
 /// Reads back [`encode_link_message`]'s output; refuses malformed or newer messages.
 pub fn decode_link_message(bytes: &[u8]) -> Result<LinkMessage, SchemaError> {
     use g::link_message::Which;
@@ -208,17 +224,7 @@ pub fn decode_link_message(bytes: &[u8]) -> Result<LinkMessage, SchemaError> {
                 nonce: h.get_nonce()?.to_vec(),
             }
         }
-        Which::Auth(a) => {
-            let a = a?;
-            LinkMessage::Auth {
-                node: a.get_node(),
-                nodes: a.get_nodes(),
-                global_size: a.get_global_size(),
-                events: a.get_events(),
-                nonce: a.get_nonce()?.to_vec(),
-                mac: a.get_mac()?.to_vec(),
-            }
-        }
+        Which::Auth(a) => get_auth(a?)?,
         Which::Accept(a) => LinkMessage::Accept {
             mac: a?.get_mac()?.to_vec(),
         },

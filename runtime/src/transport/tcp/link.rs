@@ -247,6 +247,40 @@ pub fn reader_loop(shared: Arc<Shared>, peer: Arc<Peer>, stream: TcpStream) {
     }
 }
 
+/// A peer's Xfer-And-Signal to this node: checked again (a peer is trusted only as far
+/// as its authentication), written, then signalled.
+fn apply_xfer(
+    shared: &Shared,
+    offset: usize,
+    data: &[u8],
+    remote_event: Option<u32>,
+) -> Result<bool, TransportError> {
+    shared.shape.check_range(offset, data.len())?;
+    if let Some(e) = remote_event {
+        shared.shape.check_event(EventId(e))?;
+    }
+    shared.memory.write(offset, data);
+    if let Some(e) = remote_event {
+        shared.events.signal(EventId(e));
+    }
+    Ok(true)
+}
+
+/// The coordinator's compare (and, for a single destination, write) on this node.
+fn apply_compare(
+    shared: &Shared,
+    var: usize,
+    op: CmpOp,
+    value: u64,
+    write: Option<(usize, u64)>,
+) -> Result<bool, TransportError> {
+    shared.shape.check_var(var)?;
+    if let Some((w, _)) = write {
+        shared.shape.check_var(w)?;
+    }
+    Ok(shared.memory.compare_and_write(var, op, value, write))
+}
+
 /// Applies one frame. `Ok(false)`: the peer said goodbye. `Err`: a protocol violation.
 fn handle(shared: &Arc<Shared>, peer: &Arc<Peer>, f: frame::Frame) -> Result<bool, String> {
     let shape = &shared.shape;
@@ -257,20 +291,8 @@ fn handle(shared: &Arc<Shared>, peer: &Arc<Peer>, f: frame::Frame) -> Result<boo
             offset,
             remote_event,
         } => {
-            let offset = offset as usize;
-            let checked = shape
-                .check_range(offset, f.payload.len())
-                .and_then(|_| remote_event.map_or(Ok(()), |e| shape.check_event(EventId(e))));
-            match checked {
-                Err(e) => refuse(request, e),
-                Ok(()) => {
-                    shared.memory.write(offset, &f.payload);
-                    if let Some(e) = remote_event {
-                        shared.events.signal(EventId(e));
-                    }
-                    peer.answer(request, Ok(true));
-                }
-            }
+            let outcome = apply_xfer(shared, offset as usize, &f.payload, remote_event);
+            peer.answer(request, outcome.map_err(|e| e.to_string()));
         }
         LinkMessage::Compare {
             request,
@@ -280,21 +302,8 @@ fn handle(shared: &Arc<Shared>, peer: &Arc<Peer>, f: frame::Frame) -> Result<boo
             write,
         } => {
             let write = write.map(|(w, v)| (w as usize, v));
-            let checked = shape
-                .check_var(var as usize)
-                .and_then(|_| write.map_or(Ok(()), |(w, _)| shape.check_var(w)));
-            match checked {
-                Err(e) => refuse(request, e),
-                Ok(()) => {
-                    let holds = shared.memory.compare_and_write(
-                        var as usize,
-                        cmp_from_link(op),
-                        value,
-                        write,
-                    );
-                    peer.answer(request, Ok(holds));
-                }
-            }
+            let outcome = apply_compare(shared, var as usize, cmp_from_link(op), value, write);
+            peer.answer(request, outcome.map_err(|e| e.to_string()));
         }
         LinkMessage::Store {
             request,
