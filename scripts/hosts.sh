@@ -6,6 +6,9 @@
 #                                that use them
 #   scripts/hosts.sh exec H CMD  run CMD inside host H (its net, pid, uts and mount
 #                                namespaces), in the current directory; exit status of CMD
+#   scripts/hosts.sh rsh H CMD   the same with ssh's semantics (CMD joined into one line
+#                                for `sh -c`); /run/strobe-hosts/<I>/rsh wraps it as one
+#                                executable, the --launcher-exec of the printed options
 #   scripts/hosts.sh status      list the hosts, their init pids and addresses
 #   scripts/hosts.sh down        remove everything (idempotent)
 #
@@ -78,7 +81,14 @@ cmd_up() {
     {
         echo "127.0.0.1 localhost"
         for k in $(seq 1 "$n"); do echo "$NET.$k h$k"; done
+        # This machine, by its own name: launchers running here (Hydra's mpiexec, strobe's
+        # Machine Manager) give that name to the processes they start in the hosts.
+        echo "$NET.254 $(hostname)"
     } >"$STATE/etc-hosts"
+    # An ssh-compatible remote shell for launchers that take one executable (Hydra's
+    # -launcher rsh -launcher-exec, STROBE_RSH): `rsh HOST COMMAND...`.
+    printf '#!/bin/sh\nexec env STROBE_HOSTS_ID=%s "%s" rsh "$@"\n' "$ID" "$SCRIPT" >"$STATE/rsh"
+    chmod +x "$STATE/rsh"
     local names=()
     for k in $(seq 1 "$n"); do
         local host="h$k" ns veth
@@ -110,13 +120,12 @@ cmd_up() {
         done
     done
     echo "hosts.sh: instance $ID up: ${names[*]} on $BRIDGE ($NET.0/24)" >&2
-    local joined prefix=""
+    local joined
     joined="$(
         IFS=,
         echo "${names[*]}"
     )"
-    [[ "$ID" != 0 ]] && prefix="env STROBE_HOSTS_ID=$ID "
-    echo "--hosts $joined --launcher-exec '${prefix}$SCRIPT exec'"
+    echo "--hosts $joined --launcher-exec $STATE/rsh"
 }
 
 cmd_exec_quiet() {
@@ -134,6 +143,15 @@ cmd_exec() {
     grep -qx -- "$host" <(hosts_list) || die "no host '$host' in instance $ID (hosts.sh status)"
     init_pid "$host" >/dev/null || die "host '$host' has no running init"
     cmd_exec_quiet "$@"
+}
+
+# ssh semantics: the arguments after the host are joined into one command line for the
+# remote shell, as `ssh HOST ARGS...` does (Hydra quotes its proxy command that way).
+cmd_rsh() {
+    [[ $# -ge 2 ]] || die "usage: hosts.sh rsh HOST COMMAND..."
+    local host="$1"
+    shift
+    cmd_exec "$host" sh -c "$*"
 }
 
 cmd_status() {
@@ -189,9 +207,13 @@ exec)
     shift
     cmd_exec "$@"
     ;;
+rsh)
+    shift
+    cmd_rsh "$@"
+    ;;
 status) cmd_status ;;
 *)
-    echo "usage: hosts.sh up N | down | exec HOST CMD... | status" >&2
+    echo "usage: hosts.sh up N | down | exec HOST CMD... | rsh HOST CMD... | status" >&2
     exit 2
     ;;
 esac

@@ -208,9 +208,12 @@ impl Hosts {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let last = stdout.lines().last().unwrap_or_default();
         let names: Vec<String> = (1..=n).map(|k| format!("h{k}")).collect();
-        assert!(
-            last.starts_with(&format!("--hosts {} --launcher-exec '", names.join(","))),
-            "{last}"
+        assert_eq!(
+            last,
+            format!(
+                "--hosts {} --launcher-exec /run/strobe-hosts/{id}/rsh",
+                names.join(",")
+            )
         );
         h
     }
@@ -278,6 +281,12 @@ fn across_test_hosts() {
     // Each host has its own hostname and sees only its own processes.
     assert_eq!(hosts.sh("h1", "hostname"), "h1");
     assert_eq!(hosts.sh("h2", "hostname"), "h2");
+    // The printed launcher is ssh-compatible: one command line for the host's shell.
+    let rsh = Command::new(format!("/run/strobe-hosts/{}/rsh", hosts.id))
+        .args(["h3", "echo", "$(hostname)", "reached"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&rsh.stdout).trim(), "h3 reached");
     let h2_pids = hosts.sh(
         "h2",
         "sleep 30 >/dev/null 2>&1 & echo $!; ls /proc | grep -c '^[0-9]'",
