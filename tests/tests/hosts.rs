@@ -287,6 +287,26 @@ fn across_test_hosts() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&rsh.stdout).trim(), "h3 reached");
+    // MPICH's Hydra launches across the hosts through the same script.
+    if std::path::Path::new("/usr/bin/mpiexec.mpich").exists() {
+        let out = Command::new("timeout")
+            .args(["60", "mpiexec.mpich", "-launcher", "rsh", "-launcher-exec"])
+            .arg(format!("/run/strobe-hosts/{}/rsh", hosts.id))
+            .args(["-hosts", "h1,h2", "-n", "2", "hostname"])
+            .output()
+            .unwrap();
+        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["h1", "h2"],
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let h2_pids = hosts.sh(
         "h2",
         "sleep 30 >/dev/null 2>&1 & echo $!; ls /proc | grep -c '^[0-9]'",
