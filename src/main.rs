@@ -10,6 +10,7 @@ mod export;
 mod hunt;
 mod mpicc;
 mod mpifort;
+mod node;
 mod progress;
 mod record;
 mod replay;
@@ -111,6 +112,10 @@ enum Cmd {
     /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
     /// per-slice metrics as CSV (`--format csv`).
     Export(export::ExportArgs),
+    /// One node daemon of a job across hosts (a skeleton: joins the job's TCP fabric and
+    /// leaves it; runs no ranks yet; docs/multi-host.md). Reads the job secret from
+    /// $STROBE_JOB_SECRET and the address list from stdin.
+    Node(node::NodeArgs),
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
         /// Number of ranks.
@@ -266,6 +271,7 @@ fn dispatch() {
         Cmd::Diff(a) => diff::diff(&a),
         Cmd::Hunt(a) => hunt::hunt(&a),
         Cmd::Explore(a) => explore::explore(&a),
+        Cmd::Node(a) => node::node(&a),
     };
     finish(code)
 }

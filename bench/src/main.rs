@@ -10,6 +10,7 @@ mod micro;
 mod paths;
 mod record_overhead;
 mod suite;
+mod tcp;
 
 use std::path::PathBuf;
 
@@ -75,6 +76,23 @@ enum BenchCmd {
         #[arg(long, default_value_t = 2000)]
         iterations: u32,
     },
+    /// The TCP transport: empty-slice cost versus endpoints over loopback TCP.
+    TcpSlice {
+        #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32,64")]
+        endpoints: Vec<u32>,
+        /// Measured slices per endpoint count (after 50 warm-up slices).
+        #[arg(long, default_value_t = 1000)]
+        slices: u64,
+    },
+    /// The TCP transport: latency and bandwidth between two scripts/hosts.sh test hosts
+    /// (as root; two processes on loopback otherwise).
+    TcpLink,
+    /// One endpoint process of `tcp-link` (started by it).
+    #[command(hide = true)]
+    TcpPeer {
+        node: u32,
+        listen: std::net::SocketAddr,
+    },
     /// The terminal UI on a synthetic recording: first frame and key presses.
     Tui {
         #[arg(long, default_value_t = 1_000_000)]
@@ -119,6 +137,9 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             idle_ms,
         } => micro::empty_slice(&ranks, &nodes, idle_ms)?,
         BenchCmd::Validation { ranks, iterations } => micro::validation(ranks, iterations)?,
+        BenchCmd::TcpSlice { endpoints, slices } => tcp::empty_slice(&endpoints, slices)?,
+        BenchCmd::TcpLink => tcp::link()?,
+        BenchCmd::TcpPeer { node, listen } => tcp::peer(node, listen)?,
         BenchCmd::Tui {
             slices,
             ranks,

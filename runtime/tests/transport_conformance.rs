@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use strobe_runtime::transport::shm::ShmFabric;
+use strobe_runtime::transport::tcp::TcpEndpoint;
 use strobe_runtime::transport::{CmpOp, EventId, NodeSet, Transport, TransportError, Wait};
 
 /// Builds a job of `nodes` nodes with `global` bytes of global memory and `events` events
@@ -19,6 +20,15 @@ fn shm_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>
     let fabric = ShmFabric::create(nodes, global, events).expect("create shm fabric");
     (0..nodes)
         .map(|n| Box::new(fabric.endpoint(n)) as Box<dyn Transport>)
+        .collect()
+}
+
+/// Every node an endpoint of its own over loopback TCP, wired up in this process.
+fn tcp_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>> {
+    TcpEndpoint::loopback_job(nodes, global, events)
+        .expect("wire up a loopback TCP job")
+        .into_iter()
+        .map(|ep| Box::new(ep) as Box<dyn Transport>)
         .collect()
 }
 
@@ -45,6 +55,7 @@ macro_rules! conformance {
 }
 
 conformance!(shm, shm_factory);
+conformance!(tcp, tcp_factory);
 
 mod suite {
     use super::*;

@@ -228,3 +228,108 @@ struct NodeMessage {
     shutdown @5 :Void;
   }
 }
+
+# ---- Node links: the TCP transport (runtime/src/transport/tcp.rs, docs/multi-host.md) ----
+# A frame on a node link is: header length (u32, little-endian), payload length (u32,
+# little-endian), the header (one packed LinkMessage), then the payload (raw bytes: the
+# data of an Xfer-And-Signal; empty for every other message).
+
+# The comparisons of Compare-And-Write.
+enum LinkCmp {
+  ge @0;
+  lt @1;
+  eq @2;
+  ne @3;
+}
+
+# Handshake, first frame of every connection (acceptor -> connector): who accepts, and a
+# fresh random challenge.
+struct LinkHello {
+  node @0 :UInt32;
+  nonce @1 :Data;
+}
+
+# Handshake, connector -> acceptor: who connects, the job's shape (refused if it differs),
+# the connector's own challenge, and HMAC-SHA256(secret, transcript) proving it holds the
+# job secret.
+struct LinkAuth {
+  node @0 :UInt32;
+  nodes @1 :UInt32;
+  globalSize @2 :UInt64;
+  events @3 :UInt32;
+  nonce @4 :Data;
+  mac @5 :Data;
+}
+
+# Handshake, acceptor -> connector: the acceptor's proof over the connector's challenge
+# (mutual authentication).
+struct LinkAccept {
+  mac @0 :Data;
+}
+
+# Xfer-And-Signal to one destination: write the frame's payload at `offset` of the
+# receiver's global memory, then signal `remoteEvent` if `signal`. Answered by a reply.
+struct LinkXfer {
+  request @0 :UInt64;
+  offset @1 :UInt64;
+  signal @2 :Bool;
+  remoteEvent @3 :UInt32;
+}
+
+# Compare-And-Write, requester -> coordinator (node 0), which serialises them all.
+struct LinkCawRequest {
+  request @0 :UInt64;
+  var @1 :UInt64;
+  op @2 :LinkCmp;
+  value @3 :UInt64;
+  dest @4 :List(UInt32);
+  write @5 :Bool;
+  writeVar @6 :UInt64;
+  writeValue @7 :UInt64;
+}
+
+# Coordinator -> a destination: evaluate `global[var] op value`; if `write` is set and the
+# comparison holds, also store writeValue at writeVar in the same step (used when the
+# destination set is that one node). Answered by a reply carrying the comparison.
+struct LinkCompare {
+  request @0 :UInt64;
+  var @1 :UInt64;
+  op @2 :LinkCmp;
+  value @3 :UInt64;
+  write @4 :Bool;
+  writeVar @5 :UInt64;
+  writeValue @6 :UInt64;
+}
+
+# Coordinator -> a destination: store `value` at `var` (the second phase of a
+# Compare-And-Write that held everywhere). Answered by a reply once stored.
+struct LinkStore {
+  request @0 :UInt64;
+  var @1 :UInt64;
+  value @2 :UInt64;
+}
+
+# The answer to a request: done (`ok` is the comparison's outcome for compares and
+# Compare-And-Write requests, true otherwise), or refused with an explanation.
+struct LinkReply {
+  request @0 :UInt64;
+  ok @1 :Bool;
+  error @2 :Text;
+}
+
+# Everything on a node link, one message per frame.
+struct LinkMessage {
+  formatVersion @0 :UInt32;
+  union {
+    hello @1 :LinkHello;
+    auth @2 :LinkAuth;
+    accept @3 :LinkAccept;
+    xfer @4 :LinkXfer;
+    cawRequest @5 :LinkCawRequest;
+    compare @6 :LinkCompare;
+    store @7 :LinkStore;
+    reply @8 :LinkReply;
+    # Orderly close: the endpoint is being dropped (not a failure).
+    goodbye @9 :Void;
+  }
+}

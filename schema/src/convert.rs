@@ -53,11 +53,11 @@ pub enum NodeMessage {
     Shutdown,
 }
 
-fn unknown(what: &'static str) -> impl Fn(capnp::NotInSchema) -> SchemaError {
+pub(crate) fn unknown(what: &'static str) -> impl Fn(capnp::NotInSchema) -> SchemaError {
     move |e| SchemaError::Unknown { what, value: e.0 }
 }
 
-fn check_version(found: u32) -> Result<(), SchemaError> {
+pub(crate) fn check_version(found: u32) -> Result<(), SchemaError> {
     if found > FORMAT_VERSION {
         return Err(SchemaError::TooNew {
             found,
@@ -67,14 +67,14 @@ fn check_version(found: u32) -> Result<(), SchemaError> {
     Ok(())
 }
 
-fn to_bytes<A: capnp::message::Allocator>(msg: &Builder<A>) -> Vec<u8> {
+pub(crate) fn to_bytes<A: capnp::message::Allocator>(msg: &Builder<A>) -> Vec<u8> {
     let mut out = Vec::new();
     capnp::serialize_packed::write_message(&mut out, msg)
         .expect("writing to a Vec<u8> cannot fail");
     out
 }
 
-fn reader(
+pub(crate) fn reader(
     bytes: &[u8],
 ) -> Result<capnp::message::Reader<capnp::serialize::OwnedSegments>, SchemaError> {
     // Packing turns at most 256 words of zeros into 2 bytes, so a genuine message is never

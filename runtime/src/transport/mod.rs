@@ -16,7 +16,9 @@
 //!   value (>=, <, =, !=); if the comparison holds on *all* of them, optionally write a value
 //!   to a (possibly different) global variable on all of them. Sequentially consistent.
 
+pub mod auth;
 pub mod shm;
+pub mod tcp;
 
 use std::time::Duration;
 
