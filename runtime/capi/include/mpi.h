@@ -404,6 +404,54 @@ STROBE_MPI_FN(MPI_Fint, Info_c2f, (MPI_Info handle))
 STROBE_MPI_FN(int, Status_f2c, (const MPI_Fint *f_status, MPI_Status *c_status))
 STROBE_MPI_FN(int, Status_c2f, (const MPI_Status *c_status, MPI_Fint *f_status))
 
+/* ---- mpireq: persistent, generalized and matched-probe requests; Info objects ---- */
+typedef int MPI_Message;
+#define MPI_MESSAGE_NULL    ((MPI_Message)0)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)1)
+#define MPI_INFO_ENV ((MPI_Info)1)
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+typedef int (MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
+typedef int (MPI_Grequest_free_function)(void *extra_state);
+typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);
+STROBE_MPI_FN(int, Send_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ssend_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Rsend_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Bsend_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Recv_init, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Start, (MPI_Request *request))
+STROBE_MPI_FN(int, Startall, (int count, MPI_Request array_of_requests[]))
+STROBE_MPI_FN(int, Request_get_status, (MPI_Request request, int *flag, MPI_Status *status))
+STROBE_MPI_FN(int, Ibsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Isendrecv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                               MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Isendrecv_replace, (void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                                       int source, int recvtag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Mprobe, (int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status))
+STROBE_MPI_FN(int, Improbe, (int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status))
+STROBE_MPI_FN(int, Mrecv, (void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status))
+STROBE_MPI_FN(int, Imrecv, (void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request))
+STROBE_MPI_FN(int, Grequest_start, (MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn,
+                                    MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request))
+STROBE_MPI_FN(int, Grequest_complete, (MPI_Request request))
+STROBE_MPI_FN(int, Status_set_elements, (MPI_Status *status, MPI_Datatype datatype, int count))
+STROBE_MPI_FN(int, Status_set_elements_x, (MPI_Status *status, MPI_Datatype datatype, MPI_Count count))
+STROBE_MPI_FN(int, Status_set_cancelled, (MPI_Status *status, int flag))
+STROBE_MPI_FN(int, Info_create, (MPI_Info *info))
+STROBE_MPI_FN(int, Info_set, (MPI_Info info, const char *key, const char *value))
+STROBE_MPI_FN(int, Info_delete, (MPI_Info info, const char *key))
+STROBE_MPI_FN(int, Info_get, (MPI_Info info, const char *key, int valuelen, char *value, int *flag))
+STROBE_MPI_FN(int, Info_get_string, (MPI_Info info, const char *key, int *buflen, char *value, int *flag))
+STROBE_MPI_FN(int, Info_get_valuelen, (MPI_Info info, const char *key, int *valuelen, int *flag))
+STROBE_MPI_FN(int, Info_get_nkeys, (MPI_Info info, int *nkeys))
+STROBE_MPI_FN(int, Info_get_nthkey, (MPI_Info info, int n, char *key))
+STROBE_MPI_FN(int, Info_dup, (MPI_Info info, MPI_Info *newinfo))
+STROBE_MPI_FN(int, Info_free, (MPI_Info *info))
+STROBE_MPI_FN(int, Comm_set_info, (MPI_Comm comm, MPI_Info info))
+STROBE_MPI_FN(int, Comm_get_info, (MPI_Comm comm, MPI_Info *info_used))
+STROBE_MPI_FN(int, Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm))
+
 #undef STROBE_MPI_FN
 
 #ifdef __cplusplus
