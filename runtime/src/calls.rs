@@ -208,6 +208,8 @@ macro_rules! for_each_mpi_call {
                 CommSetInfo "Comm_set_info",
                 CommGetInfo "Comm_get_info",
                 CommDupWithInfo "Comm_dup_with_info",
+                MessageF2c "Message_f2c",
+                MessageC2f "Message_c2f",
             }
         }
     };

@@ -451,6 +451,8 @@ STROBE_MPI_FN(int, Info_free, (MPI_Info *info))
 STROBE_MPI_FN(int, Comm_set_info, (MPI_Comm comm, MPI_Info info))
 STROBE_MPI_FN(int, Comm_get_info, (MPI_Comm comm, MPI_Info *info_used))
 STROBE_MPI_FN(int, Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm))
+STROBE_MPI_FN(MPI_Message, Message_f2c, (MPI_Fint message))
+STROBE_MPI_FN(MPI_Fint, Message_c2f, (MPI_Message message))
 
 #undef STROBE_MPI_FN
 

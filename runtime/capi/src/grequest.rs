@@ -7,7 +7,9 @@
 //! deterministic as the program: nothing here is timing-dependent or recorded.
 
 use std::os::raw::{c_int, c_void};
-use strobe_runtime::calls::Call;
+use strobe_runtime::calls::{Call, Primitive};
+use strobe_runtime::descriptor::{DescKind, Descriptor, COMPLETION_CANCELLED};
+use strobe_runtime::rank::Want;
 
 use crate::consts::*;
 use crate::datatype::any_type;
@@ -32,17 +34,43 @@ pub struct Greq {
 }
 
 pub enum LocalReq {
-    /// Complete since its creation, with this status.
-    Done(MpiStatus),
+    /// Complete since its creation, with this status. `bsend`: the runtime request of the
+    /// buffered message it sent (`MPI_Ibsend`), which `MPI_Cancel` may still cancel.
+    Done {
+        status: MpiStatus,
+        bsend: Option<u64>,
+    },
     Greq(Greq),
+}
+
+impl LocalReq {
+    /// The request of a buffered send whose message is runtime request `id`.
+    pub fn bsend(id: u64) -> LocalReq {
+        LocalReq::Done {
+            status: empty_status(),
+            bsend: Some(id),
+        }
+    }
+}
+
+fn insert_local(r: LocalReq) -> MpiRequest {
+    let mut g = st();
+    let h = fresh_req(&mut g);
+    g.local_reqs.insert(h, r);
+    h
 }
 
 /// Register a request that is already complete.
 pub fn insert_done(status: MpiStatus) -> MpiRequest {
-    let mut g = st();
-    let h = fresh_req(&mut g);
-    g.local_reqs.insert(h, LocalReq::Done(status));
-    h
+    insert_local(LocalReq::Done {
+        status,
+        bsend: None,
+    })
+}
+
+/// Register the request of a buffered send (see [`LocalReq::bsend`]).
+pub fn insert_bsend(id: u64) -> MpiRequest {
+    insert_local(LocalReq::bsend(id))
 }
 
 /// Whether `h` is a local request.
@@ -53,7 +81,7 @@ pub fn is_local(h: MpiRequest) -> bool {
 /// Whether local request `h` is complete.
 pub fn is_done(h: MpiRequest) -> bool {
     match st().local_reqs.get(&h) {
-        Some(LocalReq::Done(_)) => true,
+        Some(LocalReq::Done { .. }) => true,
         Some(LocalReq::Greq(g)) => g.complete,
         None => false,
     }
@@ -70,7 +98,7 @@ pub fn wait_done(h: MpiRequest) {
 /// The status of complete local request `h`, without freeing it.
 pub fn peek_status(h: MpiRequest) -> (MpiStatus, Option<MpiErr>) {
     let (query, extra) = match st().local_reqs.get(&h) {
-        Some(LocalReq::Done(s)) => return (*s, None),
+        Some(LocalReq::Done { status, .. }) => return (*status, None),
         Some(LocalReq::Greq(g)) => (g.query, g.extra),
         None => return (empty_status(), None),
     };
@@ -121,11 +149,22 @@ pub fn free_local(h: MpiRequest) -> Option<MpiErr> {
     None
 }
 
-/// `MPI_Cancel` of a local request: a generalized request's cancel function.
+/// `MPI_Cancel` of a local request: a generalized request's cancel function, or the
+/// cancellation of a buffered send's message.
 pub fn cancel_local(h: MpiRequest) -> MpiResult {
-    let (cancel, extra, complete) = match st().local_reqs.get(&h) {
-        Some(LocalReq::Greq(g)) => (g.cancel, g.extra, g.complete),
-        _ => return Ok(()),
+    let (greq, bsend) = {
+        let s = st();
+        match s.local_reqs.get(&h) {
+            Some(LocalReq::Greq(g)) => (Some((g.cancel, g.extra, g.complete)), None),
+            Some(LocalReq::Done { bsend, .. }) => (None, *bsend),
+            None => (None, None),
+        }
+    };
+    if let Some(id) = bsend {
+        return cancel_bsend(h, id);
+    }
+    let Some((cancel, extra, complete)) = greq else {
+        return Ok(());
     };
     if let Some(c) = cancel {
         // SAFETY: the program's cancel function, called as MPI specifies, without our lock.
@@ -225,4 +264,42 @@ pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MpiStatus, flag:
         status_mut(status)?.cancelled = (flag != 0) as c_int;
         Ok(())
     })
+}
+
+/// Cancel the buffered message (runtime request `id`) of buffered-send request `h`. The
+/// scheduler decides at the slice boundary whether it was still unmatched; its cancelled
+/// completion, if any, is delivered with the Cancel's own, and `poll_completed` records
+/// what this rank saw, so replay decides the same.
+fn cancel_bsend(h: MpiRequest, id: u64) -> MpiResult {
+    let c = crate::request::ctx()?;
+    let d = Descriptor {
+        kind: DescKind::Cancel as u8,
+        aux: id,
+        ..Default::default()
+    };
+    c.call(d);
+    if c.poll_completed(Primitive::Cancel, &[id], Want::Any)
+        .is_empty()
+    {
+        return Ok(());
+    }
+    let cancelled = c
+        .peek(id)
+        .is_some_and(|x| x.flags & COMPLETION_CANCELLED != 0);
+    if cancelled {
+        let mut g = st();
+        if let Some(LocalReq::Done { status, .. }) = g.local_reqs.get_mut(&h) {
+            status.cancelled = 1;
+        }
+        // The message is gone: its copy and its room in the attached buffer are free.
+        if let Some(p) = g.bsends.iter().position(|e| e.id == id) {
+            let e = g.bsends.remove(p);
+            g.bsend_used = g
+                .bsend_used
+                .saturating_sub(e.send_tmp.as_ref().map_or(0, |t| t.len()) + BSEND_OVERHEAD);
+            drop(g);
+            c.take(id);
+        }
+    }
+    Ok(())
 }

@@ -394,7 +394,7 @@ pub unsafe fn bsend_post(
     ty: &TypeInfo,
     dest: c_int,
     tag: c_int,
-) -> MpiResult {
+) -> MpiResult<u64> {
     // SAFETY: `buf` holds `n` elements of `ty` (this function's contract); `data` is
     // dropped before returning.
     let data = unsafe { outgoing(buf, n, ty) }?;
@@ -425,7 +425,7 @@ pub unsafe fn bsend_post(
         send_tmp: Some(copy),
         unpack: None,
     });
-    Ok(())
+    Ok(id)
 }
 
 /// A private copy of outgoing bytes.
@@ -451,7 +451,8 @@ pub unsafe extern "C" fn PMPI_Bsend(
     entry(Call::Bsend, comm, || {
         let (c, n, ty) = bsend_args(n, dt, dest, tag, comm)?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        unsafe { bsend_post(&c, comm, buf, n, &ty, dest, tag) }
+        unsafe { bsend_post(&c, comm, buf, n, &ty, dest, tag) }?;
+        Ok(())
     })
 }
 
@@ -471,7 +472,8 @@ fn bsend_args(
 }
 
 /// `MPI_Ibsend`: the data is copied at once (as `MPI_Bsend`), so the request is complete
-/// from the start.
+/// from the start; `MPI_Cancel` can still cancel the buffered message while it is
+/// unmatched (see `grequest::cancel_local`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Ibsend(
     buf: *const c_void,
@@ -488,8 +490,8 @@ pub unsafe extern "C" fn PMPI_Ibsend(
         }
         let (c, n, ty) = bsend_args(n, dt, dest, tag, comm)?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        unsafe { bsend_post(&c, comm, buf, n, &ty, dest, tag) }?;
-        let h = crate::grequest::insert_done(crate::request::empty_status());
+        let id = unsafe { bsend_post(&c, comm, buf, n, &ty, dest, tag) }?;
+        let h = crate::grequest::insert_bsend(id);
         // SAFETY: `req` is a C output argument, checked non-NULL above.
         unsafe { put(req, h, "request") }
     })

@@ -126,9 +126,9 @@ fn start(h: MpiRequest) -> MpiResult {
         PersistOp::Bsend => {
             // SAFETY: the buffer given to MPI_Bsend_init, valid while the request lives
             // (MPI contract); it is copied at once.
-            unsafe { bsend_post(&c, spec.comm, ptr, n, &spec.ty, peer, tag) }?;
-            let done = crate::grequest::LocalReq::Done(crate::request::empty_status());
-            st().local_reqs.insert(h, done);
+            let id = unsafe { bsend_post(&c, spec.comm, ptr, n, &spec.ty, peer, tag) }?;
+            st().local_reqs
+                .insert(h, crate::grequest::LocalReq::bsend(id));
             return Ok(());
         }
         PersistOp::Send(mode) => {

@@ -67,22 +67,31 @@ pub fn status_of(s: &api::Status) -> MpiStatus {
     }
 }
 
-/// Store a status unless the caller passed `MPI_STATUS(ES)_IGNORE` (or NULL).
+/// Store a status unless the caller passed `MPI_STATUS(ES)_IGNORE` (or NULL). A
+/// successful status leaves the caller's `MPI_ERROR` field as it was: MPI-3.1 3.2.5,
+/// calls set it only to report an error.
 ///
 /// # Safety
-/// `p` must be NULL, `MPI_STATUS(ES)_IGNORE`, or valid for writing `i + 1` statuses.
-pub unsafe fn write_status(p: *mut MpiStatus, i: usize, s: MpiStatus) {
+/// `p` must be NULL, `MPI_STATUS(ES)_IGNORE`, or valid for reading and writing `i + 1`
+/// statuses.
+pub unsafe fn write_status(p: *mut MpiStatus, i: usize, mut s: MpiStatus) {
     if p.is_null() || p as usize == STATUS_IGNORE {
         return;
     }
     // SAFETY: MPI requires a status array with an entry per request.
-    unsafe { p.add(i).write(s) };
+    let slot = unsafe { p.add(i) };
+    if s.error == class::SUCCESS {
+        // SAFETY: as above; a status the program owns (possibly uninitialised: any bit
+        // pattern is a valid int).
+        s.error = unsafe { std::ptr::addr_of!((*slot).error).read() };
+    }
+    // SAFETY: as above.
+    unsafe { slot.write(s) };
 }
 
 /// Consume the completion of a finished request: its status, and its error if any.
 fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
-    let stashed = st().stashed.remove(&e.id);
-    let Some(c) = stashed.or_else(|| RankCtx::get().and_then(|c| c.take(e.id))) else {
+    let Some(c) = RankCtx::get().and_then(|c| c.take(e.id)) else {
         let err = MpiErr::new(class::INTERN, format!("no completion for request {}", e.id));
         return (empty_status(), Some(err));
     };
@@ -670,8 +679,8 @@ pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
 }
 
 /// `MPI_Request_get_status`: whether the request is complete, and its status, without
-/// freeing it. A runtime completion found here is kept for the Wait/Test that frees the
-/// request (and a staged receive is unpacked now: the program may read the buffer).
+/// freeing it (the completion stays for the Wait/Test that frees the request; a staged
+/// receive is unpacked now, as the program may read the buffer).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Request_get_status(
     h: MpiRequest,
@@ -692,23 +701,15 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
             crate::grequest::peek_status(h)
         } else {
             let id = p.ids[0];
-            let mut stashed = st().stashed.get(&id).copied();
-            if stashed.is_none()
-                && !ctx()?
-                    .poll_completed(Primitive::Test, &[id], Want::Any)
-                    .is_empty()
-            {
-                stashed = ctx()?.take(id);
-            }
-            let Some(c) = stashed else {
+            let c = ctx()?;
+            let found = !c
+                .poll_completed(Primitive::Test, &[id], Want::Any)
+                .is_empty();
+            let Some(c) = found.then(|| c.peek(id)).flatten() else {
                 // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
                 return unsafe { put(flag, 0, "flag") };
             };
-            let unpack = {
-                let mut g = st();
-                g.stashed.insert(id, c);
-                g.reqs.get_mut(&h).and_then(|e| e.unpack.take())
-            };
+            let unpack = st().reqs.get_mut(&h).and_then(|e| e.unpack.take());
             if let Some(u) = unpack {
                 // SAFETY: as in `finish`: the program's receive buffer, complete now.
                 unsafe {

@@ -68,9 +68,6 @@ pub struct State {
     /// Requests the C layer completes itself: generalized requests, and requests complete
     /// at creation (`MPI_Ibsend`, `MPI_Imrecv` of `MPI_MESSAGE_NO_PROC`).
     pub local_reqs: HashMap<MpiRequest, crate::grequest::LocalReq>,
-    /// Completions taken by `MPI_Request_get_status`, kept for the Wait/Test that frees
-    /// the request.
-    pub stashed: HashMap<u64, strobe_runtime::descriptor::Completion>,
     /// Matched messages (`MPI_Mprobe`, `MPI_Improbe`) not received yet.
     pub messages: HashMap<c_int, crate::message::Message>,
     pub next_message: c_int,
