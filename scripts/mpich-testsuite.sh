@@ -90,6 +90,9 @@ build_cause() {
 build_test() {
     local list=$1 name=$2 dir=$SRC_T/$1 bin=$BUILD/$1/$2
     local am=$dir/Makefile.am srcs flags libs log=$BUILD/$1/$2.build.log
+    # Entries of one test with other rank counts build the same binary: one at a time.
+    exec {lock}>"$bin.lock"
+    flock "$lock"
     [ -x "$bin" ] && [ "$bin" -nt "$STROBE_LIB" ] && return 0
     srcs=$(sed -n "s/^${name}_SOURCES *= *//p" "$am" | head -1)
     [ -n "$srcs" ] || srcs=$name.c

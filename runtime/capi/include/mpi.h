@@ -453,6 +453,80 @@ STROBE_MPI_FN(int, Comm_get_info, (MPI_Comm comm, MPI_Info *info_used))
 STROBE_MPI_FN(int, Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm))
 STROBE_MPI_FN(MPI_Message, Message_f2c, (MPI_Fint message))
 STROBE_MPI_FN(MPI_Fint, Message_c2f, (MPI_Message message))
+/* MPI-1 attribute names, and attributes on datatypes (same sentinels as the MPI_COMM_ ones) */
+typedef int (MPI_Copy_function)(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,
+                                void *attribute_val_out, int *flag);
+typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+#define MPI_NULL_COPY_FN   ((MPI_Copy_function *)0)
+#define MPI_DUP_FN         ((MPI_Copy_function *)1)
+#define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0)
+typedef int (MPI_Type_copy_attr_function)(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+                                          void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Type_delete_attr_function)(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+                                            void *extra_state);
+#define MPI_TYPE_NULL_COPY_FN   ((MPI_Type_copy_attr_function *)0)
+#define MPI_TYPE_DUP_FN         ((MPI_Type_copy_attr_function *)1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0)
+STROBE_MPI_FN(int, Keyval_create, (MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state))
+STROBE_MPI_FN(int, Keyval_free, (int *keyval))
+STROBE_MPI_FN(int, Attr_put, (MPI_Comm comm, int keyval, void *attribute_val))
+STROBE_MPI_FN(int, Attr_delete, (MPI_Comm comm, int keyval))
+STROBE_MPI_FN(int, Type_create_keyval, (MPI_Type_copy_attr_function *type_copy_attr_fn,
+                                        MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                                        void *extra_state))
+STROBE_MPI_FN(int, Type_free_keyval, (int *type_keyval))
+STROBE_MPI_FN(int, Type_set_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val))
+STROBE_MPI_FN(int, Type_get_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag))
+STROBE_MPI_FN(int, Type_delete_attr, (MPI_Datatype datatype, int type_keyval))
+/* more predefined types (complex types are pairs of their real type: MPI_SUM only) */
+#define MPI_C_FLOAT_COMPLEX       ((MPI_Datatype)36)
+#define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX      ((MPI_Datatype)37)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)38)
+#define MPI_LB                    ((MPI_Datatype)39)
+#define MPI_UB                    ((MPI_Datatype)40)
+#define MPI_COMPLEX               ((MPI_Datatype)41)
+#define MPI_DOUBLE_COMPLEX        ((MPI_Datatype)42)
+#define MPI_INTEGER               ((MPI_Datatype)43)
+#define MPI_REAL                  ((MPI_Datatype)44)
+#define MPI_DOUBLE_PRECISION      ((MPI_Datatype)45)
+#define MPI_LOGICAL               ((MPI_Datatype)46)
+#define MPI_CHARACTER             ((MPI_Datatype)47)
+#define MPI_2INTEGER              ((MPI_Datatype)48)
+#define MPI_ORDER_C       56
+#define MPI_ORDER_FORTRAN 57
+STROBE_MPI_FN(int, Get_elements, (const MPI_Status *status, MPI_Datatype datatype, int *count))
+STROBE_MPI_FN(int, Get_elements_x, (const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count))
+STROBE_MPI_FN(int, Type_size_x, (MPI_Datatype datatype, MPI_Count *size))
+STROBE_MPI_FN(int, Type_get_extent_x, (MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent))
+STROBE_MPI_FN(int, Type_get_true_extent_x, (MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent))
+STROBE_MPI_FN(int, Type_extent, (MPI_Datatype datatype, MPI_Aint *extent))
+STROBE_MPI_FN(int, Type_lb, (MPI_Datatype datatype, MPI_Aint *displacement))
+STROBE_MPI_FN(int, Type_ub, (MPI_Datatype datatype, MPI_Aint *displacement))
+STROBE_MPI_FN(int, Type_hvector, (int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_hindexed, (int count, const int *array_of_blocklengths, const MPI_Aint *array_of_displacements,
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_struct, (int count, const int *array_of_blocklengths, const MPI_Aint *array_of_displacements,
+                                 const MPI_Datatype *array_of_types, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_hindexed_block, (int count, int blocklength, const MPI_Aint array_of_displacements[],
+                                                MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_subarray, (int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                                          const int array_of_starts[], int order, MPI_Datatype oldtype,
+                                          MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_set_name, (MPI_Datatype datatype, const char *type_name))
+STROBE_MPI_FN(int, Type_get_name, (MPI_Datatype datatype, char *type_name, int *resultlen))
+/* user error handlers, classes and codes */
+typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef MPI_Comm_errhandler_function MPI_Handler_function;
+STROBE_MPI_FN(int, Comm_create_errhandler, (MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Errhandler_create, (MPI_Handler_function *function, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Errhandler_set, (MPI_Comm comm, MPI_Errhandler errhandler))
+STROBE_MPI_FN(int, Errhandler_get, (MPI_Comm comm, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Comm_call_errhandler, (MPI_Comm comm, int errorcode))
+STROBE_MPI_FN(int, Add_error_class, (int *errorclass))
+STROBE_MPI_FN(int, Add_error_code, (int errorclass, int *errorcode))
+STROBE_MPI_FN(int, Add_error_string, (int errorcode, const char *string))
 
 #undef STROBE_MPI_FN
 

@@ -294,3 +294,11 @@ pub fn delete_attrs(comm: MpiComm) -> MpiResult {
     }
     Ok(())
 }
+
+/// `MPI_Add_error_class`/`code`: the value of the `MPI_LASTUSEDCODE` attribute.
+pub fn set_last_used_code(code: c_int) {
+    if let Some(p) = predefined_value(LASTUSEDCODE_KEY) {
+        // SAFETY: the leaked storage of the predefined attribute values (an int).
+        unsafe { (p as *mut c_int).write(code) };
+    }
+}

@@ -22,11 +22,13 @@
 
 mod abi;
 mod attrs;
+mod attrs_more;
 mod coll;
 mod comm;
 mod consts;
 mod datatype;
 mod env;
+mod errhan;
 mod error;
 mod fortran;
 mod grequest;
@@ -38,4 +40,5 @@ mod persist;
 mod reduce;
 mod request;
 mod state;
+mod typex;
 mod util;

@@ -173,6 +173,7 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
                 ))
             }
         };
+        ok(crate::typex::complex_op_ok(op, ty))?;
         return match ty.elem {
             ElemKind::Uniform(Prim::Rt(e)) => {
                 ok(strobe_runtime::ops::op_defined(b, e))?;

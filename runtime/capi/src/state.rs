@@ -76,6 +76,14 @@ pub struct State {
     pub next_info: c_int,
     /// Hints attached to communicators (`MPI_Comm_set_info`).
     pub comm_infos: HashMap<MpiComm, crate::info::InfoObj>,
+    /// Attributes of datatypes: (type, keyval) -> value (attrs_more.rs).
+    pub type_attrs: HashMap<(MpiDatatype, c_int), usize>,
+    /// Names given with `MPI_Type_set_name` (typex.rs).
+    pub type_names: HashMap<MpiDatatype, String>,
+    /// User error handlers: handle -> `MPI_Comm_errhandler_function *` (errhan.rs).
+    pub errhandlers: HashMap<MpiErrhandler, usize>,
+    /// User error classes and codes (errhan.rs).
+    pub user_codes: HashMap<c_int, crate::errhan::UserCode>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
