@@ -110,15 +110,33 @@ pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
         }
         // SAFETY: non-null pointer to the caller's keyval.
         let k = unsafe { *keyval };
-        if st().keyvals.remove(&k).is_none() {
-            fail!(class::KEYVAL, "invalid keyval {k}");
-        }
+        free_keyval(k)?;
         // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(keyval, KEYVAL_INVALID, "comm_keyval") }
     })
 }
 
+/// Free keyval `k`. Attributes still set with it keep it alive (their delete callbacks
+/// must still run, MPI-3.1 6.7.2): it is only marked freed, and cannot be used again.
+pub fn free_keyval(k: c_int) -> MpiResult {
+    let mut s = st();
+    if !s.keyvals.contains_key(&k) || s.freed_keyvals.contains(&k) {
+        fail!(class::KEYVAL, "invalid keyval {k}");
+    }
+    let in_use = s.comms.values().any(|c| c.attrs.contains_key(&k))
+        || s.type_attrs.keys().any(|(_, kk)| *kk == k);
+    if in_use {
+        s.freed_keyvals.insert(k);
+    } else {
+        s.keyvals.remove(&k);
+    }
+    Ok(())
+}
+
 fn keyval(k: c_int) -> MpiResult<Keyval> {
+    if st().freed_keyvals.contains(&k) {
+        fail!(class::KEYVAL, "keyval {k} was freed");
+    }
     match st().keyvals.get(&k) {
         Some(v) => Ok(*v),
         None if predefined_value(k).is_some() => {
@@ -150,12 +168,14 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
     entry(Call::CommSetAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
-        let old = st()
-            .comms
-            .get_mut(&comm)
-            .and_then(|c| c.attrs.insert(k, val as usize));
+        let old = st().comms.get(&comm).and_then(|c| c.attrs.get(&k).copied());
+        // The old value's delete callback runs first: if it fails, the attribute keeps
+        // its old value (MPI-3.1 6.7.2).
         if let Some(old) = old {
             call_delete(comm, k, kv, old)?;
+        }
+        if let Some(c) = st().comms.get_mut(&comm) {
+            c.attrs.insert(k, val as usize);
         }
         Ok(())
     })
@@ -166,9 +186,16 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int
     entry(Call::CommDeleteAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
-        let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.remove(&k));
+        let old = st().comms.get(&comm).and_then(|c| c.attrs.get(&k).copied());
         match old {
-            Some(v) => call_delete(comm, k, kv, v),
+            // Removed only once its delete callback succeeded.
+            Some(v) => {
+                call_delete(comm, k, kv, v)?;
+                if let Some(c) = st().comms.get_mut(&comm) {
+                    c.attrs.remove(&k);
+                }
+                Ok(())
+            }
             None => fail!(
                 class::KEYVAL,
                 "no attribute for keyval {k} on this communicator"
@@ -288,7 +315,8 @@ pub fn delete_attrs(comm: MpiComm) -> MpiResult {
         .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
         .unwrap_or_default();
     for (k, v) in attrs {
-        if let Some(kv) = st().keyvals.get(&k).copied() {
+        let kv = st().keyvals.get(&k).copied();
+        if let Some(kv) = kv {
             call_delete(comm, k, kv, v)?;
         }
     }

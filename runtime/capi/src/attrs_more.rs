@@ -79,15 +79,16 @@ pub unsafe extern "C" fn PMPI_Type_free_keyval(keyval: *mut c_int) -> c_int {
         }
         // SAFETY: non-null pointer to the caller's keyval.
         let k = unsafe { *keyval };
-        if st().keyvals.remove(&k).is_none() {
-            fail!(class::KEYVAL, "invalid keyval {k}");
-        }
+        crate::attrs::free_keyval(k)?;
         // SAFETY: as above.
         unsafe { put(keyval, KEYVAL_INVALID, "type_keyval") }
     })
 }
 
 fn keyval(k: c_int) -> MpiResult<Keyval> {
+    if st().freed_keyvals.contains(&k) {
+        fail!(class::KEYVAL, "keyval {k} was freed");
+    }
     match st().keyvals.get(&k) {
         Some(v) => Ok(*v),
         None => fail!(class::KEYVAL, "invalid keyval {k}"),
@@ -116,10 +117,11 @@ pub unsafe extern "C" fn PMPI_Type_set_attr(dt: MpiDatatype, k: c_int, val: *mut
     entry(Call::TypeSetAttr, COMM_WORLD, || {
         any_type(dt)?;
         let kv = keyval(k)?;
-        let old = st().type_attrs.insert((dt, k), val as usize);
+        let old = st().type_attrs.get(&(dt, k)).copied();
         if let Some(old) = old {
             call_delete(dt, k, kv, old)?;
         }
+        st().type_attrs.insert((dt, k), val as usize);
         Ok(())
     })
 }
@@ -149,9 +151,13 @@ pub unsafe extern "C" fn PMPI_Type_delete_attr(dt: MpiDatatype, k: c_int) -> c_i
     entry(Call::TypeDeleteAttr, COMM_WORLD, || {
         any_type(dt)?;
         let kv = keyval(k)?;
-        let old = st().type_attrs.remove(&(dt, k));
+        let old = st().type_attrs.get(&(dt, k)).copied();
         match old {
-            Some(v) => call_delete(dt, k, kv, v),
+            Some(v) => {
+                call_delete(dt, k, kv, v)?;
+                st().type_attrs.remove(&(dt, k));
+                Ok(())
+            }
             None => fail!(
                 class::KEYVAL,
                 "no attribute for keyval {k} on this datatype"
@@ -223,7 +229,8 @@ pub fn delete_type_attrs(dt: MpiDatatype) -> MpiResult {
             .collect()
     };
     for (k, v) in attrs {
-        if let Some(kv) = st().keyvals.get(&k).copied() {
+        let kv = st().keyvals.get(&k).copied();
+        if let Some(kv) = kv {
             call_delete(dt, k, kv, v)?;
         }
     }

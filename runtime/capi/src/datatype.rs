@@ -74,6 +74,8 @@ pub struct TypeInfo {
     pub align: usize,
     /// `MPI_LB`/`MPI_UB` markers (MPI-1) fixed the bounds: no alignment padding then.
     pub sticky_bounds: bool,
+    /// Basic elements in one element of the type (`MPI_Get_elements`).
+    pub elems: usize,
 }
 
 impl TypeInfo {
@@ -102,6 +104,17 @@ impl TypeInfo {
                 _ => size.clamp(1, 16),
             },
             sticky_bounds: false,
+            elems: match prim {
+                Prim::Rt(
+                    ElemType::FloatInt
+                    | ElemType::DoubleInt
+                    | ElemType::LongInt
+                    | ElemType::TwoInt
+                    | ElemType::ShortInt,
+                )
+                | Prim::LongDoubleInt => 2,
+                _ => 1,
+            },
         }
     }
 
@@ -258,6 +271,7 @@ fn derive(
     let mut size = 0usize;
     let mut align = 1;
     let mut sticky = false;
+    let mut elems = 0;
     for (disp, n, old) in parts {
         if *n == 0 {
             continue;
@@ -265,6 +279,7 @@ fn derive(
         elem = elem.join(old.elem);
         align = align.max(old.align);
         sticky |= old.sticky_bounds;
+        elems += n * old.elems;
         // The bounds of the copies (MPI-3.1 4.1.6: lb is the least lower bound of a copy,
         // ub the greatest upper bound), also for a negative extent (a type resized so
         // that its copies go downwards).
@@ -312,6 +327,7 @@ fn derive(
         envelope,
         align,
         sticky_bounds: sticky,
+        elems,
     }
 }
 

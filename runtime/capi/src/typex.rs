@@ -11,7 +11,6 @@
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
 use strobe_runtime::calls::Call;
-use strobe_runtime::datatype::ElemType;
 
 use crate::consts::*;
 use crate::datatype::{any_type, ElemKind, Prim, TypeInfo};
@@ -32,7 +31,7 @@ const COMBINER_SUBARRAY: c_int = 11;
 
 /// The predefined types after `MPI_LONG_DOUBLE_INT` (handles 36..).
 pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
-    use ElemType as E;
+    use strobe_runtime::datatype::ElemType as E;
     use Prim::*;
     let list: [(MpiDatatype, &'static str, usize, Prim); 13] = [
         (36, "MPI_C_FLOAT_COMPLEX", 8, Rt(E::F32)),
@@ -56,6 +55,7 @@ pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
                 t.blocks.clear();
                 t.elem = ElemKind::Empty;
                 t.align = 1;
+                t.elems = 0;
             }
             if n.contains("COMPLEX") {
                 t.align = s / 2;
@@ -86,30 +86,27 @@ pub fn marker_bounds(disps: &[MpiAint], types: &[MpiDatatype]) -> (Option<isize>
 }
 
 /// Elements of basic types in `bytes` of data of type `t` (`None`: not a whole number).
+/// A partial copy of a type mixing basic types of different sizes is not counted.
 fn elements(t: &TypeInfo, bytes: i64) -> Option<i64> {
     if bytes == 0 {
         return Some(0);
     }
-    let (unit, per) = match t.elem {
-        ElemKind::Empty => return None,
-        ElemKind::Uniform(Prim::Rt(e)) => {
-            let pair = matches!(
-                e,
-                ElemType::FloatInt
-                    | ElemType::DoubleInt
-                    | ElemType::LongInt
-                    | ElemType::TwoInt
-                    | ElemType::ShortInt
-            );
-            (e.size() as i64, if pair { 2 } else { 1 })
+    let (size, elems) = (t.size as i64, t.elems as i64);
+    if size == 0 || elems == 0 {
+        return None;
+    }
+    let whole = bytes / size * elems;
+    let rest = bytes % size;
+    if rest == 0 {
+        return Some(whole);
+    }
+    match t.elem {
+        // Every basic element has the same size: count the ones in the partial copy.
+        ElemKind::Uniform(_) if size % elems == 0 && rest % (size / elems) == 0 => {
+            Some(whole + rest / (size / elems))
         }
-        ElemKind::Uniform(Prim::LongDouble) => (16, 1),
-        ElemKind::Uniform(Prim::LongDoubleInt) => (32, 2),
-        // Mixed types: whole elements only, counted by their blocks' basic sizes is not
-        // known here; report by the type's size when it divides.
-        ElemKind::Mixed => (t.size as i64, 1),
-    };
-    (unit > 0 && bytes % unit == 0).then(|| bytes / unit * per)
+        _ => None,
+    }
 }
 
 fn get_elements(status: *const MpiStatus, dt: MpiDatatype) -> MpiResult<i64> {
