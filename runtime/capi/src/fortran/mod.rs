@@ -51,6 +51,7 @@ mod comm;
 mod env;
 mod handles;
 mod keyval;
+mod mpireq;
 mod p2p;
 mod request;
 mod sentinel;
