@@ -253,6 +253,13 @@ pub fn any_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
     if dt == DATATYPE_NULL {
         fail!(class::TYPE, "MPI_DATATYPE_NULL is not a datatype");
     }
+    // The Fortran-only types (`MPI_COMPLEX`, `MPI_LOGICAL`, ...) are negative handles in
+    // both headers: C programs may use them too.
+    let dt = if dt < 0 {
+        crate::fortran::handles::dt_f2c(dt)
+    } else {
+        dt
+    };
     match st().types.get(&dt) {
         Some(t) => Ok(t.clone()),
         None => fail!(class::TYPE, "invalid datatype handle {dt}"),

@@ -49,7 +49,7 @@ mod cabi;
 mod coll;
 mod comm;
 mod env;
-mod handles;
+pub(crate) mod handles;
 mod keyval;
 mod mpireq;
 mod p2p;
