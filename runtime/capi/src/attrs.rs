@@ -97,6 +97,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
             delete: delete as usize,
             extra: extra as usize,
         });
+        st().freed_keyvals.remove(&k);
         // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(keyval, k, "comm_keyval") }
     })
@@ -116,25 +117,26 @@ pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
     })
 }
 
-/// Free keyval `k`. Attributes still set with it keep it alive (their delete callbacks
-/// must still run, MPI-3.1 6.7.2): it is only marked freed, and cannot be used again.
+/// Free keyval `k`. A keyval freed while attributes use it lives on for their delete
+/// callbacks (MPI-3.1 6.7.2); it cannot be used to set or get attributes any more. As
+/// MPICH (which counts references), a freed keyval may be freed again (from a copy of the
+/// handle, or from a delete callback) without an error.
 pub fn free_keyval(k: c_int) -> MpiResult {
     let mut s = st();
-    if !s.keyvals.contains_key(&k) || s.freed_keyvals.contains(&k) {
+    if !s.keyvals.contains_key(&k) && !s.freed_keyvals.contains_key(&k) {
         fail!(class::KEYVAL, "invalid keyval {k}");
     }
     let in_use = s.comms.values().any(|c| c.attrs.contains_key(&k))
         || s.type_attrs.keys().any(|(_, kk)| *kk == k);
-    if in_use {
-        s.freed_keyvals.insert(k);
-    } else {
+    *s.freed_keyvals.entry(k).or_insert(0) += 1;
+    if !in_use {
         s.keyvals.remove(&k);
     }
     Ok(())
 }
 
 fn keyval(k: c_int) -> MpiResult<Keyval> {
-    if st().freed_keyvals.contains(&k) {
+    if st().freed_keyvals.contains_key(&k) {
         fail!(class::KEYVAL, "keyval {k} was freed");
     }
     match st().keyvals.get(&k) {

@@ -66,6 +66,7 @@ pub unsafe extern "C" fn PMPI_Type_create_keyval(
             delete: delete as usize,
             extra: extra as usize,
         });
+        st().freed_keyvals.remove(&k);
         // SAFETY: C output argument, checked non-NULL above.
         unsafe { put(keyval, k, "type_keyval") }
     })
@@ -86,7 +87,7 @@ pub unsafe extern "C" fn PMPI_Type_free_keyval(keyval: *mut c_int) -> c_int {
 }
 
 fn keyval(k: c_int) -> MpiResult<Keyval> {
-    if st().freed_keyvals.contains(&k) {
+    if st().freed_keyvals.contains_key(&k) {
         fail!(class::KEYVAL, "keyval {k} was freed");
     }
     match st().keyvals.get(&k) {

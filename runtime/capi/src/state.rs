@@ -84,8 +84,9 @@ pub struct State {
     pub errhandlers: HashMap<MpiErrhandler, usize>,
     /// User error classes and codes (errhan.rs).
     pub user_codes: HashMap<c_int, crate::errhan::UserCode>,
-    /// Keyvals freed while attributes still use them (attrs.rs `free_keyval`).
-    pub freed_keyvals: std::collections::HashSet<c_int>,
+    /// Keyvals freed while attributes still use them: how many times (attrs.rs
+    /// `free_keyval`).
+    pub freed_keyvals: HashMap<c_int, usize>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
