@@ -236,7 +236,9 @@ fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
 
 /// Finish the requests at `done` (positions in `hs`), store their statuses, null their
 /// handles (a persistent request's handle stays: it is inactive again). Returns the first
-/// error.
+/// error. When one of them failed, a multi-completion call (`multi`: it returns
+/// `MPI_ERR_IN_STATUS`) sets the `MPI_ERROR` field of every status it returns, to
+/// `MPI_SUCCESS` for the others (MPI-3.1 3.7.5).
 ///
 /// # Safety
 /// `statuses` must be NULL, `MPI_STATUS(ES)_IGNORE` or hold a status for every slot `slot` gives.
@@ -244,12 +246,13 @@ unsafe fn complete(
     hs: &mut [MpiRequest],
     done: &[usize],
     statuses: *mut MpiStatus,
+    multi: bool,
     slot: impl Fn(usize, usize) -> usize,
 ) -> MpiResult<Option<MpiErr>> {
-    let mut first = None;
-    for (k, &i) in done.iter().enumerate() {
+    let mut results = Vec::with_capacity(done.len());
+    for &i in done {
         let h = hs[i];
-        let (s, err) = if crate::grequest::is_local(h) {
+        let r = if crate::grequest::is_local(h) {
             crate::grequest::finish(h)
         } else {
             finish(take_entry(h)?)
@@ -257,9 +260,19 @@ unsafe fn complete(
         if !crate::persist::is_persistent(h) {
             hs[i] = REQUEST_NULL;
         }
-        // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
-        // contract).
-        unsafe { write_status(statuses, slot(k, i), s) };
+        results.push(r);
+    }
+    let failed = results.iter().any(|(_, e)| e.is_some());
+    let mut first = None;
+    for (k, (&i, (s, err))) in done.iter().zip(results).enumerate() {
+        if multi && failed && !statuses.is_null() && statuses as usize != STATUS_IGNORE {
+            // SAFETY: `statuses` has an entry per request (MPI contract).
+            unsafe { statuses.add(slot(k, i)).write(s) };
+        } else {
+            // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per
+            // request (MPI contract).
+            unsafe { write_status(statuses, slot(k, i), s) };
+        }
         if first.is_none() {
             first = err;
         }
@@ -289,7 +302,7 @@ pub unsafe fn wait_one(req: *mut MpiRequest, status: *mut MpiStatus) -> MpiResul
         ctx()?.wait_completed(Primitive::Wait, &p.ids, Want::Any);
     }
     // SAFETY: the pointer arguments are this function's own, under MPI's rules for them.
-    match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
+    match unsafe { complete(hs, &[0], status, false, |_, _| 0) }? {
         Some(e) => Err(e),
         None => Ok(()),
     }
@@ -337,7 +350,7 @@ pub unsafe extern "C" fn PMPI_Test(
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
+        match unsafe { complete(hs, &[0], status, false, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -399,7 +412,7 @@ pub unsafe extern "C" fn PMPI_Waitall(
         let mut all: Vec<usize> = p.idx.iter().chain(&p.local).copied().collect();
         all.sort_unstable();
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        in_status(unsafe { complete(hs, &all, statuses, |_, i| i) }?)
+        in_status(unsafe { complete(hs, &all, statuses, true, |_, i| i) }?)
     })
 }
 
@@ -432,7 +445,7 @@ pub unsafe extern "C" fn PMPI_Testall(
         let mut all: Vec<usize> = p.idx.iter().chain(&p.local).copied().collect();
         all.sort_unstable();
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        in_status(unsafe { complete(hs, &all, statuses, |_, i| i) }?)
+        in_status(unsafe { complete(hs, &all, statuses, true, |_, i| i) }?)
     })
 }
 
@@ -490,7 +503,7 @@ pub unsafe extern "C" fn PMPI_Waitany(
         // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(index, i as c_int, "index") }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
+        match unsafe { complete(hs, &[i], status, false, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -531,7 +544,7 @@ pub unsafe extern "C" fn PMPI_Testany(
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
+        match unsafe { complete(hs, &[i], status, false, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -593,7 +606,7 @@ unsafe fn some(
             unsafe { indices.add(k).write(i as c_int) };
         }
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        in_status(unsafe { complete(hs, &done, statuses, |k, _| k) }?)
+        in_status(unsafe { complete(hs, &done, statuses, true, |k, _| k) }?)
     })
 }
 
