@@ -150,6 +150,8 @@ enum Local {
     User(UserOp),
     LongDouble(c_int),
     LongDoubleInt(c_int),
+    /// `MPI_PROD` on a complex type whose parts are `f32` (4) or `f64` (8) (typex.rs).
+    ComplexProd(usize),
 }
 
 #[derive(Clone, Copy)]
@@ -173,6 +175,9 @@ fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
                 ))
             }
         };
+        if let Some(w) = crate::typex::complex_prod_width(op, ty) {
+            return Ok(Plan::Local(Local::ComplexProd(w)));
+        }
         ok(crate::typex::complex_op_ok(op, ty))?;
         return match ty.elem {
             ElemKind::Uniform(Prim::Rt(e)) => {
@@ -256,6 +261,7 @@ fn combine(
                 fail!(class::OP, "op {op} is not defined on long double types");
             }
         }
+        Local::ComplexProd(w) => crate::typex::complex_prod(w, acc, x.as_mut_slice()),
         Local::User(u) => {
             // SAFETY: the program registered this address as an MPI_User_function.
             let f: UserFn = unsafe { std::mem::transmute::<usize, UserFn>(u.func) };

@@ -6,12 +6,15 @@
 //! (`MPI_Get_elements(_x)`), the `_x` size and extent queries, and type names.
 //!
 //! Complex types are pairs of their real type (`MPI_C_DOUBLE_COMPLEX` reduces as two
-//! `double`s), which is exact for `MPI_SUM`; other reduction ops on them are refused
-//! (`MPI_ERR_OP`) rather than computed wrongly.
+//! `double`s), which is exact for `MPI_SUM`; `MPI_PROD` is a complex multiplication on the
+//! ranks; other reduction ops on them are refused (`MPI_ERR_OP`) rather than computed
+//! wrongly.
 
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
 use strobe_runtime::calls::Call;
+
+use strobe_runtime::datatype::ElemType;
 
 use crate::consts::*;
 use crate::datatype::{any_type, ElemKind, Prim, TypeInfo};
@@ -32,7 +35,7 @@ const COMBINER_SUBARRAY: c_int = 11;
 
 /// The predefined types after `MPI_LONG_DOUBLE_INT` (handles 36..).
 pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
-    use strobe_runtime::datatype::ElemType as E;
+    use ElemType as E;
     use Prim::*;
     let list: [(MpiDatatype, &'static str, usize, Prim); 5] = [
         (36, "MPI_C_FLOAT_COMPLEX", 8, Rt(E::F32)),
@@ -59,9 +62,54 @@ pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
 }
 
 /// Whether reduction op `op` is defined on `ty` as far as complex types go (MPI defines
-/// only the arithmetic ops on them, and strobe computes `MPI_SUM` exactly).
+/// only the arithmetic ops on them: `MPI_SUM` is exact as pairs of reals, `MPI_PROD` is
+/// computed on the ranks, see [`complex_prod`]).
 pub fn complex_op_ok(op: MpiOp, ty: &TypeInfo) -> bool {
     !ty.name.contains("COMPLEX") || matches!(op, 3 | 13 | 14)
+}
+
+/// `MPI_PROD` on a complex type of `f32` or `f64` parts: the width of a part (it is
+/// reduced on the ranks, as complex multiplication).
+pub fn complex_prod_width(op: MpiOp, ty: &TypeInfo) -> Option<usize> {
+    if op != 4 || !ty.name.contains("COMPLEX") {
+        return None;
+    }
+    match ty.elem {
+        ElemKind::Uniform(Prim::Rt(ElemType::F32)) => Some(4),
+        ElemKind::Uniform(Prim::Rt(ElemType::F64)) => Some(8),
+        _ => None,
+    }
+}
+
+/// `x[i] = acc[i] * x[i]` over complex numbers of `w`-byte parts (native endianness).
+pub fn complex_prod(w: usize, acc: &[u8], x: &mut [u8]) {
+    fn get(b: &[u8], w: usize) -> f64 {
+        if w == 4 {
+            f32::from_ne_bytes(b[..4].try_into().expect("4 bytes")) as f64
+        } else {
+            f64::from_ne_bytes(b[..8].try_into().expect("8 bytes"))
+        }
+    }
+    fn set(b: &mut [u8], w: usize, v: f64) {
+        if w == 4 {
+            b[..4].copy_from_slice(&(v as f32).to_ne_bytes());
+        } else {
+            b[..8].copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+    for (a, y) in acc.chunks_exact(2 * w).zip(x.chunks_exact_mut(2 * w)) {
+        let (ar, ai) = (get(a, w), get(&a[w..], w));
+        let (yr, yi) = (get(y, w), get(&y[w..], w));
+        if w == 4 {
+            // In f32, as C's `float complex` product (no wider intermediate).
+            let (ar, ai, yr, yi) = (ar as f32, ai as f32, yr as f32, yi as f32);
+            set(y, w, (ar * yr - ai * yi) as f64);
+            set(&mut y[w..], w, (ar * yi + ai * yr) as f64);
+        } else {
+            set(y, w, ar * yr - ai * yi);
+            set(&mut y[w..], w, ar * yi + ai * yr);
+        }
+    }
 }
 
 /// `MPI_LB`/`MPI_UB` markers in a struct's parts: the explicit bounds they set.
