@@ -176,9 +176,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
         if let Some(old) = old {
             call_delete(comm, k, kv, old)?;
         }
-        if let Some(c) = st().comms.get_mut(&comm) {
-            c.attrs.insert(k, val as usize);
-        }
+        set_value(comm, k, val as usize);
         Ok(())
     })
 }
@@ -193,9 +191,11 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int
             // Removed only once its delete callback succeeded.
             Some(v) => {
                 call_delete(comm, k, kv, v)?;
-                if let Some(c) = st().comms.get_mut(&comm) {
+                let mut s = st();
+                if let Some(c) = s.comms.get_mut(&comm) {
                     c.attrs.remove(&k);
                 }
+                s.attr_seq.remove(&(comm, k));
                 Ok(())
             }
             None => fail!(
@@ -301,9 +301,7 @@ pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
             }
         };
         if let Some(v) = copied {
-            if let Some(c) = st().comms.get_mut(&to) {
-                c.attrs.insert(k, v);
-            }
+            set_value(to, k, v);
         }
     }
     Ok(())
@@ -311,11 +309,23 @@ pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
 
 /// `MPI_Comm_free`: run the delete callbacks of every attribute of `comm`.
 pub fn delete_attrs(comm: MpiComm) -> MpiResult {
-    let attrs: Vec<(c_int, usize)> = st()
-        .comms
-        .get_mut(&comm)
-        .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
-        .unwrap_or_default();
+    let attrs: Vec<(c_int, usize)> = {
+        let mut g = st();
+        let s = &mut *g;
+        let mut a: Vec<(c_int, usize)> = s
+            .comms
+            .get_mut(&comm)
+            .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
+            .unwrap_or_default();
+        // The most recently set first (as MPICH; MPI-2.2 asks it of MPI_COMM_SELF at
+        // MPI_Finalize).
+        let mut keyed: Vec<(u64, c_int, usize)> = a
+            .drain(..)
+            .map(|(k, v)| (s.attr_seq.remove(&(comm, k)).unwrap_or(0), k, v))
+            .collect();
+        keyed.sort_by_key(|(seq, ..)| std::cmp::Reverse(*seq));
+        keyed.into_iter().map(|(_, k, v)| (k, v)).collect()
+    };
     for (k, v) in attrs {
         let kv = st().keyvals.get(&k).copied();
         if let Some(kv) = kv {
@@ -330,5 +340,18 @@ pub fn set_last_used_code(code: c_int) {
     if let Some(p) = predefined_value(LASTUSEDCODE_KEY) {
         // SAFETY: the leaked storage of the predefined attribute values (an int).
         unsafe { (p as *mut c_int).write(code) };
+    }
+}
+
+/// Store attribute `k` of `comm`, remembering when it was first set.
+fn set_value(comm: MpiComm, k: c_int, v: usize) {
+    let mut g = st();
+    let s = &mut *g;
+    if let Some(c) = s.comms.get_mut(&comm) {
+        c.attrs.insert(k, v);
+        if !s.attr_seq.contains_key(&(comm, k)) {
+            s.next_attr_seq += 1;
+            s.attr_seq.insert((comm, k), s.next_attr_seq);
+        }
     }
 }

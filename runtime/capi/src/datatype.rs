@@ -604,7 +604,15 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { store(t, out) }?;
         // SAFETY: `store` succeeded, so `out` is non-NULL and holds the new handle.
-        crate::attrs_more::copy_type_attrs(old, unsafe { *out })
+        let h = unsafe { *out };
+        if let Err(e) = crate::attrs_more::copy_type_attrs(old, h) {
+            // A failed copy callback: no new type (MPI_DATATYPE_NULL, as MPICH).
+            st().types.remove(&h);
+            // SAFETY: as above.
+            unsafe { *out = DATATYPE_NULL };
+            return Err(e);
+        }
+        Ok(())
     })
 }
 

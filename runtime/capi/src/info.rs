@@ -3,8 +3,8 @@
 //! `MPI_Comm_dup_with_info`).
 //!
 //! Info objects are purely local: nothing is posted, recorded or replayed. strobe
-//! interprets no hint; `MPI_Comm_get_info` returns the hints the program set, which MPI
-//! allows (an implementation returns the hints it uses, and may keep the ones it ignores).
+//! interprets no hint; `MPI_Comm_get_info` returns the standard assertion hints
+//! (`mpi_assert_*`) the program set, and ignores the others.
 //! `MPI_INFO_ENV` holds `command`, `argv`, `maxprocs`, `wdir` and `thread_level`; it is
 //! predefined, so it cannot be modified or freed (`MPI_ERR_INFO`).
 
@@ -339,11 +339,28 @@ fn hints(info: c_int) -> MpiResult<InfoObj> {
     info_of(info)
 }
 
+/// The communicator hints strobe keeps: the standard's assertions (MPI-4.0 7.4.4), which
+/// are the program's promises and safe to report back. Others are ignored, so
+/// `MPI_Comm_get_info` does not report them (MPI: it returns the hints in use).
+const COMM_HINTS: [&str; 4] = [
+    "mpi_assert_no_any_tag",
+    "mpi_assert_no_any_source",
+    "mpi_assert_exact_length",
+    "mpi_assert_allow_overtaking",
+];
+
+/// The hints of `info` strobe keeps for a communicator.
+fn comm_hints(info: c_int) -> MpiResult<InfoObj> {
+    let mut i = hints(info)?;
+    i.0.retain(|(k, _)| COMM_HINTS.contains(&k.as_str()));
+    Ok(i)
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MpiComm, info: c_int) -> c_int {
     entry(Call::CommSetInfo, comm, || {
         crate::comm::comm_of(comm)?;
-        let i = hints(info)?;
+        let i = comm_hints(info)?;
         st().comm_infos.insert(comm, i);
         Ok(())
     })
@@ -372,7 +389,7 @@ pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
     out: *mut MpiComm,
 ) -> c_int {
     entry(Call::CommDupWithInfo, comm, || {
-        let i = hints(info)?;
+        let i = comm_hints(info)?;
         // SAFETY: the caller's output argument, passed on (MPI contract).
         let rc = unsafe { crate::comm::PMPI_Comm_dup(comm, out) };
         if rc != class::SUCCESS {

@@ -87,6 +87,10 @@ pub struct State {
     /// Keyvals freed while attributes still use them: how many times (attrs.rs
     /// `free_keyval`).
     pub freed_keyvals: HashMap<c_int, usize>,
+    /// When each communicator attribute was first set: deletion runs in reverse order
+    /// (attrs.rs `delete_attrs`).
+    pub attr_seq: HashMap<(MpiComm, c_int), u64>,
+    pub next_attr_seq: u64,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
