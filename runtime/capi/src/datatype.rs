@@ -256,7 +256,9 @@ pub fn any_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
     // The Fortran-only types (`MPI_COMPLEX`, `MPI_LOGICAL`, ...) are negative handles in
     // both headers: C programs may use them too.
     let dt = if dt < 0 {
-        crate::fortran::handles::dt_f2c(dt)
+        let c = crate::fortran::handles::dt_f2c(dt);
+        crate::typex::name_fortran_type(dt, c);
+        c
     } else {
         dt
     };

@@ -68,6 +68,24 @@ pub fn complex_op_ok(op: MpiOp, ty: &TypeInfo) -> bool {
     !ty.name.contains("COMPLEX") || matches!(op, 3 | 13 | 14)
 }
 
+/// Name the C type behind Fortran-only datatype `f` (`MPI_COMPLEX` ...: a contiguous
+/// pair), so that reductions treat it as what it is (complex `MPI_PROD`, not an
+/// element-wise product) and messages name it.
+pub fn name_fortran_type(f: MpiDatatype, c: MpiDatatype) {
+    let name = match f {
+        -102 => "MPI_COMPLEX",
+        -103 => "MPI_DOUBLE_COMPLEX",
+        -104 => "MPI_2REAL",
+        -105 => "MPI_2DOUBLE_PRECISION",
+        _ => return,
+    };
+    if let Some(t) = st().types.get_mut(&c) {
+        if t.name.is_empty() {
+            Arc::make_mut(t).name = name;
+        }
+    }
+}
+
 /// `MPI_PROD` on a complex type of `f32` or `f64` parts: the width of a part (it is
 /// reduced on the ranks, as complex multiplication).
 pub fn complex_prod_width(op: MpiOp, ty: &TypeInfo) -> Option<usize> {
