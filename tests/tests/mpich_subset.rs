@@ -41,7 +41,8 @@ const SUBSET: &[&str] = &[
     "attrorder",
     "adderr",
     "commcall",
-    "exitst1",
+    "attrend2",
+    "attrself",
 ];
 
 #[test]
