@@ -242,6 +242,10 @@ macro_rules! for_each_mpi_call {
                 AddErrorClass "Add_error_class",
                 AddErrorCode "Add_error_code",
                 AddErrorString "Add_error_string",
+                GroupUnion "Group_union",
+                GroupIntersection "Group_intersection",
+                GroupDifference "Group_difference",
+                GroupRangeExcl "Group_range_excl",
             }
         }
     };

@@ -530,6 +530,10 @@ STROBE_MPI_FN(int, Comm_call_errhandler, (MPI_Comm comm, int errorcode))
 STROBE_MPI_FN(int, Add_error_class, (int *errorclass))
 STROBE_MPI_FN(int, Add_error_code, (int errorclass, int *errorcode))
 STROBE_MPI_FN(int, Add_error_string, (int errorcode, const char *string))
+STROBE_MPI_FN(int, Group_union, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_intersection, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_difference, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_range_excl, (MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup))
 
 #undef STROBE_MPI_FN
 

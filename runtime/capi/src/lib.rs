@@ -32,6 +32,7 @@ mod errhan;
 mod error;
 mod fortran;
 mod grequest;
+mod group_more;
 mod info;
 mod message;
 mod p2p;

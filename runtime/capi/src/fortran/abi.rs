@@ -76,4 +76,5 @@ weak_aliases! { "mpi_", "pmpi_", "_":
     "type_create_hindexed_block" "type_create_subarray" "type_set_name" "type_get_name"
     "comm_create_errhandler" "errhandler_create" "errhandler_set" "errhandler_get"
     "comm_call_errhandler" "add_error_class" "add_error_code" "add_error_string"
+    "group_union" "group_intersection" "group_difference" "group_range_excl"
 }

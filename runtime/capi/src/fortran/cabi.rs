@@ -715,4 +715,13 @@ extern "C" {
     pub fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int;
     pub fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int;
     pub fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int;
+    pub fn PMPI_Group_union(group1: c_int, group2: c_int, newgroup: *mut c_int) -> c_int;
+    pub fn PMPI_Group_intersection(group1: c_int, group2: c_int, newgroup: *mut c_int) -> c_int;
+    pub fn PMPI_Group_difference(group1: c_int, group2: c_int, newgroup: *mut c_int) -> c_int;
+    pub fn PMPI_Group_range_excl(
+        group: c_int,
+        n: c_int,
+        ranges: *mut c_int,
+        newgroup: *mut c_int,
+    ) -> c_int;
 }

@@ -115,6 +115,12 @@ fortran! {
     pmpi_comm_call_errhandler_ => PMPI_Comm_call_errhandler(comm: In, errorcode: In);
     pmpi_add_error_class_ => PMPI_Add_error_class(errorclass: Ptr<*mut c_int>);
     pmpi_add_error_code_ => PMPI_Add_error_code(errorclass: In, errorcode: Ptr<*mut c_int>);
+    pmpi_group_union_ => PMPI_Group_union(group1: In, group2: In, newgroup: Ptr<*mut c_int>);
+    pmpi_group_intersection_ => PMPI_Group_intersection(group1: In, group2: In, newgroup: Ptr<*mut c_int>);
+    pmpi_group_difference_ => PMPI_Group_difference(group1: In, group2: In, newgroup: Ptr<*mut c_int>);
+    pmpi_group_range_excl_ => PMPI_Group_range_excl(
+        group: In, n: In, ranges: Ptr<*mut c_int>, newgroup: Ptr<*mut c_int>,
+    );
 }
 
 /// `MPI_STATUS_SET_ELEMENTS_X(status, datatype, count, ierror)`: `count` is
