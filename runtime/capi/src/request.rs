@@ -72,21 +72,26 @@ pub fn status_of(s: &api::Status) -> MpiStatus {
 /// calls set it only to report an error.
 ///
 /// # Safety
-/// `p` must be NULL, `MPI_STATUS(ES)_IGNORE`, or valid for reading and writing `i + 1`
-/// statuses.
-pub unsafe fn write_status(p: *mut MpiStatus, i: usize, mut s: MpiStatus) {
+/// `p` must be NULL, `MPI_STATUS(ES)_IGNORE`, or valid for writing `i + 1` statuses.
+pub unsafe fn write_status(p: *mut MpiStatus, i: usize, s: MpiStatus) {
     if p.is_null() || p as usize == STATUS_IGNORE {
         return;
     }
     // SAFETY: MPI requires a status array with an entry per request.
     let slot = unsafe { p.add(i) };
-    if s.error == class::SUCCESS {
-        // SAFETY: as above; a status the program owns (possibly uninitialised: any bit
-        // pattern is a valid int).
-        s.error = unsafe { std::ptr::addr_of!((*slot).error).read() };
+    if s.error != class::SUCCESS {
+        // SAFETY: as above.
+        unsafe { slot.write(s) };
+        return;
     }
-    // SAFETY: as above.
-    unsafe { slot.write(s) };
+    // Every field but MPI_ERROR, which may be uninitialised: written, never read.
+    // SAFETY: as above; field pointers into the program's status.
+    unsafe {
+        std::ptr::addr_of_mut!((*slot).source).write(s.source);
+        std::ptr::addr_of_mut!((*slot).tag).write(s.tag);
+        std::ptr::addr_of_mut!((*slot).cancelled).write(s.cancelled);
+        std::ptr::addr_of_mut!((*slot).bytes).write(s.bytes);
+    }
 }
 
 /// Consume the completion of a finished request: its status, and its error if any.
