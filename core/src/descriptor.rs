@@ -41,7 +41,7 @@ pub enum DescKind {
     Recv = 4,
     Probe = 5,
     Iprobe = 6,
-    /// Cancel the receive whose request id is in `aux`.
+    /// Cancel the send or receive whose request id is in `aux` (if still unmatched).
     Cancel = 7,
     Barrier = 10,
     Bcast = 11,

@@ -505,6 +505,17 @@ impl RankCtx {
     }
 
     /// Consume a completion that `block_until` saw.
+    /// The completion of `request` if it was delivered, left in place (for
+    /// `MPI_Request_get_status`, which must not free the request).
+    pub fn peek(&self, request: u64) -> Option<Completion> {
+        self.inner
+            .lock()
+            .expect("rank context lock")
+            .done
+            .get(&request)
+            .copied()
+    }
+
     pub fn take(&self, request: u64) -> Option<Completion> {
         self.inner
             .lock()

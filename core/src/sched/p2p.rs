@@ -113,8 +113,58 @@ impl P2p {
         self.dirty.insert(d.rank);
     }
 
-    /// `MPI_Cancel` of a receive: it succeeds if the receive is not matched yet.
+    /// `MPI_Cancel` of a send or a receive (its request id in `aux`): it succeeds if the
+    /// operation is not matched yet, and the request then completes cancelled. Whether it
+    /// succeeds is decided here, at the slice boundary, from the descriptors alone, so a
+    /// recording's replay reaches the same decision.
     pub fn cancel(
+        &mut self,
+        d: &Descriptor,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        if !self.cancel_send(d, live, out) {
+            self.cancel_recv(d, live, out);
+        }
+        if d.request != 0 {
+            out.complete(d, RtError::Ok, |_| {});
+        }
+    }
+
+    /// Cancel `d.rank`'s unmatched send of request `d.aux`, if there is one.
+    fn cancel_send(
+        &mut self,
+        d: &Descriptor,
+        live: &mut BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) -> bool {
+        let is_send = |k| matches!(k, Some(DescKind::Send | DescKind::Ssend | DescKind::Rsend));
+        let found = self.unexpected.iter().find_map(|(key, q)| {
+            q.iter()
+                .position(|id| {
+                    live.get(id).is_some_and(|s| {
+                        s.rank == d.rank && s.request == d.aux && is_send(s.kind())
+                    })
+                })
+                .map(|pos| (*key, pos))
+        });
+        let Some((key, pos)) = found else {
+            return false;
+        };
+        let q = self.unexpected.get_mut(&key).expect("found above");
+        let id = q.remove(pos).expect("position is in range");
+        if q.is_empty() {
+            self.unexpected.remove(&key);
+        }
+        let s = live.remove(&id).expect("unmatched sends are live");
+        out.complete(&s, RtError::Ok, |c| {
+            c.flags |= COMPLETION_CANCELLED;
+        });
+        true
+    }
+
+    /// Cancel `d.rank`'s unmatched receive of request `d.aux`, if there is one.
+    fn cancel_recv(
         &mut self,
         d: &Descriptor,
         live: &mut BTreeMap<DescRef, Descriptor>,
@@ -131,9 +181,6 @@ impl P2p {
             out.complete(&r, RtError::Ok, |c| {
                 c.flags |= COMPLETION_CANCELLED;
             });
-        }
-        if d.request != 0 {
-            out.complete(d, RtError::Ok, |_| {});
         }
     }
 

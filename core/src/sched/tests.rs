@@ -257,6 +257,31 @@ fn cancel_of_an_unmatched_receive_completes_it_cancelled() {
 }
 
 #[test]
+fn cancel_of_an_unmatched_send_completes_it_cancelled_and_a_matched_one_not() {
+    let mut j = Job::new(2);
+    let s = j.send(0, 1, 0, 8);
+    j.slice(vec![s]);
+    let mut c = j.desc(0, DescKind::Cancel);
+    c.aux = s.request;
+    c.request = 0;
+    let out = j.slice(vec![c]);
+    let (.., flags, _, _) = completion(&out, s.id()).unwrap();
+    assert_ne!(flags & COMPLETION_CANCELLED, 0);
+    // The cancelled message is gone: a receive does not match it.
+    let rv = j.recv(1, 0, 0, 8);
+    assert!(matches(&j.slice(vec![rv])).is_empty());
+    // A send matched in the same slice as its receive cannot be cancelled any more.
+    let s2 = j.send(0, 1, 0, 8);
+    let out = j.slice(vec![s2]);
+    assert_eq!(matches(&out), vec![(s2.id(), rv.id())]);
+    let mut c2 = j.desc(0, DescKind::Cancel);
+    c2.aux = s2.request;
+    c2.request = 0;
+    let out = j.slice(vec![c2]);
+    assert!(completion(&out, s2.id()).is_none_or(|c| c.4 & COMPLETION_CANCELLED == 0));
+}
+
+#[test]
 fn proc_null_and_bad_peers_complete_at_once() {
     let mut j = Job::new(2);
     let a = j.send(0, PROC_NULL, 0, 8);

@@ -437,6 +437,131 @@ STROBE_MPI_FN(MPI_Fint, Info_c2f, (MPI_Info handle))
 STROBE_MPI_FN(int, Status_f2c, (const MPI_Fint *f_status, MPI_Status *c_status))
 STROBE_MPI_FN(int, Status_c2f, (const MPI_Status *c_status, MPI_Fint *f_status))
 
+/* ---- mpireq: persistent, generalized and matched-probe requests; Info objects ---- */
+typedef int MPI_Message;
+#define MPI_MESSAGE_NULL    ((MPI_Message)0)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)1)
+#define MPI_INFO_ENV ((MPI_Info)1)
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+typedef int (MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
+typedef int (MPI_Grequest_free_function)(void *extra_state);
+typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);
+STROBE_MPI_FN(int, Send_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Ssend_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Rsend_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Bsend_init, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Recv_init, (void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Start, (MPI_Request *request))
+STROBE_MPI_FN(int, Startall, (int count, MPI_Request array_of_requests[]))
+STROBE_MPI_FN(int, Request_get_status, (MPI_Request request, int *flag, MPI_Status *status))
+STROBE_MPI_FN(int, Ibsend, (const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Isendrecv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                               MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Isendrecv_replace, (void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                                       int source, int recvtag, MPI_Comm comm, MPI_Request *request))
+STROBE_MPI_FN(int, Mprobe, (int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status))
+STROBE_MPI_FN(int, Improbe, (int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status))
+STROBE_MPI_FN(int, Mrecv, (void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status))
+STROBE_MPI_FN(int, Imrecv, (void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request))
+STROBE_MPI_FN(int, Grequest_start, (MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn,
+                                    MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request))
+STROBE_MPI_FN(int, Grequest_complete, (MPI_Request request))
+STROBE_MPI_FN(int, Status_set_elements, (MPI_Status *status, MPI_Datatype datatype, int count))
+STROBE_MPI_FN(int, Status_set_elements_x, (MPI_Status *status, MPI_Datatype datatype, MPI_Count count))
+STROBE_MPI_FN(int, Status_set_cancelled, (MPI_Status *status, int flag))
+STROBE_MPI_FN(int, Info_create, (MPI_Info *info))
+STROBE_MPI_FN(int, Info_set, (MPI_Info info, const char *key, const char *value))
+STROBE_MPI_FN(int, Info_delete, (MPI_Info info, const char *key))
+STROBE_MPI_FN(int, Info_get, (MPI_Info info, const char *key, int valuelen, char *value, int *flag))
+STROBE_MPI_FN(int, Info_get_string, (MPI_Info info, const char *key, int *buflen, char *value, int *flag))
+STROBE_MPI_FN(int, Info_get_valuelen, (MPI_Info info, const char *key, int *valuelen, int *flag))
+STROBE_MPI_FN(int, Info_get_nkeys, (MPI_Info info, int *nkeys))
+STROBE_MPI_FN(int, Info_get_nthkey, (MPI_Info info, int n, char *key))
+STROBE_MPI_FN(int, Info_dup, (MPI_Info info, MPI_Info *newinfo))
+STROBE_MPI_FN(int, Info_free, (MPI_Info *info))
+STROBE_MPI_FN(int, Comm_set_info, (MPI_Comm comm, MPI_Info info))
+STROBE_MPI_FN(int, Comm_get_info, (MPI_Comm comm, MPI_Info *info_used))
+STROBE_MPI_FN(int, Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm))
+STROBE_MPI_FN(MPI_Message, Message_f2c, (MPI_Fint message))
+STROBE_MPI_FN(MPI_Fint, Message_c2f, (MPI_Message message))
+/* MPI-1 attribute names, and attributes on datatypes (same sentinels as the MPI_COMM_ ones) */
+typedef int (MPI_Copy_function)(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,
+                                void *attribute_val_out, int *flag);
+typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+#define MPI_NULL_COPY_FN   ((MPI_Copy_function *)0)
+#define MPI_DUP_FN         ((MPI_Copy_function *)1)
+#define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0)
+typedef int (MPI_Type_copy_attr_function)(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+                                          void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Type_delete_attr_function)(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+                                            void *extra_state);
+#define MPI_TYPE_NULL_COPY_FN   ((MPI_Type_copy_attr_function *)0)
+#define MPI_TYPE_DUP_FN         ((MPI_Type_copy_attr_function *)1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0)
+STROBE_MPI_FN(int, Keyval_create, (MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state))
+STROBE_MPI_FN(int, Keyval_free, (int *keyval))
+STROBE_MPI_FN(int, Attr_put, (MPI_Comm comm, int keyval, void *attribute_val))
+STROBE_MPI_FN(int, Attr_delete, (MPI_Comm comm, int keyval))
+STROBE_MPI_FN(int, Type_create_keyval, (MPI_Type_copy_attr_function *type_copy_attr_fn,
+                                        MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                                        void *extra_state))
+STROBE_MPI_FN(int, Type_free_keyval, (int *type_keyval))
+STROBE_MPI_FN(int, Type_set_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val))
+STROBE_MPI_FN(int, Type_get_attr, (MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag))
+STROBE_MPI_FN(int, Type_delete_attr, (MPI_Datatype datatype, int type_keyval))
+/* the MPI-1 bound markers */
+#define MPI_LB                    ((MPI_Datatype)39)
+#define MPI_UB                    ((MPI_Datatype)40)
+/* The Fortran datatypes, with mpif.h's values (the Fortran-only ones are negative) */
+#define MPI_CHARACTER             ((MPI_Datatype)1)
+#define MPI_INTEGER               ((MPI_Datatype)8)
+#define MPI_REAL                  ((MPI_Datatype)14)
+#define MPI_DOUBLE_PRECISION      ((MPI_Datatype)15)
+#define MPI_2INTEGER              ((MPI_Datatype)33)
+#define MPI_LOGICAL               ((MPI_Datatype)-101)
+#define MPI_2REAL                 ((MPI_Datatype)-104)
+#define MPI_2DOUBLE_PRECISION     ((MPI_Datatype)-105)
+#define MPI_ORDER_C       56
+#define MPI_ORDER_FORTRAN 57
+STROBE_MPI_FN(int, Get_elements, (const MPI_Status *status, MPI_Datatype datatype, int *count))
+STROBE_MPI_FN(int, Get_elements_x, (const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count))
+STROBE_MPI_FN(int, Type_size_x, (MPI_Datatype datatype, MPI_Count *size))
+STROBE_MPI_FN(int, Type_get_extent_x, (MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent))
+STROBE_MPI_FN(int, Type_get_true_extent_x, (MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent))
+STROBE_MPI_FN(int, Type_extent, (MPI_Datatype datatype, MPI_Aint *extent))
+STROBE_MPI_FN(int, Type_lb, (MPI_Datatype datatype, MPI_Aint *displacement))
+STROBE_MPI_FN(int, Type_ub, (MPI_Datatype datatype, MPI_Aint *displacement))
+STROBE_MPI_FN(int, Type_hvector, (int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_hindexed, (int count, const int *array_of_blocklengths, const MPI_Aint *array_of_displacements,
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_struct, (int count, const int *array_of_blocklengths, const MPI_Aint *array_of_displacements,
+                                 const MPI_Datatype *array_of_types, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_hindexed_block, (int count, int blocklength, const MPI_Aint array_of_displacements[],
+                                                MPI_Datatype oldtype, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_subarray, (int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                                          const int array_of_starts[], int order, MPI_Datatype oldtype,
+                                          MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_set_name, (MPI_Datatype datatype, const char *type_name))
+STROBE_MPI_FN(int, Type_get_name, (MPI_Datatype datatype, char *type_name, int *resultlen))
+/* user error handlers, classes and codes */
+typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef MPI_Comm_errhandler_function MPI_Handler_function;
+STROBE_MPI_FN(int, Comm_create_errhandler, (MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Errhandler_create, (MPI_Handler_function *function, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Errhandler_set, (MPI_Comm comm, MPI_Errhandler errhandler))
+STROBE_MPI_FN(int, Errhandler_get, (MPI_Comm comm, MPI_Errhandler *errhandler))
+STROBE_MPI_FN(int, Comm_call_errhandler, (MPI_Comm comm, int errorcode))
+STROBE_MPI_FN(int, Add_error_class, (int *errorclass))
+STROBE_MPI_FN(int, Add_error_code, (int errorclass, int *errorcode))
+STROBE_MPI_FN(int, Add_error_string, (int errorcode, const char *string))
+STROBE_MPI_FN(int, Group_union, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_intersection, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_difference, (MPI_Group group1, MPI_Group group2, MPI_Group *newgroup))
+STROBE_MPI_FN(int, Group_range_excl, (MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup))
+
 #undef STROBE_MPI_FN
 
 #ifdef __cplusplus

@@ -403,6 +403,25 @@
       PARAMETER (MPI_2REAL=-104)
       INTEGER MPI_2DOUBLE_PRECISION
       PARAMETER (MPI_2DOUBLE_PRECISION=-105)
+! mpireq (issue 13): messages, Info, more datatypes, subarray orders.
+      INTEGER MPI_MESSAGE_NULL
+      PARAMETER (MPI_MESSAGE_NULL=0)
+      INTEGER MPI_MESSAGE_NO_PROC
+      PARAMETER (MPI_MESSAGE_NO_PROC=1)
+      INTEGER MPI_INFO_ENV
+      PARAMETER (MPI_INFO_ENV=1)
+      INTEGER MPI_MAX_INFO_KEY
+      PARAMETER (MPI_MAX_INFO_KEY=255)
+      INTEGER MPI_MAX_INFO_VAL
+      PARAMETER (MPI_MAX_INFO_VAL=1024)
+      INTEGER MPI_LB
+      PARAMETER (MPI_LB=39)
+      INTEGER MPI_UB
+      PARAMETER (MPI_UB=40)
+      INTEGER MPI_ORDER_C
+      PARAMETER (MPI_ORDER_C=56)
+      INTEGER MPI_ORDER_FORTRAN
+      PARAMETER (MPI_ORDER_FORTRAN=57)
 ! Sentinels: variables in common blocks that the library defines and
 ! recognises by address (src/fortran/sentinel.rs).
       INTEGER MPI_BOTTOM

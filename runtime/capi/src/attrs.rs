@@ -97,6 +97,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
             delete: delete as usize,
             extra: extra as usize,
         });
+        st().freed_keyvals.remove(&k);
         // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(keyval, k, "comm_keyval") }
     })
@@ -110,15 +111,34 @@ pub unsafe extern "C" fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
         }
         // SAFETY: non-null pointer to the caller's keyval.
         let k = unsafe { *keyval };
-        if st().keyvals.remove(&k).is_none() {
-            fail!(class::KEYVAL, "invalid keyval {k}");
-        }
+        free_keyval(k)?;
         // SAFETY: `keyval` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(keyval, KEYVAL_INVALID, "comm_keyval") }
     })
 }
 
+/// Free keyval `k`. A keyval freed while attributes use it lives on for their delete
+/// callbacks (MPI-3.1 6.7.2); it cannot be used to set or get attributes any more. As
+/// MPICH (which counts references), a freed keyval may be freed again (from a copy of the
+/// handle, or from a delete callback) without an error.
+pub fn free_keyval(k: c_int) -> MpiResult {
+    let mut s = st();
+    if !s.keyvals.contains_key(&k) && !s.freed_keyvals.contains_key(&k) {
+        fail!(class::KEYVAL, "invalid keyval {k}");
+    }
+    let in_use = s.comms.values().any(|c| c.attrs.contains_key(&k))
+        || s.type_attrs.keys().any(|(_, kk)| *kk == k);
+    *s.freed_keyvals.entry(k).or_insert(0) += 1;
+    if !in_use {
+        s.keyvals.remove(&k);
+    }
+    Ok(())
+}
+
 fn keyval(k: c_int) -> MpiResult<Keyval> {
+    if st().freed_keyvals.contains_key(&k) {
+        fail!(class::KEYVAL, "keyval {k} was freed");
+    }
     match st().keyvals.get(&k) {
         Some(v) => Ok(*v),
         None if predefined_value(k).is_some() => {
@@ -150,13 +170,13 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
     entry(Call::CommSetAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
-        let old = st()
-            .comms
-            .get_mut(&comm)
-            .and_then(|c| c.attrs.insert(k, val as usize));
+        let old = st().comms.get(&comm).and_then(|c| c.attrs.get(&k).copied());
+        // The old value's delete callback runs first: if it fails, the attribute keeps
+        // its old value (MPI-3.1 6.7.2).
         if let Some(old) = old {
             call_delete(comm, k, kv, old)?;
         }
+        set_value(comm, k, val as usize);
         Ok(())
     })
 }
@@ -166,9 +186,18 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int
     entry(Call::CommDeleteAttr, comm, || {
         comm_of(comm)?;
         let kv = keyval(k)?;
-        let old = st().comms.get_mut(&comm).and_then(|c| c.attrs.remove(&k));
+        let old = st().comms.get(&comm).and_then(|c| c.attrs.get(&k).copied());
         match old {
-            Some(v) => call_delete(comm, k, kv, v),
+            // Removed only once its delete callback succeeded.
+            Some(v) => {
+                call_delete(comm, k, kv, v)?;
+                let mut s = st();
+                if let Some(c) = s.comms.get_mut(&comm) {
+                    c.attrs.remove(&k);
+                }
+                s.attr_seq.remove(&(comm, k));
+                Ok(())
+            }
             None => fail!(
                 class::KEYVAL,
                 "no attribute for keyval {k} on this communicator"
@@ -272,9 +301,7 @@ pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
             }
         };
         if let Some(v) = copied {
-            if let Some(c) = st().comms.get_mut(&to) {
-                c.attrs.insert(k, v);
-            }
+            set_value(to, k, v);
         }
     }
     Ok(())
@@ -282,15 +309,49 @@ pub fn copy_attrs(from: MpiComm, to: MpiComm) -> MpiResult {
 
 /// `MPI_Comm_free`: run the delete callbacks of every attribute of `comm`.
 pub fn delete_attrs(comm: MpiComm) -> MpiResult {
-    let attrs: Vec<(c_int, usize)> = st()
-        .comms
-        .get_mut(&comm)
-        .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
-        .unwrap_or_default();
+    let attrs: Vec<(c_int, usize)> = {
+        let mut g = st();
+        let s = &mut *g;
+        let mut a: Vec<(c_int, usize)> = s
+            .comms
+            .get_mut(&comm)
+            .map(|c| std::mem::take(&mut c.attrs).into_iter().collect())
+            .unwrap_or_default();
+        // The most recently set first (as MPICH; MPI-2.2 asks it of MPI_COMM_SELF at
+        // MPI_Finalize).
+        let mut keyed: Vec<(u64, c_int, usize)> = a
+            .drain(..)
+            .map(|(k, v)| (s.attr_seq.remove(&(comm, k)).unwrap_or(0), k, v))
+            .collect();
+        keyed.sort_by_key(|(seq, ..)| std::cmp::Reverse(*seq));
+        keyed.into_iter().map(|(_, k, v)| (k, v)).collect()
+    };
     for (k, v) in attrs {
-        if let Some(kv) = st().keyvals.get(&k).copied() {
+        let kv = st().keyvals.get(&k).copied();
+        if let Some(kv) = kv {
             call_delete(comm, k, kv, v)?;
         }
     }
     Ok(())
+}
+
+/// `MPI_Add_error_class`/`code`: the value of the `MPI_LASTUSEDCODE` attribute.
+pub fn set_last_used_code(code: c_int) {
+    if let Some(p) = predefined_value(LASTUSEDCODE_KEY) {
+        // SAFETY: the leaked storage of the predefined attribute values (an int).
+        unsafe { (p as *mut c_int).write(code) };
+    }
+}
+
+/// Store attribute `k` of `comm`, remembering when it was first set.
+fn set_value(comm: MpiComm, k: c_int, v: usize) {
+    let mut g = st();
+    let s = &mut *g;
+    if let Some(c) = s.comms.get_mut(&comm) {
+        c.attrs.insert(k, v);
+        if !s.attr_seq.contains_key(&(comm, k)) {
+            s.next_attr_seq += 1;
+            s.attr_seq.insert((comm, k), s.next_attr_seq);
+        }
+    }
 }

@@ -74,9 +74,21 @@ pub struct TypeInfo {
     pub combiner: c_int,
     /// (integers, addresses, datatypes) of `MPI_Type_get_envelope`.
     pub envelope: (c_int, c_int, c_int),
+    /// Alignment of the most strictly aligned basic type inside: a struct's extent is
+    /// rounded up to it (MPI-3.1 4.1.6, as a C compiler pads the struct).
+    pub align: usize,
+    /// `MPI_LB`/`MPI_UB` markers (MPI-1) fixed the bounds: no alignment padding then.
+    pub sticky_bounds: bool,
+    /// Basic elements in one element of the type (`MPI_Get_elements`).
+    pub elems: usize,
 }
 
 impl TypeInfo {
+    /// A predefined type of `size` bytes made of `prim` (typex.rs adds more of them).
+    pub fn predefined_named(name: &'static str, size: usize, prim: Prim) -> TypeInfo {
+        Self::predefined(name, size, prim)
+    }
+
     fn predefined(name: &'static str, size: usize, prim: Prim) -> TypeInfo {
         TypeInfo {
             name,
@@ -91,6 +103,23 @@ impl TypeInfo {
             predefined: true,
             combiner: COMBINER_NAMED,
             envelope: (0, 0, 0),
+            align: match prim {
+                Prim::Rt(ElemType::FloatInt | ElemType::TwoInt | ElemType::ShortInt) => 4,
+                Prim::Rt(ElemType::DoubleInt | ElemType::LongInt) => 8,
+                _ => size.clamp(1, 16),
+            },
+            sticky_bounds: false,
+            elems: match prim {
+                Prim::Rt(
+                    ElemType::FloatInt
+                    | ElemType::DoubleInt
+                    | ElemType::LongInt
+                    | ElemType::TwoInt
+                    | ElemType::ShortInt,
+                )
+                | Prim::LongDoubleInt => 2,
+                _ => 1,
+            },
         }
     }
 
@@ -208,6 +237,7 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
     list.into_iter()
         .enumerate()
         .map(|(i, (n, s, p))| (i as MpiDatatype + 1, TypeInfo::predefined(n, s, p)))
+        .chain(crate::typex::more_predefined())
         .collect()
 }
 
@@ -250,6 +280,16 @@ pub fn any_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
     if dt == DATATYPE_NULL {
         fail!(class::TYPE, "MPI_DATATYPE_NULL is not a datatype");
     }
+    // The Fortran-only types (`MPI_COMPLEX`, `MPI_LOGICAL`, ...) are negative handles in
+    // both headers: C programs may use them too. The complex ones are registered as
+    // themselves (complex_types); the others map to their C datatype.
+    let dt = if dt < 0 && !st().types.contains_key(&dt) {
+        let c = crate::fortran::handles::dt_f2c(dt);
+        crate::typex::name_fortran_type(dt, c);
+        c
+    } else {
+        dt
+    };
     match st().types.get(&dt) {
         Some(t) => Ok(t.clone()),
         None => fail!(class::TYPE, "invalid datatype handle {dt}"),
@@ -266,18 +306,24 @@ fn derive(
     let mut elem = ElemKind::Empty;
     let (mut lb, mut ub): (Option<isize>, Option<isize>) = (None, None);
     let mut size = 0usize;
+    let mut align = 1;
+    let mut sticky = false;
+    let mut elems = 0;
     for (disp, n, old) in parts {
         if *n == 0 {
             continue;
         }
         elem = elem.join(old.elem);
-        let first = disp + old.lb;
-        let last = disp + old.lb + (*n as isize) * old.extent;
-        let (lo, hi) = if old.extent >= 0 {
-            (first, last)
-        } else {
-            (last, first)
-        };
+        align = align.max(old.align);
+        sticky |= old.sticky_bounds;
+        elems += n * old.elems;
+        // The bounds of the copies (MPI-3.1 4.1.6: lb is the least lower bound of a copy,
+        // ub the greatest upper bound), also for a negative extent (a type resized so
+        // that its copies go downwards).
+        let first_lb = disp + old.lb;
+        let last_lb = first_lb + (*n as isize - 1) * old.extent;
+        let lo = first_lb.min(last_lb);
+        let hi = (first_lb + old.extent).max(last_lb + old.extent);
         lb = Some(lb.map_or(lo, |v| v.min(lo)));
         ub = Some(ub.map_or(hi, |v| v.max(hi)));
         for j in 0..*n {
@@ -293,7 +339,14 @@ fn derive(
         }
     }
     let lb = lb.unwrap_or(0);
-    let ub = ub.unwrap_or(0);
+    let mut ub = ub.unwrap_or(0);
+    if combiner == COMBINER_STRUCT && !sticky && align > 1 {
+        // The padding a C compiler puts at the end of the struct.
+        let rem = (ub - lb).rem_euclid(align as isize);
+        if rem != 0 {
+            ub += align as isize - rem;
+        }
+    }
     let true_lb = blocks.iter().map(|b| b.0).min().unwrap_or(0);
     let true_ub = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap_or(0);
     TypeInfo {
@@ -309,6 +362,9 @@ fn derive(
         predefined: false,
         combiner,
         envelope,
+        align,
+        sticky_bounds: sticky,
+        elems,
     }
 }
 
@@ -518,10 +574,27 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
         let t = unsafe { array(types, k, "array_of_types") }?;
         let mut parts = Vec::with_capacity(k);
         for i in 0..k {
+            if t[i] == crate::typex::TYPE_LB || t[i] == crate::typex::TYPE_UB {
+                continue;
+            }
             parts.push((d[i], count(b[i], "blocklength")?, any_type(t[i])?));
         }
+        let mut ty = derive(&parts, COMBINER_STRUCT, (n + 1, n, n));
+        // MPI-1 markers: explicit bounds (MPI-3.1 4.1.7, deprecated but still used).
+        let (lb, ub) = crate::typex::marker_bounds(d, t);
+        if lb.is_some() || ub.is_some() {
+            let new_lb = lb.unwrap_or(ty.lb);
+            let new_ub = ub.unwrap_or(ty.lb + ty.extent);
+            if lb.is_none() && parts.is_empty() {
+                ty.lb = new_ub;
+            } else {
+                ty.lb = new_lb;
+            }
+            ty.extent = new_ub - ty.lb;
+            ty.sticky_bounds = true;
+        }
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, COMBINER_STRUCT, (n + 1, n, n)), out) }
+        unsafe { store(ty, out) }
     })
 }
 
@@ -541,6 +614,8 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
         t.committed = false;
         t.combiner = COMBINER_RESIZED;
         t.envelope = (0, 2, 1);
+        // Explicit bounds: a struct built on this type is not padded past them.
+        t.sticky_bounds = true;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { store(t, out) }
     })
@@ -557,7 +632,17 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
         t.combiner = COMBINER_DUP;
         t.envelope = (0, 0, 1);
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(t, out) }
+        unsafe { store(t, out) }?;
+        // SAFETY: `store` succeeded, so `out` is non-NULL and holds the new handle.
+        let h = unsafe { *out };
+        if let Err(e) = crate::attrs_more::copy_type_attrs(old, h) {
+            // A failed copy callback: no new type (MPI_DATATYPE_NULL, as MPICH).
+            st().types.remove(&h);
+            // SAFETY: as above.
+            unsafe { *out = DATATYPE_NULL };
+            return Err(e);
+        }
+        Ok(())
     })
 }
 
@@ -590,6 +675,7 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
         if t.predefined {
             fail!(class::TYPE, "{} is predefined and cannot be freed", t.name);
         }
+        crate::attrs_more::delete_type_attrs(h)?;
         // Pending operations keep their own Arc of the type, as MPI requires.
         st().types.remove(&h);
         // SAFETY: `dt` is a C output argument: NULL or writable (MPI contract).
@@ -724,12 +810,13 @@ mod tests {
 
     #[test]
     fn predefined_table_is_complete() {
-        let t = predefined_types();
-        assert_eq!(t.len(), LAST_PREDEFINED_TYPE as usize);
+        let all = predefined_types();
+        let t = &all[..LAST_PREDEFINED_TYPE as usize];
         assert_eq!(t[0].1.name, "MPI_CHAR");
         assert_eq!(t[14].1.name, "MPI_DOUBLE");
         assert_eq!(t.last().unwrap().1.name, "MPI_LONG_DOUBLE_INT");
-        for (_, ty) in &t {
+        assert!(all.iter().all(|(h, _)| *h < FIRST_USER_TYPE));
+        for (_, ty) in t {
             if let ElemKind::Uniform(Prim::Rt(e)) = ty.elem {
                 assert_eq!(e.size(), ty.size, "{}", ty.name);
             }

@@ -115,6 +115,9 @@ pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
     entry(Call::Finalize, COMM_WORLD, || {
         ready()?;
+        // MPI-2.2 8.7.1: MPI_Finalize first deletes MPI_COMM_SELF's attributes (their
+        // delete callbacks are how libraries learn that MPI is finalizing).
+        crate::attrs::delete_attrs(COMM_SELF)?;
         // Requests freed while active (and buffered sends) must be done before we leave.
         crate::request::reap_detached();
         api::finalize();
@@ -237,6 +240,10 @@ pub unsafe extern "C" fn PMPI_Error_string(
     len: *mut c_int,
 ) -> c_int {
     entry(Call::ErrorString, COMM_WORLD, || {
+        if let Some(u) = crate::errhan::user_code(code) {
+            // SAFETY: as below.
+            return unsafe { put_str(string, MAX_ERROR_STRING, &u.text, len) };
+        }
         let Some(text) = class_text(code) else {
             fail!(class::ARG, "unknown error code {code}");
         };
@@ -256,11 +263,13 @@ pub unsafe extern "C" fn PMPI_Error_string(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Error_class(code: c_int, out: *mut c_int) -> c_int {
     entry(Call::ErrorClass, COMM_WORLD, || {
-        if class_text(code).is_none() {
-            fail!(class::ARG, "unknown error code {code}");
-        }
+        let class = match crate::errhan::user_code(code) {
+            Some(u) => u.class,
+            None if class_text(code).is_some() => code,
+            None => fail!(class::ARG, "unknown error code {code}"),
+        };
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { put(out, code, "errorclass") }
+        unsafe { put(out, class, "errorclass") }
     })
 }
 
@@ -268,8 +277,8 @@ pub unsafe extern "C" fn PMPI_Error_class(code: c_int, out: *mut c_int) -> c_int
 pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MpiComm, eh: MpiErrhandler) -> c_int {
     entry(Call::CommSetErrhandler, comm, || {
         ready()?;
-        if eh != ERRORS_ARE_FATAL && eh != ERRORS_RETURN {
-            fail!(class::ARG, "invalid error handler {eh} (strobe has MPI_ERRORS_ARE_FATAL and MPI_ERRORS_RETURN)");
+        if !crate::errhan::is_errhandler(eh) {
+            fail!(class::ARG, "invalid error handler {eh}");
         }
         match st().comms.get_mut(&comm) {
             Some(c) => c.errhandler = eh,

@@ -113,7 +113,12 @@ pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int 
             MpiErr::new(class::INTERN, format!("internal error: {what}"))
         }
     };
-    if state::errhandler_of(comm) == ERRORS_RETURN {
+    let eh = state::errhandler_of(comm);
+    if eh == ERRORS_RETURN {
+        return err.class;
+    }
+    if let Some(f) = crate::errhan::user_handler(eh) {
+        crate::errhan::invoke(f, comm, err.class);
         return err.class;
     }
     fatal(call.mpi_name(), &err)

@@ -139,7 +139,7 @@ pub fn check_source(c: &Comm, src: c_int) -> MpiResult {
     check_dest(c, src)
 }
 
-fn check_send_tag(tag: c_int) -> MpiResult {
+pub fn check_send_tag(tag: c_int) -> MpiResult {
     if tag < 0 {
         fail!(
             class::TAG,
@@ -149,7 +149,7 @@ fn check_send_tag(tag: c_int) -> MpiResult {
     Ok(())
 }
 
-fn check_recv_tag(tag: c_int) -> MpiResult {
+pub fn check_recv_tag(tag: c_int) -> MpiResult {
     if tag < 0 && tag != ANY_TAG {
         fail!(
             class::TAG,
@@ -378,10 +378,67 @@ pub unsafe extern "C" fn PMPI_Irsend(
     }
 }
 
-/// `MPI_Bsend`: the data is copied at once, so the call returns without waiting for the
-/// receiver. The attached buffer's size is enforced (`MPI_ERR_BUFFER` if the message
-/// cannot fit even in an empty buffer); when earlier buffered sends still hold the space,
-/// Bsend first waits for them to be delivered (deviation: MPI would return an error).
+/// Post a buffered send of `n` elements of `ty` at `buf`: the data is copied at once, so
+/// the call returns without waiting for the receiver. The attached buffer's size is
+/// enforced (`MPI_ERR_BUFFER` if the message cannot fit even in an empty buffer); when
+/// earlier buffered sends still hold the space, it first waits for them to be delivered
+/// (deviation: MPI would return an error).
+///
+/// # Safety
+/// `buf` must be NULL or hold `n` readable elements of `ty` (read before returning).
+pub unsafe fn bsend_post(
+    c: &Comm,
+    comm: MpiComm,
+    buf: *const c_void,
+    n: usize,
+    ty: &TypeInfo,
+    dest: c_int,
+    tag: c_int,
+) -> MpiResult<u64> {
+    // SAFETY: `buf` holds `n` elements of `ty` (this function's contract); `data` is
+    // dropped before returning.
+    let data = unsafe { outgoing(buf, n, ty) }?;
+    let Some((_, cap)) = st().bsend_buffer else {
+        fail!(
+            class::BUFFER,
+            "no buffer attached (call MPI_Buffer_attach first)"
+        );
+    };
+    let need = data.bytes().len() + BSEND_OVERHEAD;
+    if need > cap {
+        fail!(class::BUFFER, "message of {} bytes (+{BSEND_OVERHEAD} overhead) does not fit the attached buffer of {cap} bytes", need - BSEND_OVERHEAD);
+    }
+    if st().bsend_used + need > cap {
+        crate::request::reap_bsends();
+    }
+    let copy = copy_of(data.bytes());
+    // SAFETY: `copy` moves into `bsends` below (its heap block does not move) and is
+    // freed only once the request completed (`reap_bsends`, `MPI_Buffer_detach`,
+    // `MPI_Finalize`).
+    let id = unsafe { c.post_send_unscoped(SendMode::Standard, copy.as_raw(), dest, tag)? };
+    let mut s = st();
+    s.bsend_used += need;
+    s.bsends.push(ReqEntry {
+        id,
+        comm,
+        is_recv: false,
+        send_tmp: Some(copy),
+        unpack: None,
+    });
+    Ok(id)
+}
+
+/// A private copy of outgoing bytes.
+fn copy_of(src: &[RawByte]) -> Bytes {
+    let mut copy = Bytes::zeroed(src.len());
+    // SAFETY: RawByte is a transparent u8; both buffers hold src.len() bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len())
+    };
+    copy
+}
+
+/// `MPI_Bsend`: see [`bsend_post`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Bsend(
     buf: *const c_void,
@@ -392,41 +449,154 @@ pub unsafe extern "C" fn PMPI_Bsend(
     comm: MpiComm,
 ) -> c_int {
     entry(Call::Bsend, comm, || {
+        let (c, n, ty) = bsend_args(n, dt, dest, tag, comm)?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        let (c, data) = unsafe { send_args(buf, n, dt, dest, tag, comm) }?;
-        let Some((_, cap)) = st().bsend_buffer else {
-            fail!(
-                class::BUFFER,
-                "no buffer attached (call MPI_Buffer_attach first)"
-            );
-        };
-        let need = data.bytes().len() + BSEND_OVERHEAD;
-        if need > cap {
-            fail!(class::BUFFER, "message of {} bytes (+{BSEND_OVERHEAD} overhead) does not fit the attached buffer of {cap} bytes", need - BSEND_OVERHEAD);
+        unsafe { bsend_post(&c, comm, buf, n, &ty, dest, tag) }?;
+        Ok(())
+    })
+}
+
+fn bsend_args(
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+) -> MpiResult<(Comm, usize, Arc<TypeInfo>)> {
+    let c = comm_of(comm)?;
+    let n = count(n, "count")?;
+    let ty = comm_type(dt)?;
+    check_dest(&c, dest)?;
+    check_send_tag(tag)?;
+    Ok((c, n, ty))
+}
+
+/// `MPI_Ibsend`: the data is copied at once (as `MPI_Bsend`), so the request is complete
+/// from the start; `MPI_Cancel` can still cancel the buffered message while it is
+/// unmatched (see `grequest::cancel_local`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ibsend(
+    buf: *const c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    entry(Call::Ibsend, comm, || {
+        if req.is_null() {
+            fail!(class::ARG, "request is NULL");
         }
-        if st().bsend_used + need > cap {
-            crate::request::reap_bsends();
+        let (c, n, ty) = bsend_args(n, dt, dest, tag, comm)?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let id = unsafe { bsend_post(&c, comm, buf, n, &ty, dest, tag) }?;
+        let h = crate::grequest::insert_bsend(id);
+        // SAFETY: `req` is a C output argument, checked non-NULL above.
+        unsafe { put(req, h, "request") }
+    })
+}
+
+/// Post a send of a private copy of the data, completing in the background (its copy
+/// lives in the detached list until it is delivered): what `MPI_Isendrecv` needs, whose
+/// one request is the receive's.
+fn post_detached_send(
+    c: &Comm,
+    comm: MpiComm,
+    data: &[RawByte],
+    dest: c_int,
+    tag: c_int,
+) -> MpiResult {
+    let copy = copy_of(data);
+    // SAFETY: `copy` moves into the detached list (its heap block does not move), reaped
+    // only once the send completed.
+    let id = unsafe { c.post_send_unscoped(SendMode::Standard, copy.as_raw(), dest, tag)? };
+    st().detached.push(ReqEntry {
+        id,
+        comm,
+        is_recv: false,
+        send_tmp: Some(copy),
+        unpack: None,
+    });
+    Ok(())
+}
+
+/// `MPI_Isendrecv`: the send goes out from a private copy (so the send buffer is free as
+/// soon as the call returns) and the request is the receive's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Isendrecv(
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: MpiDatatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: MpiDatatype,
+    src: c_int,
+    rtag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    entry(Call::Isendrecv, comm, || {
+        if req.is_null() {
+            fail!(class::ARG, "request is NULL");
         }
-        let mut copy = Bytes::zeroed(data.bytes().len());
-        let src = data.bytes();
-        // SAFETY: RawByte is a transparent u8; both buffers hold src.len() bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr() as *const u8, copy.as_mut_ptr(), src.len())
-        };
-        // SAFETY: `copy` moves into `bsends` below (its heap block does not move) and is
-        // freed only once the request completed (`reap_bsends`, `MPI_Buffer_detach`,
-        // `MPI_Finalize`).
-        let id = unsafe { c.post_send_unscoped(SendMode::Standard, copy.as_raw(), dest, tag)? };
-        let mut s = st();
-        s.bsend_used += need;
-        s.bsends.push(ReqEntry {
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, data) = unsafe { send_args(sbuf, sn, sdt, dest, stag, comm) }?;
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (_, mut into) = unsafe { recv_args(rbuf, rn, rdt, src, rtag, comm) }?;
+        // SAFETY: as in MPI_Irecv.
+        let id = unsafe { c.post_recv_unscoped(into.bytes(), src, rtag)? };
+        post_detached_send(&c, comm, data.bytes(), dest, stag)?;
+        let e = ReqEntry {
             id,
             comm,
-            is_recv: false,
-            send_tmp: Some(copy),
-            unpack: None,
-        });
-        Ok(())
+            is_recv: true,
+            send_tmp: None,
+            unpack: into.into_unpack(),
+        };
+        // SAFETY: `req` is a C output argument, checked non-NULL above.
+        unsafe { put(req, register(e), "request") }
+    })
+}
+
+/// `MPI_Isendrecv_replace`: the outgoing data is copied at once, then the same buffer
+/// receives.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Isendrecv_replace(
+    buf: *mut c_void,
+    n: c_int,
+    dt: MpiDatatype,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    comm: MpiComm,
+    req: *mut MpiRequest,
+) -> c_int {
+    entry(Call::IsendrecvReplace, comm, || {
+        if req.is_null() {
+            fail!(class::ARG, "request is NULL");
+        }
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (c, data) = unsafe { send_args(buf, n, dt, dest, stag, comm) }?;
+        let copy = copy_of(data.bytes());
+        drop(data);
+        // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
+        let (_, mut into) = unsafe { recv_args(buf, n, dt, src, rtag, comm) }?;
+        // SAFETY: as in MPI_Irecv.
+        let id = unsafe { c.post_recv_unscoped(into.bytes(), src, rtag)? };
+        post_detached_send(&c, comm, copy.as_raw(), dest, stag)?;
+        let e = ReqEntry {
+            id,
+            comm,
+            is_recv: true,
+            send_tmp: None,
+            unpack: into.into_unpack(),
+        };
+        // SAFETY: `req` is a C output argument, checked non-NULL above.
+        unsafe { put(req, register(e), "request") }
     })
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use strobe_runtime::calls::{Call, Primitive};
 
 use strobe_runtime::api;
-use strobe_runtime::descriptor::{DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
+use strobe_runtime::descriptor::{Completion, DescKind, Descriptor, RtError, COMPLETION_CANCELLED};
 use strobe_runtime::rank::{RankCtx, Want};
 
 use crate::consts::*;
@@ -34,6 +34,8 @@ pub struct ReqEntry {
     /// The runtime's request id.
     pub id: u64,
     pub comm: MpiComm,
+    /// Which side the request is (MPI_Cancel now cancels both; kept for diagnostics).
+    #[allow(dead_code)]
     pub is_recv: bool,
     /// Keeps a packed send buffer alive until the runtime has read it (never read here).
     #[allow(dead_code)]
@@ -65,7 +67,9 @@ pub fn status_of(s: &api::Status) -> MpiStatus {
     }
 }
 
-/// Store a status unless the caller passed `MPI_STATUS(ES)_IGNORE` (or NULL).
+/// Store a status unless the caller passed `MPI_STATUS(ES)_IGNORE` (or NULL). A
+/// successful status leaves the caller's `MPI_ERROR` field as it was: MPI-3.1 3.2.5,
+/// calls set it only to report an error.
 ///
 /// # Safety
 /// `p` must be NULL, `MPI_STATUS(ES)_IGNORE`, or valid for writing `i + 1` statuses.
@@ -74,7 +78,20 @@ pub unsafe fn write_status(p: *mut MpiStatus, i: usize, s: MpiStatus) {
         return;
     }
     // SAFETY: MPI requires a status array with an entry per request.
-    unsafe { p.add(i).write(s) };
+    let slot = unsafe { p.add(i) };
+    if s.error != class::SUCCESS {
+        // SAFETY: as above.
+        unsafe { slot.write(s) };
+        return;
+    }
+    // Every field but MPI_ERROR, which may be uninitialised: written, never read.
+    // SAFETY: as above; field pointers into the program's status.
+    unsafe {
+        std::ptr::addr_of_mut!((*slot).source).write(s.source);
+        std::ptr::addr_of_mut!((*slot).tag).write(s.tag);
+        std::ptr::addr_of_mut!((*slot).cancelled).write(s.cancelled);
+        std::ptr::addr_of_mut!((*slot).bytes).write(s.bytes);
+    }
 }
 
 /// Consume the completion of a finished request: its status, and its error if any.
@@ -83,20 +100,13 @@ fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
         let err = MpiErr::new(class::INTERN, format!("no completion for request {}", e.id));
         return (empty_status(), Some(err));
     };
-    let mut s = MpiStatus {
-        source: c.source,
-        tag: c.tag,
-        error: class::SUCCESS,
-        cancelled: (c.flags & COMPLETION_CANCELLED != 0) as c_int,
-        bytes: c.bytes as i64,
-    };
-    let mut err = api::Error::from_rt(RtError::from_u32(c.error)).map(MpiErr::from);
+    let (mut s, mut err) = completion_status(&c);
     // Nonblocking collectives (icoll.rs) finish here: unpack or copy out their results.
     if let Some(late) = crate::icoll::on_complete(e.id, err.is_none()) {
-        err.get_or_insert(late);
-    }
-    if let Some(e) = &err {
-        s.error = e.class;
+        if err.is_none() {
+            s.error = late.class;
+            err = Some(late);
+        }
     }
     if let Some(u) = e.unpack {
         // SAFETY: the user's buffer was given to MPI_Irecv for `count` elements of `ty`
@@ -113,6 +123,22 @@ fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
     (s, err)
 }
 
+/// The status and error a completion reports.
+fn completion_status(c: &Completion) -> (MpiStatus, Option<MpiErr>) {
+    let mut s = MpiStatus {
+        source: c.source,
+        tag: c.tag,
+        error: class::SUCCESS,
+        cancelled: (c.flags & COMPLETION_CANCELLED != 0) as c_int,
+        bytes: c.bytes as i64,
+    };
+    let err = api::Error::from_rt(RtError::from_u32(c.error)).map(MpiErr::from);
+    if let Some(e) = &err {
+        s.error = e.class;
+    }
+    (s, err)
+}
+
 /// The communicator whose error handler applies to a call on `*req`.
 ///
 /// # Safety
@@ -123,7 +149,12 @@ pub unsafe fn req_comm(req: *const MpiRequest) -> MpiComm {
     }
     // SAFETY: non-null pointer to the caller's request handle.
     let h = unsafe { *req };
-    st().reqs.get(&h).map_or(COMM_WORLD, |r| r.comm)
+    let s = st();
+    s.reqs
+        .get(&h)
+        .map(|r| r.comm)
+        .or_else(|| s.persist.get(&h).map(|p| p.comm))
+        .unwrap_or(COMM_WORLD)
 }
 
 /// The caller's array of `n` request handles (`MPI_ERR_ARG` if NULL while `n > 0`).
@@ -142,24 +173,70 @@ unsafe fn handles<'a>(p: *mut MpiRequest, n: c_int) -> MpiResult<&'a mut [MpiReq
     Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
-/// Positions and runtime ids of the active requests in `hs` (errors on unknown handles).
-fn active(hs: &[MpiRequest]) -> MpiResult<(Vec<usize>, Vec<u64>)> {
+/// The active requests of an array: runtime ones (positions and ids) and local ones
+/// (generalized, or complete at creation). Null handles and inactive persistent requests
+/// are in neither: a Wait/Test treats them alike (MPI-3.1 3.7.3).
+#[derive(Default)]
+struct Pending {
+    idx: Vec<usize>,
+    ids: Vec<u64>,
+    local: Vec<usize>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.idx.is_empty() && self.local.is_empty()
+    }
+    fn is_active(&self, i: usize) -> bool {
+        self.idx.contains(&i) || self.local.contains(&i)
+    }
+    /// Positions of the local requests already complete.
+    fn local_done(&self, hs: &[MpiRequest]) -> Vec<usize> {
+        self.local
+            .iter()
+            .copied()
+            .filter(|&i| crate::grequest::is_done(hs[i]))
+            .collect()
+    }
+    /// Block until every local request is complete.
+    fn wait_local(&self, hs: &[MpiRequest]) {
+        for &i in &self.local {
+            crate::grequest::wait_done(hs[i]);
+        }
+    }
+}
+
+/// Sort the handles of `hs` (errors on unknown handles).
+fn pending(hs: &[MpiRequest]) -> MpiResult<Pending> {
     let s = st();
-    let mut idx = Vec::new();
-    let mut ids = Vec::new();
+    let mut p = Pending::default();
     for (i, &h) in hs.iter().enumerate() {
         if h == REQUEST_NULL {
             continue;
         }
-        match s.reqs.get(&h) {
-            Some(r) => {
-                idx.push(i);
-                ids.push(r.id);
-            }
-            None => fail!(class::REQUEST, "invalid request handle {h}"),
+        if let Some(r) = s.reqs.get(&h) {
+            p.idx.push(i);
+            p.ids.push(r.id);
+        } else if s.local_reqs.contains_key(&h) {
+            p.local.push(i);
+        } else if !s.persist.contains_key(&h) {
+            fail!(class::REQUEST, "invalid request handle {h}");
         }
     }
-    Ok((idx, ids))
+    Ok(p)
+}
+
+/// Write the empty status for every position of `hs` that is not active.
+///
+/// # Safety
+/// As [`write_status`], for `hs.len()` statuses.
+unsafe fn empty_statuses(hs: &[MpiRequest], p: &Pending, statuses: *mut MpiStatus) {
+    for i in 0..hs.len() {
+        if !p.is_active(i) {
+            // SAFETY: this function's contract.
+            unsafe { write_status(statuses, i, empty_status()) };
+        }
+    }
 }
 
 fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
@@ -170,7 +247,10 @@ fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
 }
 
 /// Finish the requests at `done` (positions in `hs`), store their statuses, null their
-/// handles. Returns the first error.
+/// handles (a persistent request's handle stays: it is inactive again). Returns the first
+/// error. When one of them failed, a multi-completion call (`multi`: it returns
+/// `MPI_ERR_IN_STATUS`) sets the `MPI_ERROR` field of every status it returns, to
+/// `MPI_SUCCESS` for the others (MPI-3.1 3.7.5).
 ///
 /// # Safety
 /// `statuses` must be NULL, `MPI_STATUS(ES)_IGNORE` or hold a status for every slot `slot` gives.
@@ -178,16 +258,33 @@ unsafe fn complete(
     hs: &mut [MpiRequest],
     done: &[usize],
     statuses: *mut MpiStatus,
+    multi: bool,
     slot: impl Fn(usize, usize) -> usize,
 ) -> MpiResult<Option<MpiErr>> {
+    let mut results = Vec::with_capacity(done.len());
+    for &i in done {
+        let h = hs[i];
+        let r = if crate::grequest::is_local(h) {
+            crate::grequest::finish(h)
+        } else {
+            finish(take_entry(h)?)
+        };
+        if !crate::persist::is_persistent(h) {
+            hs[i] = REQUEST_NULL;
+        }
+        results.push(r);
+    }
+    let failed = results.iter().any(|(_, e)| e.is_some());
     let mut first = None;
-    for (k, &i) in done.iter().enumerate() {
-        let e = take_entry(hs[i])?;
-        hs[i] = REQUEST_NULL;
-        let (s, err) = finish(e);
-        // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
-        // contract).
-        unsafe { write_status(statuses, slot(k, i), s) };
+    for (k, (&i, (s, err))) in done.iter().zip(results).enumerate() {
+        if multi && failed && !statuses.is_null() && statuses as usize != STATUS_IGNORE {
+            // SAFETY: `statuses` has an entry per request (MPI contract).
+            unsafe { statuses.add(slot(k, i)).write(s) };
+        } else {
+            // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per
+            // request (MPI contract).
+            unsafe { write_status(statuses, slot(k, i), s) };
+        }
         if first.is_none() {
             first = err;
         }
@@ -195,26 +292,40 @@ unsafe fn complete(
     Ok(first)
 }
 
+/// `MPI_Wait` of `*req`.
+///
+/// # Safety
+/// `req` must be NULL or valid for reading and writing one handle; `status` as
+/// [`write_status`].
+pub unsafe fn wait_one(req: *mut MpiRequest, status: *mut MpiStatus) -> MpiResult {
+    ready()?;
+    // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
+    let hs = unsafe { handles(req, 1) }?;
+    let p = pending(hs)?;
+    if p.is_empty() {
+        // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
+        // contract).
+        unsafe { write_status(status, 0, empty_status()) };
+        return Ok(());
+    }
+    if p.ids.is_empty() {
+        p.wait_local(hs);
+    } else {
+        ctx()?.wait_completed(Primitive::Wait, &p.ids, Want::Any);
+    }
+    // SAFETY: the pointer arguments are this function's own, under MPI's rules for them.
+    match unsafe { complete(hs, &[0], status, false, |_, _| 0) }? {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Wait(req: *mut MpiRequest, status: *mut MpiStatus) -> c_int {
     // SAFETY: `req` is NULL or points at a request handle (MPI contract).
     entry(Call::Wait, unsafe { req_comm(req) }, || {
-        ready()?;
-        // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
-        let hs = unsafe { handles(req, 1) }?;
-        if hs[0] == REQUEST_NULL {
-            // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
-            // contract).
-            unsafe { write_status(status, 0, empty_status()) };
-            return Ok(());
-        }
-        let (_, ids) = active(hs)?;
-        ctx()?.wait_completed(Primitive::Wait, &ids, Want::Any);
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        unsafe { wait_one(req, status) }
     })
 }
 
@@ -229,25 +340,29 @@ pub unsafe extern "C" fn PMPI_Test(
         ready()?;
         // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(req, 1) }?;
-        if hs[0] == REQUEST_NULL {
+        let p = pending(hs)?;
+        if p.is_empty() {
             // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
             // contract).
             unsafe { write_status(status, 0, empty_status()) };
             // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(flag, 1, "flag") };
         }
-        let (_, ids) = active(hs)?;
-        if ctx()?
-            .poll_completed(Primitive::Test, &ids, Want::Any)
-            .is_empty()
-        {
+        let done = if p.ids.is_empty() {
+            !p.local_done(hs).is_empty()
+        } else {
+            !ctx()?
+                .poll_completed(Primitive::Test, &p.ids, Want::Any)
+                .is_empty()
+        };
+        if !done {
             // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(flag, 0, "flag") };
         }
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[0], status, |_, _| 0) }? {
+        match unsafe { complete(hs, &[0], status, false, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -299,19 +414,17 @@ pub unsafe extern "C" fn PMPI_Waitall(
         ready()?;
         // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(reqs, n) }?;
-        let (idx, ids) = active(hs)?;
-        for (i, h) in hs.iter().enumerate() {
-            if *h == REQUEST_NULL {
-                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request
-                // (MPI contract).
-                unsafe { write_status(statuses, i, empty_status()) };
-            }
+        let p = pending(hs)?;
+        // SAFETY: `statuses` is MPI_STATUSES_IGNORE, NULL, or has an entry per request.
+        unsafe { empty_statuses(hs, &p, statuses) };
+        if !p.ids.is_empty() {
+            ctx()?.wait_completed(Primitive::Waitall, &p.ids, Want::All);
         }
-        if !ids.is_empty() {
-            ctx()?.wait_completed(Primitive::Waitall, &ids, Want::All);
-        }
+        p.wait_local(hs);
+        let mut all: Vec<usize> = p.idx.iter().chain(&p.local).copied().collect();
+        all.sort_unstable();
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        in_status(unsafe { complete(hs, &idx, statuses, |_, i| i) }?)
+        in_status(unsafe { complete(hs, &all, statuses, true, |_, i| i) }?)
     })
 }
 
@@ -327,24 +440,55 @@ pub unsafe extern "C" fn PMPI_Testall(
         ready()?;
         // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(reqs, n) }?;
-        let (idx, ids) = active(hs)?;
-        let got = ctx()?.poll_completed(Primitive::Testall, &ids, Want::All);
-        if got.len() != ids.len() {
+        let p = pending(hs)?;
+        let all = p.local_done(hs).len() == p.local.len()
+            && ctx()?
+                .poll_completed(Primitive::Testall, &p.ids, Want::All)
+                .len()
+                == p.ids.len();
+        if !all {
             // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(flag, 0, "flag") };
         }
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
-        for (i, h) in hs.iter().enumerate() {
-            if *h == REQUEST_NULL {
-                // SAFETY: `statuses` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request
-                // (MPI contract).
-                unsafe { write_status(statuses, i, empty_status()) };
-            }
-        }
+        // SAFETY: `statuses` is MPI_STATUSES_IGNORE, NULL, or has an entry per request.
+        unsafe { empty_statuses(hs, &p, statuses) };
+        let mut all: Vec<usize> = p.idx.iter().chain(&p.local).copied().collect();
+        all.sort_unstable();
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        in_status(unsafe { complete(hs, &idx, statuses, |_, i| i) }?)
+        in_status(unsafe { complete(hs, &all, statuses, true, |_, i| i) }?)
     })
+}
+
+/// `MPI_Waitany`/`MPI_Testany`: the position of one complete active request, if any
+/// (`block`: wait for one). A complete local request is taken before asking the runtime.
+fn any_done(
+    hs: &[MpiRequest],
+    p: &Pending,
+    block: bool,
+    call: Primitive,
+) -> MpiResult<Option<usize>> {
+    if let Some(&i) = p.local_done(hs).first() {
+        return Ok(Some(i));
+    }
+    if p.ids.is_empty() {
+        if !block {
+            return Ok(None);
+        }
+        loop {
+            if let Some(&i) = p.local_done(hs).first() {
+                return Ok(Some(i));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    let got = if block {
+        ctx()?.wait_completed(call, &p.ids, Want::Any)
+    } else {
+        ctx()?.poll_completed(call, &p.ids, Want::Any)
+    };
+    Ok(got.first().map(|&k| p.idx[k]))
 }
 
 #[unsafe(no_mangle)]
@@ -359,20 +503,19 @@ pub unsafe extern "C" fn PMPI_Waitany(
         ready()?;
         // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(reqs, n) }?;
-        let (idx, ids) = active(hs)?;
-        if ids.is_empty() {
+        let p = pending(hs)?;
+        if p.is_empty() {
             // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
             // contract).
             unsafe { write_status(status, 0, empty_status()) };
             // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(index, UNDEFINED, "index") };
         }
-        let got = ctx()?.wait_completed(Primitive::Waitany, &ids, Want::Any);
-        let i = idx[got[0]];
+        let i = any_done(hs, &p, true, Primitive::Waitany)?.expect("a blocking wait returns one");
         // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(index, i as c_int, "index") }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
+        match unsafe { complete(hs, &[i], status, false, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -392,8 +535,8 @@ pub unsafe extern "C" fn PMPI_Testany(
         ready()?;
         // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(reqs, n) }?;
-        let (idx, ids) = active(hs)?;
-        if ids.is_empty() {
+        let p = pending(hs)?;
+        if p.is_empty() {
             // SAFETY: `status` is MPI_STATUS(ES)_IGNORE, NULL, or has an entry per request (MPI
             // contract).
             unsafe { write_status(status, 0, empty_status()) };
@@ -402,24 +545,45 @@ pub unsafe extern "C" fn PMPI_Testany(
             // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(flag, 1, "flag") };
         }
-        let got = ctx()?.poll_completed(Primitive::Testany, &ids, Want::Any);
-        let Some(&k) = got.first() else {
+        let Some(i) = any_done(hs, &p, false, Primitive::Testany)? else {
             // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
             unsafe { put(index, UNDEFINED, "index") }?;
             // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(flag, 0, "flag") };
         };
-        let i = idx[k];
         // SAFETY: `index` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(index, i as c_int, "index") }?;
         // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(flag, 1, "flag") }?;
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        match unsafe { complete(hs, &[i], status, |_, _| 0) }? {
+        match unsafe { complete(hs, &[i], status, false, |_, _| 0) }? {
             Some(e) => Err(e),
             None => Ok(()),
         }
     })
+}
+
+/// `MPI_Waitsome`/`MPI_Testsome`: positions of the complete active requests (`block`:
+/// at least one). Complete local requests are reported without asking the runtime.
+fn some_done(hs: &[MpiRequest], p: &Pending, block: bool) -> MpiResult<Vec<usize>> {
+    let local = p.local_done(hs);
+    if !local.is_empty() || (p.ids.is_empty() && !block) {
+        return Ok(local);
+    }
+    if p.ids.is_empty() {
+        return Ok(any_done(hs, p, true, Primitive::Waitsome)?
+            .into_iter()
+            .collect());
+    }
+    let c = ctx()?;
+    let got = if block {
+        c.wait_completed(Primitive::Waitsome, &p.ids, Want::Some)
+    } else {
+        c.poll_completed(Primitive::Testsome, &p.ids, Want::Some)
+    };
+    let mut done: Vec<usize> = got.iter().map(|&k| p.idx[k]).collect();
+    done.sort_unstable();
+    Ok(done)
 }
 
 /// # Safety
@@ -438,18 +602,12 @@ unsafe fn some(
         ready()?;
         // SAFETY: `reqs` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(reqs, n) }?;
-        let (idx, ids) = active(hs)?;
-        if ids.is_empty() {
+        let p = pending(hs)?;
+        if p.is_empty() {
             // SAFETY: `outcount` is a C output argument: NULL or writable (MPI contract).
             return unsafe { put(outcount, UNDEFINED, "outcount") };
         }
-        let c = ctx()?;
-        let got = if block {
-            c.wait_completed(Primitive::Waitsome, &ids, Want::Some)
-        } else {
-            c.poll_completed(Primitive::Testsome, &ids, Want::Some)
-        };
-        let done: Vec<usize> = got.iter().map(|&k| idx[k]).collect();
+        let done = some_done(hs, &p, block)?;
         // SAFETY: `outcount` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(outcount, done.len() as c_int, "outcount") }?;
         if !done.is_empty() && indices.is_null() {
@@ -460,7 +618,7 @@ unsafe fn some(
             unsafe { indices.add(k).write(i as c_int) };
         }
         // SAFETY: the pointer arguments are this C entry point's own, under MPI's rules for them.
-        in_status(unsafe { complete(hs, &done, statuses, |k, _| k) }?)
+        in_status(unsafe { complete(hs, &done, statuses, true, |k, _| k) }?)
     })
 }
 
@@ -495,20 +653,30 @@ pub unsafe extern "C" fn PMPI_Request_free(req: *mut MpiRequest) -> c_int {
         ready()?;
         // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(req, 1) }?;
-        if hs[0] == REQUEST_NULL {
+        let h = hs[0];
+        if h == REQUEST_NULL {
             fail!(class::REQUEST, "MPI_REQUEST_NULL cannot be freed");
         }
-        let e = take_entry(hs[0])?;
         hs[0] = REQUEST_NULL;
+        if crate::persist::is_persistent(h) {
+            crate::persist::free(h);
+            return Ok(());
+        }
+        if crate::grequest::is_local(h) {
+            return crate::grequest::free_local(h).map_or(Ok(()), Err);
+        }
+        let e = take_entry(h)?;
         // It completes in the background; its buffers live until MPI_Finalize reaps it.
         st().detached.push(e);
         Ok(())
     })
 }
 
-/// `MPI_Cancel`: receives not yet matched are cancelled at the next slice boundary (the
-/// request then completes with `MPI_Test_cancelled` true). Sends cannot be cancelled by
-/// the runtime: they complete normally.
+/// `MPI_Cancel`: a send or receive not yet matched is cancelled at the next slice
+/// boundary (the request then completes with `MPI_Test_cancelled` true); whether it was
+/// still unmatched is the scheduler's decision there, recorded and replayed like any
+/// other. A generalized request's cancel function is called; requests complete at
+/// creation (`MPI_Ibsend`) and inactive persistent requests are left as they are.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
     // SAFETY: `req` is NULL or points at a request handle (MPI contract).
@@ -516,19 +684,75 @@ pub unsafe extern "C" fn PMPI_Cancel(req: *mut MpiRequest) -> c_int {
         ready()?;
         // SAFETY: `req` is the caller's array of request handles, or NULL (MPI contract).
         let hs = unsafe { handles(req, 1) }?;
-        let (id, is_recv) = match st().reqs.get(&hs[0]) {
-            Some(r) => (r.id, r.is_recv),
-            None => fail!(class::REQUEST, "invalid request handle {}", hs[0]),
-        };
-        if is_recv {
-            let d = Descriptor {
-                kind: DescKind::Cancel as u8,
-                aux: id,
-                ..Default::default()
-            };
-            ctx()?.call(d);
+        let h = hs[0];
+        let id = st().reqs.get(&h).map(|r| r.id);
+        match id {
+            Some(id) => {
+                let d = Descriptor {
+                    kind: DescKind::Cancel as u8,
+                    aux: id,
+                    ..Default::default()
+                };
+                ctx()?.call(d);
+                Ok(())
+            }
+            None if crate::grequest::is_local(h) => crate::grequest::cancel_local(h),
+            None if crate::persist::is_persistent(h) => Ok(()),
+            None => fail!(class::REQUEST, "invalid request handle {h}"),
         }
-        Ok(())
+    })
+}
+
+/// `MPI_Request_get_status`: whether the request is complete, and its status, without
+/// freeing it (the completion stays for the Wait/Test that frees the request; a staged
+/// receive is unpacked now, as the program may read the buffer).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Request_get_status(
+    h: MpiRequest,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    // SAFETY: a pointer to a local handle.
+    entry(Call::RequestGetStatus, unsafe { req_comm(&h) }, || {
+        ready()?;
+        let p = pending(&[h])?;
+        let (s, err) = if p.is_empty() {
+            (empty_status(), None)
+        } else if !p.local.is_empty() {
+            if !crate::grequest::is_done(h) {
+                // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+                return unsafe { put(flag, 0, "flag") };
+            }
+            crate::grequest::peek_status(h)
+        } else {
+            let id = p.ids[0];
+            let c = ctx()?;
+            let found = !c
+                .poll_completed(Primitive::Test, &[id], Want::Any)
+                .is_empty();
+            let Some(c) = found.then(|| c.peek(id)).flatten() else {
+                // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+                return unsafe { put(flag, 0, "flag") };
+            };
+            let unpack = st().reqs.get_mut(&h).and_then(|e| e.unpack.take());
+            if let Some(u) = unpack {
+                // SAFETY: as in `finish`: the program's receive buffer, complete now.
+                unsafe {
+                    u.ty.unpack(
+                        u.tmp.as_slice(),
+                        c.bytes as usize,
+                        u.base as *mut u8,
+                        u.count,
+                    )
+                };
+            }
+            completion_status(&c)
+        };
+        // SAFETY: `flag` is a C output argument: NULL or writable (MPI contract).
+        unsafe { put(flag, 1, "flag") }?;
+        // SAFETY: `status` is MPI_STATUS_IGNORE, NULL, or writable (MPI contract).
+        unsafe { write_status(status, 0, s) };
+        err.map_or(Ok(()), Err)
     })
 }
 

@@ -61,6 +61,36 @@ pub struct State {
     pub bsend_buffer: Option<(usize, usize)>,
     /// Bytes of the attached buffer held by Bsends not known to be delivered.
     pub bsend_used: usize,
+    // ---- requests, messages and info objects (persist.rs, grequest.rs, message.rs, info.rs)
+    /// Persistent requests by handle, active or not (an active one is also in `reqs`, or
+    /// in `local_reqs` for a buffered send).
+    pub persist: HashMap<MpiRequest, crate::persist::PersistSpec>,
+    /// Requests the C layer completes itself: generalized requests, and requests complete
+    /// at creation (`MPI_Ibsend`, `MPI_Imrecv` of `MPI_MESSAGE_NO_PROC`).
+    pub local_reqs: HashMap<MpiRequest, crate::grequest::LocalReq>,
+    /// Matched messages (`MPI_Mprobe`, `MPI_Improbe`) not received yet.
+    pub messages: HashMap<c_int, crate::message::Message>,
+    pub next_message: c_int,
+    /// `MPI_Info` objects.
+    pub infos: HashMap<c_int, crate::info::InfoObj>,
+    pub next_info: c_int,
+    /// Hints attached to communicators (`MPI_Comm_set_info`).
+    pub comm_infos: HashMap<MpiComm, crate::info::InfoObj>,
+    /// Attributes of datatypes: (type, keyval) -> value (attrs_more.rs).
+    pub type_attrs: HashMap<(MpiDatatype, c_int), usize>,
+    /// Names given with `MPI_Type_set_name` (typex.rs).
+    pub type_names: HashMap<MpiDatatype, String>,
+    /// User error handlers: handle -> `MPI_Comm_errhandler_function *` (errhan.rs).
+    pub errhandlers: HashMap<MpiErrhandler, usize>,
+    /// User error classes and codes (errhan.rs).
+    pub user_codes: HashMap<c_int, crate::errhan::UserCode>,
+    /// Keyvals freed while attributes still use them: how many times (attrs.rs
+    /// `free_keyval`).
+    pub freed_keyvals: HashMap<c_int, usize>,
+    /// When each communicator attribute was first set: deletion runs in reverse order
+    /// (attrs.rs `delete_attrs`).
+    pub attr_seq: HashMap<(MpiComm, c_int), u64>,
+    pub next_attr_seq: u64,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
@@ -147,9 +177,20 @@ pub fn insert_op(op: UserOp) -> MpiOp {
 pub fn insert_req(r: ReqEntry) -> MpiRequest {
     let mut g = st();
     let s = &mut *g;
-    let h = fresh(&mut s.next_req, 1, &s.reqs);
+    let h = fresh_req(s);
     s.reqs.insert(h, r);
     h
+}
+
+/// A request handle no table uses (inactive persistent and local requests are not in
+/// `reqs`, so `fresh` alone is not enough).
+pub fn fresh_req(s: &mut State) -> MpiRequest {
+    loop {
+        let h = fresh(&mut s.next_req, 1, &s.reqs);
+        if !s.persist.contains_key(&h) && !s.local_reqs.contains_key(&h) {
+            return h;
+        }
+    }
 }
 
 pub fn insert_keyval(k: Keyval) -> c_int {

@@ -64,3 +64,22 @@ weak_aliases! { "mpi_", "pmpi_", "_":
     "iallgather" "iallgatherv" "ialltoall" "ialltoallv" "intercomm_create"
     "intercomm_merge" "comm_remote_group"
 }
+
+// mpireq (issue 13): persistent, generalized and matched-probe requests, Info, attributes,
+// error handlers, datatypes (fortran/mpireq.rs).
+weak_aliases! { "mpi_", "pmpi_", "_":
+    "send_init" "ssend_init" "rsend_init" "bsend_init" "recv_init" "start" "startall"
+    "request_get_status" "ibsend" "isendrecv" "isendrecv_replace" "mprobe" "improbe" "mrecv"
+    "imrecv" "grequest_start" "grequest_complete" "status_set_elements"
+    "status_set_elements_x" "status_set_cancelled" "info_create" "info_set" "info_delete"
+    "info_get" "info_get_string" "info_get_valuelen" "info_get_nkeys" "info_get_nthkey"
+    "info_dup" "info_free" "comm_set_info" "comm_get_info" "comm_dup_with_info"
+    "keyval_create" "keyval_free" "attr_put" "attr_delete" "type_create_keyval"
+    "type_free_keyval" "type_set_attr" "type_get_attr" "type_delete_attr" "get_elements"
+    "get_elements_x" "type_size_x" "type_get_extent_x" "type_get_true_extent_x"
+    "type_extent" "type_lb" "type_ub" "type_hvector" "type_hindexed" "type_struct"
+    "type_create_hindexed_block" "type_create_subarray" "type_set_name" "type_get_name"
+    "comm_create_errhandler" "errhandler_create" "errhandler_set" "errhandler_get"
+    "comm_call_errhandler" "add_error_class" "add_error_code" "add_error_string"
+    "group_union" "group_intersection" "group_difference" "group_range_excl"
+}

@@ -703,3 +703,213 @@ extern "C" {
     pub fn PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_int) -> c_int;
     pub fn PMPI_Comm_remote_group(comm: c_int, group: *mut c_int) -> c_int;
 }
+
+// mpireq (issue 13): the C entry points fortran/mpireq.rs calls.
+extern "C" {
+    pub fn PMPI_Send_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Ssend_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Rsend_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Bsend_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Recv_init(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Start(request: *mut c_int) -> c_int;
+    pub fn PMPI_Startall(count: c_int, requests: *mut c_int) -> c_int;
+    pub fn PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut CStatus)
+        -> c_int;
+    pub fn PMPI_Ibsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Isendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Isendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Mprobe(
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        message: *mut c_int,
+        status: *mut CStatus,
+    ) -> c_int;
+    pub fn PMPI_Improbe(
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        flag: *mut c_int,
+        message: *mut c_int,
+        status: *mut CStatus,
+    ) -> c_int;
+    pub fn PMPI_Mrecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        message: *mut c_int,
+        status: *mut CStatus,
+    ) -> c_int;
+    pub fn PMPI_Imrecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        message: *mut c_int,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Grequest_complete(request: c_int) -> c_int;
+    pub fn PMPI_Status_set_elements(status: *mut CStatus, datatype: c_int, count: c_int) -> c_int;
+    pub fn PMPI_Status_set_elements_x(status: *mut CStatus, datatype: c_int, count: i64) -> c_int;
+    pub fn PMPI_Status_set_cancelled(status: *mut CStatus, flag: c_int) -> c_int;
+    pub fn PMPI_Info_create(info: *mut c_int) -> c_int;
+    pub fn PMPI_Info_set(info: c_int, key: *const c_char, value: *const c_char) -> c_int;
+    pub fn PMPI_Info_delete(info: c_int, key: *const c_char) -> c_int;
+    pub fn PMPI_Info_get(
+        info: c_int,
+        key: *const c_char,
+        valuelen: c_int,
+        value: *mut c_char,
+        flag: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Info_get_string(
+        info: c_int,
+        key: *const c_char,
+        buflen: *mut c_int,
+        value: *mut c_char,
+        flag: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Info_get_valuelen(
+        info: c_int,
+        key: *const c_char,
+        valuelen: *mut c_int,
+        flag: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Info_get_nkeys(info: c_int, nkeys: *mut c_int) -> c_int;
+    pub fn PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) -> c_int;
+    pub fn PMPI_Info_dup(info: c_int, newinfo: *mut c_int) -> c_int;
+    pub fn PMPI_Info_free(info: *mut c_int) -> c_int;
+    pub fn PMPI_Comm_set_info(comm: c_int, info: c_int) -> c_int;
+    pub fn PMPI_Comm_get_info(comm: c_int, info: *mut c_int) -> c_int;
+    pub fn PMPI_Comm_dup_with_info(comm: c_int, info: c_int, newcomm: *mut c_int) -> c_int;
+    pub fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int;
+    pub fn PMPI_Attr_put(comm: c_int, keyval: c_int, value: *mut c_void) -> c_int;
+    pub fn PMPI_Attr_delete(comm: c_int, keyval: c_int) -> c_int;
+    pub fn PMPI_Type_free_keyval(keyval: *mut c_int) -> c_int;
+    pub fn PMPI_Type_set_attr(datatype: c_int, keyval: c_int, value: *mut c_void) -> c_int;
+    pub fn PMPI_Type_get_attr(
+        datatype: c_int,
+        keyval: c_int,
+        value: *mut c_void,
+        flag: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Type_delete_attr(datatype: c_int, keyval: c_int) -> c_int;
+    pub fn PMPI_Get_elements(status: *const CStatus, datatype: c_int, count: *mut c_int) -> c_int;
+    pub fn PMPI_Get_elements_x(status: *const CStatus, datatype: c_int, count: *mut i64) -> c_int;
+    pub fn PMPI_Type_size_x(datatype: c_int, size: *mut i64) -> c_int;
+    pub fn PMPI_Type_get_extent_x(datatype: c_int, lb: *mut i64, extent: *mut i64) -> c_int;
+    pub fn PMPI_Type_get_true_extent_x(datatype: c_int, lb: *mut i64, extent: *mut i64) -> c_int;
+    pub fn PMPI_Type_extent(datatype: c_int, extent: *mut isize) -> c_int;
+    pub fn PMPI_Type_lb(datatype: c_int, lb: *mut isize) -> c_int;
+    pub fn PMPI_Type_ub(datatype: c_int, ub: *mut isize) -> c_int;
+    pub fn PMPI_Type_hvector(
+        count: c_int,
+        blocklength: c_int,
+        stride: isize,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Type_create_hindexed_block(
+        count: c_int,
+        blocklength: c_int,
+        displacements: *const isize,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Type_create_subarray(
+        ndims: c_int,
+        sizes: *const c_int,
+        subsizes: *const c_int,
+        starts: *const c_int,
+        order: c_int,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Type_set_name(datatype: c_int, name: *const c_char) -> c_int;
+    pub fn PMPI_Type_get_name(datatype: c_int, name: *mut c_char, resultlen: *mut c_int) -> c_int;
+    pub fn PMPI_Errhandler_set(comm: c_int, errhandler: c_int) -> c_int;
+    pub fn PMPI_Errhandler_get(comm: c_int, errhandler: *mut c_int) -> c_int;
+    pub fn PMPI_Comm_call_errhandler(comm: c_int, errorcode: c_int) -> c_int;
+    pub fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int;
+    pub fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int;
+    pub fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int;
+    pub fn PMPI_Group_union(group1: c_int, group2: c_int, newgroup: *mut c_int) -> c_int;
+    pub fn PMPI_Group_intersection(group1: c_int, group2: c_int, newgroup: *mut c_int) -> c_int;
+    pub fn PMPI_Group_difference(group1: c_int, group2: c_int, newgroup: *mut c_int) -> c_int;
+    pub fn PMPI_Group_range_excl(
+        group: c_int,
+        n: c_int,
+        ranges: *mut c_int,
+        newgroup: *mut c_int,
+    ) -> c_int;
+}

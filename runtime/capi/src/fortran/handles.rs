@@ -255,6 +255,7 @@ identity_conversions! {
     PMPI_Request_f2c PMPI_Request_c2f;
     PMPI_Errhandler_f2c PMPI_Errhandler_c2f;
     PMPI_Info_f2c PMPI_Info_c2f;
+    PMPI_Message_f2c PMPI_Message_c2f;
 }
 
 /// `MPI_Type_f2c`: the Fortran-only datatypes become their C datatype.

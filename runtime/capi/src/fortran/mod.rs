@@ -49,9 +49,11 @@ mod cabi;
 mod coll;
 mod comm;
 mod env;
-mod handles;
+
+pub(crate) mod handles;
 mod icoll;
 mod keyval;
+mod mpireq;
 mod p2p;
 mod request;
 mod sentinel;
