@@ -17,8 +17,9 @@ use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
 use crate::outcome::{Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
-    self, leave_computing, resume_computing, resume_computing_from, ring_doorbell, BlockedCall,
-    Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE,
+    self, leave_computing, resume_computing, resume_computing_from, ring_doorbell,
+    ring_if_stretched, BlockedCall, Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN,
+    ENV_RANK, ENV_SIZE,
 };
 
 /// Capacity of each rank's descriptor queue.
@@ -221,6 +222,9 @@ impl RankCtx {
         if g.replay.is_some() {
             // The replaying Strobe Sender waits for exactly these posts; it has no timer.
             ring_doorbell(&self.seg);
+        } else {
+            // The adaptive strobe may sleep after a quiet slice until somebody posts.
+            ring_if_stretched(&self.seg);
         }
         d.request
     }

@@ -16,7 +16,9 @@ use crate::ring::{ring_bytes, Ring};
 use crate::shm_region::ShmRegion;
 
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
-pub const LAYOUT_VERSION: u32 = 4;
+/// 5: the header's `stretched` word (the adaptive strobe's stretched timer). Slot
+/// encodings are unchanged since 4.
+pub const LAYOUT_VERSION: u32 = 5;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -236,7 +238,11 @@ pub struct JobHeader {
     /// Futex word the Strobe Sender sleeps on; bumped when `computing` reaches zero and
     /// when a rank posts into a full queue.
     pub doorbell: AtomicU32,
-    _p2: [u8; 60],
+    /// Non-zero while the adaptive Strobe Sender has stretched its timer after a quiet
+    /// slice and sleeps on the doorbell: the next rank to post clears it and rings
+    /// ([`ring_if_stretched`]). In the doorbell's cache line: both are written rarely.
+    pub stretched: AtomicU32,
+    _p2: [u8; 56],
     /// Non-zero once the job is being torn down: ranks stop waiting and exit.
     pub shutdown: AtomicU32,
     _p3: [u8; 60],
@@ -574,6 +580,17 @@ pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bo
         return true;
     }
     false
+}
+
+/// After a post: if the Strobe Sender stretched its timer and sleeps, wake it (once: the
+/// first post clears the word). The fence pairs with the Strobe Sender's, which sets the
+/// word and then looks at the queues: either it sees this descriptor or this sees the word.
+pub fn ring_if_stretched(seg: &JobSegment) {
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let h = seg.header();
+    if h.stretched.load(Ordering::Relaxed) != 0 && h.stretched.swap(0, Ordering::AcqRel) != 0 {
+        ring_doorbell(seg);
+    }
 }
 
 /// Ring the Strobe Sender's doorbell.

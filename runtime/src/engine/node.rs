@@ -61,7 +61,13 @@ pub struct NodeManager {
     diverge_at: Option<u64>,
     /// Deadlock detection (node 0): idle slices in a row.
     idle_slices: u32,
+    /// Node 0: every rank's queues, to see a post that raced with stretching the timer.
+    watch: Vec<RankQueues>,
 }
+
+/// How long a stretched timer sleeps without a doorbell before it runs a slice anyway
+/// (a safety net: every event that needs a slice rings the doorbell).
+const STRETCH_LIMIT: Duration = Duration::from_millis(100);
 
 /// What one slice accumulates on this node while the machine walks its microphases.
 struct SliceWork {
@@ -106,12 +112,19 @@ impl NodeManager {
             ranks: cfg.ranks,
             node_of_rank: node_of_rank.clone(),
             chunk_budget: cfg.chunk_budget,
+            eager_max: cfg.eager_max,
+            eager_budget: crate::sched::DEFAULT_EAGER_BUDGET,
         });
         let is_local_of = node_of_rank.clone();
         let cfg_nodes = cfg.nodes as usize;
         let diverge_at = shared
             .diverge_replica
             .and_then(|(n, s)| (n == node).then_some(s));
+        let watch = if node == 0 {
+            (0..cfg.ranks).map(|r| shared.seg.queues(r)).collect()
+        } else {
+            Vec::new()
+        };
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
@@ -131,6 +144,7 @@ impl NodeManager {
             replicas: Vec::with_capacity(cfg_nodes),
             diverge_at,
             idle_slices: 0,
+            watch,
         }
     }
 
@@ -177,9 +191,9 @@ impl NodeManager {
             };
             let t = self.t.as_ref();
             match cmd {
-                Command::AwaitStart { early } => match self.source.clone() {
+                Command::AwaitStart { early, stretched } => match self.source.clone() {
                     Some(src) => self.await_gate(&mut m, src.as_ref()),
-                    None => self.await_start(&mut m, early),
+                    None => self.await_start(&mut m, early, stretched),
                 },
                 Command::SendStrobe { slice } => strobe::send_strobe(t, slice)?,
                 Command::AwaitStrobe { last } => {
@@ -224,7 +238,9 @@ impl NodeManager {
                 }
                 Command::EndSlice { usr, .. } => {
                     let w = work.take().ok_or_else(no_slice)?;
-                    self.end_slice(w, usr);
+                    if self.end_slice(w, usr) {
+                        m.handle(Event::QuietSlice);
+                    }
                 }
                 Command::Fail(e) => {
                     error!(node = self.node, "{e}");
@@ -309,7 +325,7 @@ impl NodeManager {
 
     /// Strobe Sender, one round: report whatever could start the next slice (or end the
     /// job); if nothing does, sleep until the doorbell rings or the machine's timer expires.
-    fn await_start(&mut self, m: &mut SliceMachine, early: bool) {
+    fn await_start(&mut self, m: &mut SliceMachine, early: bool, stretched: bool) {
         let h = self.shared.seg.header();
         if self.shared.stop.load(Ordering::Acquire) {
             return m.handle(Event::Stop);
@@ -323,6 +339,12 @@ impl NodeManager {
         let now = self.now_ns();
         if early && h.computing.load(Ordering::Acquire) == 0 {
             m.handle(Event::NoRankComputing { now });
+        }
+        if stretched {
+            if m.awaiting_start() {
+                self.sleep_stretched(m, early, bell);
+            }
+            return;
         }
         m.handle(Event::TimeAdvanced { now });
         let Some(deadline) = m.timeout().filter(|_| m.awaiting_start()) else {
@@ -339,6 +361,29 @@ impl NodeManager {
         if !futex::spin_while_eq(&h.doorbell, bell, spin) {
             futex::wait_until(&h.doorbell, bell, Some(deadline));
         }
+    }
+
+    /// Adaptive strobe after a quiet slice: no timer. Sleep until the doorbell rings (the
+    /// next post clears `stretched` and rings, a rank that blocks last rings, so does an
+    /// exit or a stop), then start the slice.
+    fn sleep_stretched(&mut self, m: &mut SliceMachine, early: bool, bell: u32) {
+        let h = self.shared.seg.header();
+        h.stretched.store(1, Ordering::SeqCst);
+        // Pairs with `ring_if_stretched`: a post that did not see the word is seen here.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let posted = self.watch.iter().any(|q| !q.descriptors.is_empty());
+        if !posted && !self.shared.stop.load(Ordering::Acquire) {
+            let spin = futex::spin_budget().min(STRETCH_LIMIT);
+            if !futex::spin_while_eq(&h.doorbell, bell, spin) {
+                futex::wait_until(&h.doorbell, bell, Some(Instant::now() + STRETCH_LIMIT));
+            }
+        }
+        h.stretched.store(0, Ordering::Release);
+        let now = self.now_ns();
+        if early && h.computing.load(Ordering::Acquire) == 0 {
+            m.handle(Event::NoRankComputing { now });
+        }
+        m.handle(Event::Doorbell { now });
     }
 
     fn finished(&self) {
@@ -556,8 +601,12 @@ impl NodeManager {
             pids: &self.pids,
             local: &*self.is_local,
             bounce: &mut self.bounce,
+            eager: &self.shared.eager,
         };
         let tp = Instant::now();
+        // Eager sends completed this slice: their bytes go to node memory before the
+        // completion is delivered (RM).
+        self.shared.eager.copy_in(&w.dec, &mem, &mut w.errs);
         let direct = helpers::direct_chunks(&w.dec, &mem, min);
         let waits = dispatch_direct(
             &self.shared,
@@ -567,13 +616,16 @@ impl NodeManager {
             &direct,
         );
         helpers::run_p2p(&w.dec, &mut mem, &mut w.errs, min);
+        self.shared.eager.release_empty(&w.dec, mem.local);
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
         w.local.t_p2p = tp.elapsed();
     }
 
     /// The slice is over on this node: metrics, and on node 0 deadlock detection and the
-    /// slice record.
-    fn end_slice(&mut self, w: SliceWork, usr: Usr) {
+    /// slice record. Returns whether the slice was quiet (node 0: nothing posted, decided,
+    /// in flight or waiting for queue space anywhere), which lets the adaptive strobe
+    /// stretch its timer.
+    fn end_slice(&mut self, w: SliceWork, usr: Usr) -> bool {
         let mut local = w.local;
         let mut global = w.global;
         local.ltts = w.t0.elapsed();
@@ -582,21 +634,26 @@ impl NodeManager {
         global.usrmsm = usr.msm;
         global.usrsts = usr.sts;
         self.sink.node_metrics(w.slice, &local);
-        if self.node == 0 {
-            let digest = w.dec.digest();
-            let all_blocked = w.all_blocked.unwrap_or(w.blocked);
-            self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
-            self.sink.slice(&SliceRecord {
-                slice: w.slice,
-                reason: w.reason,
-                start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
-                global,
-                descriptors: w.posted,
-                decisions: w.dec,
-                digest,
-                blocked: all_blocked,
-            });
+        if self.node != 0 {
+            return false;
         }
+        let backlog = self.shared.backlog.swap(false, Ordering::AcqRel);
+        let quiet =
+            w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
+        let digest = w.dec.digest();
+        let all_blocked = w.all_blocked.unwrap_or(w.blocked);
+        self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
+        self.sink.slice(&SliceRecord {
+            slice: w.slice,
+            reason: w.reason,
+            start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
+            global,
+            descriptors: w.posted,
+            decisions: w.dec,
+            digest,
+            blocked: all_blocked,
+        });
+        quiet
     }
 
     /// The helpers' view of the node's memory (pids as refreshed at P2P).
@@ -605,6 +662,7 @@ impl NodeManager {
             pids: &self.pids,
             local: &*self.is_local,
             bounce: &mut self.bounce,
+            eager: &self.shared.eager,
         }
     }
 
@@ -698,6 +756,11 @@ impl NodeManager {
                 } else {
                     delivered = true;
                 }
+            }
+            if !rest.is_empty() {
+                // Completions wait for queue space: no stretched timer until delivered.
+                // Every node delivers before the RM microstrobe, so node 0 sees it in time.
+                self.shared.backlog.store(true, Ordering::Release);
             }
             self.overflow[i] = rest;
             if delivered {
