@@ -206,7 +206,7 @@ impl RankCtx {
                     let slot = self.seg.slot(self.rank);
                     let seen = slot.wake.load(Ordering::Acquire);
                     ring_doorbell(&self.seg);
-                    futex::wait(&slot.wake, seen, Some(Duration::from_micros(200)));
+                    slot.sleep_on_wake(seen, Duration::from_micros(200));
                     g = self.inner.lock().expect("rank context lock");
                 }
             }
@@ -254,7 +254,7 @@ impl RankCtx {
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                 std::process::exit(1);
             }
-            futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
+            slot.sleep_on_wake(seen, Duration::from_millis(50));
         }
         resume_computing_from(&self.seg, self.rank, RankState::Held);
     }
@@ -271,7 +271,7 @@ impl RankCtx {
             while g.queues.outcomes.push(r).is_err() {
                 let seen = slot.wake.load(Ordering::Acquire);
                 ring_doorbell(&self.seg);
-                futex::wait(&slot.wake, seen, Some(Duration::from_micros(200)));
+                slot.sleep_on_wake(seen, Duration::from_micros(200));
                 if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                     std::process::exit(1);
                 }
@@ -330,7 +330,7 @@ impl RankCtx {
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                 std::process::exit(1);
             }
-            futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
+            slot.sleep_on_wake(seen, Duration::from_millis(50));
         }
     }
 
@@ -414,7 +414,7 @@ impl RankCtx {
                 ready(&g.done)
             };
             if !satisfied && !futex::spin_while_eq(&slot.wake, seen, futex::spin_budget()) {
-                futex::wait(&slot.wake, seen, Some(Duration::from_millis(100)));
+                slot.sleep_on_wake(seen, Duration::from_millis(100));
             }
             resume_computing(&self.seg, self.rank);
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {

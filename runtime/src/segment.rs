@@ -242,7 +242,10 @@ pub struct JobHeader {
     /// slice and sleeps on the doorbell: the next rank to post clears it and rings
     /// ([`ring_if_stretched`]). In the doorbell's cache line: both are written rarely.
     pub stretched: AtomicU32,
-    _p2: [u8; 56],
+    /// Threads sleeping on `doorbell` (`futex::wait_counted`): ringing skips the system
+    /// call while the Strobe Sender polls.
+    pub doorbell_sleepers: AtomicU32,
+    _p2: [u8; 52],
     /// Non-zero once the job is being torn down: ranks stop waiting and exit.
     pub shutdown: AtomicU32,
     _p3: [u8; 60],
@@ -279,12 +282,25 @@ pub struct RankSlot {
     /// Non-zero when the last descriptor the rank posted was a blocking call (the
     /// replayer's gate: that rank is about to block).
     pub last_post_blocking: AtomicU32,
-    _p: [u8; 4],
+    /// Threads sleeping on `wake` (`futex::wait_counted`): a wake-up skips the system call
+    /// while the rank polls (layout 5; padding before).
+    pub wake_sleepers: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<RankSlot>() == 64);
 
 impl RankSlot {
+    /// Wake the rank (bump `wake`); a system call only if it sleeps rather than polls.
+    pub fn wake_rank(&self) {
+        crate::futex::bump_and_wake(&self.wake, &self.wake_sleepers);
+    }
+
+    /// Sleep while `wake` still reads `seen`, at most `timeout` (counted, see [`Self::wake_rank`]).
+    pub fn sleep_on_wake(&self, seen: u32, timeout: std::time::Duration) {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        crate::futex::wait_counted(&self.wake, seen, &self.wake_sleepers, deadline);
+    }
+
     /// What the rank is doing.
     pub fn state(&self) -> RankState {
         RankState::from_raw(self.state.load(Ordering::Acquire))
@@ -596,8 +612,7 @@ pub fn ring_if_stretched(seg: &JobSegment) {
 /// Ring the Strobe Sender's doorbell.
 pub fn ring_doorbell(seg: &JobSegment) {
     let h = seg.header();
-    h.doorbell.fetch_add(1, Ordering::Release);
-    crate::futex::wake_all(&h.doorbell);
+    crate::futex::bump_and_wake(&h.doorbell, &h.doorbell_sleepers);
 }
 
 #[cfg(test)]

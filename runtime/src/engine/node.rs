@@ -359,7 +359,7 @@ impl NodeManager {
         }
         .min(deadline.saturating_duration_since(Instant::now()));
         if !futex::spin_while_eq(&h.doorbell, bell, spin) {
-            futex::wait_until(&h.doorbell, bell, Some(deadline));
+            futex::wait_counted(&h.doorbell, bell, &h.doorbell_sleepers, Some(deadline));
         }
     }
 
@@ -375,7 +375,12 @@ impl NodeManager {
         if !posted && !self.shared.stop.load(Ordering::Acquire) {
             let spin = futex::spin_budget().min(STRETCH_LIMIT);
             if !futex::spin_while_eq(&h.doorbell, bell, spin) {
-                futex::wait_until(&h.doorbell, bell, Some(Instant::now() + STRETCH_LIMIT));
+                futex::wait_counted(
+                    &h.doorbell,
+                    bell,
+                    &h.doorbell_sleepers,
+                    Some(Instant::now() + STRETCH_LIMIT),
+                );
             }
         }
         h.stretched.store(0, Ordering::Release);
@@ -428,9 +433,10 @@ impl NodeManager {
         // Replaying ranks ring the doorbell when they post, block or are held; the
         // timeout covers what rings nothing (a rank that exits, a user command).
         if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
-            futex::wait_until(
+            futex::wait_counted(
                 &h.doorbell,
                 bell,
+                &h.doorbell_sleepers,
                 Some(Instant::now() + Duration::from_millis(2)),
             );
         }
@@ -446,8 +452,7 @@ impl NodeManager {
             if slot.post_limit.swap(limit, Ordering::AcqRel) != limit
                 && slot.state() == RankState::Held
             {
-                slot.wake.fetch_add(1, Ordering::Release);
-                futex::wake_all(&slot.wake);
+                slot.wake_rank();
             }
         }
     }
@@ -767,8 +772,7 @@ impl NodeManager {
                 let rank = self.local_ranks[i];
                 resume_computing(&self.shared.seg, rank);
                 let slot = self.shared.seg.slot(rank);
-                slot.wake.fetch_add(1, Ordering::Release);
-                futex::wake_all(&slot.wake);
+                slot.wake_rank();
             }
         }
     }
