@@ -4,21 +4,25 @@
 # wavefront and the papers' synthetic benchmarks at 10 ms. Runs alternate strobe / MPICH
 # per round; the script prints every sample and the median of each.
 #
-#   scripts/bench-levers.sh [STROBE_BIN_DIR] [ROUNDS]
+#   scripts/bench-levers.sh ROUNDS [STROBE_BIN_DIR...]
 #
-# STROBE_BIN_DIR: the release directory holding `strobe` and `libmpi.so` (default
-# target/release of this tree; pass another tree's to measure "before"). Needs MPICH
+# Each STROBE_BIN_DIR is a release directory holding `strobe` and `libmpi.so` (default
+# target/release of this tree); give another tree's too to measure "before" and "after" in
+# the same run: they are labelled strobe1, strobe2, ... in the order given. Needs MPICH
 # (mpicc.mpich, mpiexec.mpich). Figures are measurements, never test assertions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-target/release}
-ROUNDS=${2:-3}
-S=$BIN/strobe
+ROUNDS=${1:-3}
+shift || true
+BINS=("$@")
+[ ${#BINS[@]} -gt 0 ] || BINS=(target/release)
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 for stem in bench_pingpong sweep3d synth_barrier synth_neighbors; do
-  $S mpicc -std=c11 -O2 -o "$W/s_$stem" fixtures/c/$stem.c -I fixtures/c
-  mpicc.mpich -std=c11 -O2 -o "$W/m_$stem" fixtures/c/$stem.c -I fixtures/c
+  for i in "${!BINS[@]}"; do
+    "${BINS[$i]}/strobe" mpicc -std=c11 -O2 -o "$W/s${i}_$stem" fixtures/c/$stem.c -I fixtures/c
+  done
+  mpicc.mpich -std=c11 -O2 -o "$W/m_$stem" fixtures/c/$stem.c -I fixtures/c 2>/dev/null
 done
 # name: arguments; the RESULT lines' value to keep
 runs=(
@@ -33,8 +37,11 @@ out=$W/samples
 for round in $(seq 1 "$ROUNDS"); do
   for r in "${runs[@]}"; do
     IFS='|' read -r name stem args <<<"$r"
-    # shellcheck disable=SC2086
-    $S run -n 2 -- "$W/s_$stem" $args | sed -n "s/^RESULT /strobe $name /p" >>"$out"
+    for i in "${!BINS[@]}"; do
+      # shellcheck disable=SC2086
+      "${BINS[$i]}/strobe" run -n 2 -- "$W/s${i}_$stem" $args |
+        sed -n "s/^RESULT /strobe$((i + 1)) $name /p" >>"$out"
+    done
     # shellcheck disable=SC2086
     mpiexec.mpich -n 2 "$W/m_$stem" $args | sed -n "s/^RESULT /mpich $name /p" >>"$out"
   done

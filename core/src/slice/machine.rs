@@ -109,7 +109,8 @@ pub enum Event<'a> {
     /// timer expires, so computing ranks lose no CPU to empty slices.
     QuietSlice,
     /// Strobe Sender: the doorbell rang at `now` while the timer was stretched (a rank
-    /// posted a descriptor, or something else needs a slice).
+    /// posted a descriptor, or something else needs a slice): the timer runs again, the
+    /// next slice one period after `now` (or earlier, when no rank computes).
     Doorbell { now: u64 },
     /// Strobe Sender, logical slices: the slice source's gate opened at `now`.
     GateOpen { now: u64 },
@@ -325,10 +326,13 @@ impl SliceMachine {
                 self.stretched = true;
                 self.deadline = None;
             }
-            // The stretched timer fires at the doorbell: a timer slice, as if it had been
-            // due (the slice records `timer`; the adaptive strobe only stretched it).
+            // The doorbell ends the stretch: the timer restarts from the post, as if empty
+            // slices had run all along. Not at once: a burst of posts (a window of
+            // `MPI_Isend`s) would be cut over several slices.
             (State::AwaitingStart, Event::Doorbell { now }) if self.stretched => {
-                self.start(now, StartReason::Timer)
+                self.stretched = false;
+                self.due = now;
+                self.deadline = None;
             }
             (State::AwaitingStart, Event::GateOpen { now }) if self.cfg.logical => {
                 let reason = match self.last_start {

@@ -365,7 +365,7 @@ impl NodeManager {
 
     /// Adaptive strobe after a quiet slice: no timer. Sleep until the doorbell rings (the
     /// next post clears `stretched` and rings, a rank that blocks last rings, so does an
-    /// exit or a stop), then start the slice.
+    /// exit or a stop), then restart the timer (or start at once if no rank computes).
     fn sleep_stretched(&mut self, m: &mut SliceMachine, early: bool, bell: u32) {
         let h = self.shared.seg.header();
         h.stretched.store(1, Ordering::SeqCst);
