@@ -95,6 +95,7 @@ fn run_job(
             deadlock_slices: u32::MAX,
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: strobe_runtime::engine::DEFAULT_DIRECT_COPY_MIN,
+            eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
         },
         program: fixture(prog)?,
         args: args.iter().map(Into::into).collect(),

@@ -293,6 +293,11 @@ impl RtError {
 pub const COMPLETION_CANCELLED: u32 = 1;
 /// Completion flag: an `Iprobe` found a message (status fields are valid).
 pub const COMPLETION_FOUND: u32 = 2;
+/// Completion flag: a standard-mode send completed eagerly (scheduler version 2): no
+/// receive had matched it, and its node manager copied its bytes into node memory in the
+/// slice of this completion, before delivering it. The receive matched later takes its
+/// data from there.
+pub const COMPLETION_EAGER: u32 = 4;
 
 /// What the node manager tells a rank when one of its descriptors completes.
 #[repr(C)]

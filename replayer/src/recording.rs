@@ -30,7 +30,10 @@ impl Recording {
         let reader = strobe_recorder::Recording::open(path)?;
         let job = reader.job().clone();
         let running = strobe_core::sched::SCHEDULER_VERSION;
-        if job.scheduler_version != running {
+        // Older versions replay with their own rules (strobe-perf: version 1 is version 2
+        // without the eager protocol, see `Job::engine`).
+        let oldest = strobe_core::sched::OLDEST_SCHEDULER_VERSION;
+        if !(oldest..=running).contains(&job.scheduler_version) {
             return Err(ReplayError::SchedulerVersion {
                 recorded: job.scheduler_version,
                 running,

@@ -42,6 +42,7 @@ fn main() {
             deadlock_slices: 20,
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
+            eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
         },
         program: args[1].clone().into(),
         args: args[2..].iter().map(Into::into).collect(),

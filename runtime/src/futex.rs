@@ -89,6 +89,36 @@ pub fn wake_all(word: &AtomicU32) -> usize {
     wake(word, i32::MAX as u32)
 }
 
+/// [`wait_until`], counted in `sleepers` so that [`bump_and_wake`] can skip the system call
+/// while nobody sleeps (the usual case: waiters poll first). Every sleeper on a word woken
+/// by `bump_and_wake` must sleep through this.
+pub fn wait_counted(
+    word: &AtomicU32,
+    expected: u32,
+    sleepers: &AtomicU32,
+    deadline: Option<Instant>,
+) -> WaitResult {
+    // Sequentially consistent on both sides: either the waker sees this count, or this
+    // sees the waker's bump and does not sleep.
+    sleepers.fetch_add(1, Ordering::SeqCst);
+    let r = if word.load(Ordering::SeqCst) != expected {
+        WaitResult::ValueChanged
+    } else {
+        wait_until(word, expected, deadline)
+    };
+    sleepers.fetch_sub(1, Ordering::SeqCst);
+    r
+}
+
+/// Bump `word` and wake whoever sleeps on it through [`wait_counted`]; no system call when
+/// nobody does (a polling waiter sees the bump by itself).
+pub fn bump_and_wake(word: &AtomicU32, sleepers: &AtomicU32) {
+    word.fetch_add(1, Ordering::SeqCst);
+    if sleepers.load(Ordering::SeqCst) != 0 {
+        wake_all(word);
+    }
+}
+
 /// `deadline` as an absolute `CLOCK_MONOTONIC` timespec, or `None` if it has passed.
 fn monotonic_timespec(deadline: Instant) -> Option<Timespec> {
     let remaining = deadline.checked_duration_since(Instant::now())?;

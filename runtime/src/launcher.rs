@@ -494,8 +494,7 @@ fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) 
     shared.request_stop();
     for r in 0..shared.seg.ranks() {
         let slot = shared.seg.slot(r);
-        slot.wake.fetch_add(1, Ordering::Release);
-        crate::futex::wake_all(&slot.wake);
+        slot.wake_rank();
     }
     // Ranks computing outside MPI would never notice: kill everything still running. Each
     // rank leads its own process group, which holds whatever it started too (the

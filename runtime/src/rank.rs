@@ -17,8 +17,9 @@ use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
 use crate::outcome::{Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
-    self, leave_computing, resume_computing, resume_computing_from, ring_doorbell, BlockedCall,
-    Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE,
+    self, leave_computing, resume_computing, resume_computing_from, ring_doorbell,
+    ring_if_stretched, BlockedCall, Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN,
+    ENV_RANK, ENV_SIZE,
 };
 
 /// Capacity of each rank's descriptor queue.
@@ -215,7 +216,7 @@ impl RankCtx {
                     let slot = self.seg.slot(self.rank);
                     let seen = slot.wake.load(Ordering::Acquire);
                     ring_doorbell(&self.seg);
-                    futex::wait(&slot.wake, seen, Some(Duration::from_micros(200)));
+                    slot.sleep_on_wake(seen, Duration::from_micros(200));
                     g = self.inner.lock().expect("rank context lock");
                 }
             }
@@ -231,6 +232,9 @@ impl RankCtx {
         if g.replay.is_some() {
             // The replaying Strobe Sender waits for exactly these posts; it has no timer.
             ring_doorbell(&self.seg);
+        } else {
+            // The adaptive strobe may sleep after a quiet slice until somebody posts.
+            ring_if_stretched(&self.seg);
         }
         d.request
     }
@@ -260,7 +264,7 @@ impl RankCtx {
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                 std::process::exit(1);
             }
-            futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
+            slot.sleep_on_wake(seen, Duration::from_millis(50));
         }
         resume_computing_from(&self.seg, self.rank, RankState::Held);
     }
@@ -277,7 +281,7 @@ impl RankCtx {
             while g.queues.outcomes.push(r).is_err() {
                 let seen = slot.wake.load(Ordering::Acquire);
                 ring_doorbell(&self.seg);
-                futex::wait(&slot.wake, seen, Some(Duration::from_micros(200)));
+                slot.sleep_on_wake(seen, Duration::from_micros(200));
                 if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                     std::process::exit(1);
                 }
@@ -336,7 +340,7 @@ impl RankCtx {
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                 std::process::exit(1);
             }
-            futex::wait(&slot.wake, seen, Some(Duration::from_millis(50)));
+            slot.sleep_on_wake(seen, Duration::from_millis(50));
         }
     }
 
@@ -420,7 +424,7 @@ impl RankCtx {
                 ready(&g.done)
             };
             if !satisfied && !futex::spin_while_eq(&slot.wake, seen, futex::spin_budget()) {
-                futex::wait(&slot.wake, seen, Some(Duration::from_millis(100)));
+                slot.sleep_on_wake(seen, Duration::from_millis(100));
             }
             resume_computing(&self.seg, self.rank);
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {

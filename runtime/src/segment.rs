@@ -16,7 +16,9 @@ use crate::ring::{ring_bytes, Ring};
 use crate::shm_region::ShmRegion;
 
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
-pub const LAYOUT_VERSION: u32 = 4;
+/// 5: the header's `stretched` word (the adaptive strobe's stretched timer). Slot
+/// encodings are unchanged since 4.
+pub const LAYOUT_VERSION: u32 = 5;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -236,7 +238,14 @@ pub struct JobHeader {
     /// Futex word the Strobe Sender sleeps on; bumped when `computing` reaches zero and
     /// when a rank posts into a full queue.
     pub doorbell: AtomicU32,
-    _p2: [u8; 60],
+    /// Non-zero while the adaptive Strobe Sender has stretched its timer after a quiet
+    /// slice and sleeps on the doorbell: the next rank to post clears it and rings
+    /// ([`ring_if_stretched`]). In the doorbell's cache line: both are written rarely.
+    pub stretched: AtomicU32,
+    /// Threads sleeping on `doorbell` (`futex::wait_counted`): ringing skips the system
+    /// call while the Strobe Sender polls.
+    pub doorbell_sleepers: AtomicU32,
+    _p2: [u8; 52],
     /// Non-zero once the job is being torn down: ranks stop waiting and exit.
     pub shutdown: AtomicU32,
     _p3: [u8; 60],
@@ -273,12 +282,25 @@ pub struct RankSlot {
     /// Non-zero when the last descriptor the rank posted was a blocking call (the
     /// replayer's gate: that rank is about to block).
     pub last_post_blocking: AtomicU32,
-    _p: [u8; 4],
+    /// Threads sleeping on `wake` (`futex::wait_counted`): a wake-up skips the system call
+    /// while the rank polls (layout 5; padding before).
+    pub wake_sleepers: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<RankSlot>() == 64);
 
 impl RankSlot {
+    /// Wake the rank (bump `wake`); a system call only if it sleeps rather than polls.
+    pub fn wake_rank(&self) {
+        crate::futex::bump_and_wake(&self.wake, &self.wake_sleepers);
+    }
+
+    /// Sleep while `wake` still reads `seen`, at most `timeout` (counted, see [`Self::wake_rank`]).
+    pub fn sleep_on_wake(&self, seen: u32, timeout: std::time::Duration) {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        crate::futex::wait_counted(&self.wake, seen, &self.wake_sleepers, deadline);
+    }
+
     /// What the rank is doing.
     pub fn state(&self) -> RankState {
         RankState::from_raw(self.state.load(Ordering::Acquire))
@@ -576,11 +598,21 @@ pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bo
     false
 }
 
+/// After a post: if the Strobe Sender stretched its timer and sleeps, wake it (once: the
+/// first post clears the word). The fence pairs with the Strobe Sender's, which sets the
+/// word and then looks at the queues: either it sees this descriptor or this sees the word.
+pub fn ring_if_stretched(seg: &JobSegment) {
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let h = seg.header();
+    if h.stretched.load(Ordering::Relaxed) != 0 && h.stretched.swap(0, Ordering::AcqRel) != 0 {
+        ring_doorbell(seg);
+    }
+}
+
 /// Ring the Strobe Sender's doorbell.
 pub fn ring_doorbell(seg: &JobSegment) {
     let h = seg.header();
-    h.doorbell.fetch_add(1, Ordering::Release);
-    crate::futex::wake_all(&h.doorbell);
+    crate::futex::bump_and_wake(&h.doorbell, &h.doorbell_sleepers);
 }
 
 #[cfg(test)]

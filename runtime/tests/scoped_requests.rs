@@ -23,6 +23,7 @@ fn job(ranks: u32) -> LaunchConfig {
             deadlock_slices: 200,
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
+            eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
         },
         program: std::env::current_exe().expect("test binary"),
         args: [

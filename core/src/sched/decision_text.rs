@@ -9,7 +9,9 @@
 
 use std::fmt::{self, Display, Formatter};
 
-use crate::descriptor::{Completion, DescRef, RtError, COMPLETION_CANCELLED, COMPLETION_FOUND};
+use crate::descriptor::{
+    Completion, DescRef, RtError, COMPLETION_CANCELLED, COMPLETION_EAGER, COMPLETION_FOUND,
+};
 use crate::sched::decision::{Chunk, CollectiveRun, Completed, Decision, Match, NewComm};
 
 /// `rank#seq`.
@@ -131,7 +133,8 @@ impl Display for NewComm {
 }
 
 /// `complete 1#2 req 7: source 0 tag 5, 64 bytes`, then what is unusual: `, error
-/// truncate`, `, cancelled`, `, found` (an Iprobe's hit), other flag bits in hex, and for
+/// truncate`, `, cancelled`, `, found` (an Iprobe's hit), `, eager` (a send completed
+/// eagerly, its bytes copied into node memory), other flag bits in hex, and for
 /// dup and split the new communicator (`, new comm 3 rank 1 of 2`; `none` for all ones).
 impl Display for Completed {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -154,7 +157,10 @@ impl Display for Completed {
         if c.flags & COMPLETION_FOUND != 0 {
             f.write_str(", found")?;
         }
-        let other_flags = c.flags & !(COMPLETION_CANCELLED | COMPLETION_FOUND);
+        if c.flags & COMPLETION_EAGER != 0 {
+            f.write_str(", eager")?;
+        }
+        let other_flags = c.flags & !(COMPLETION_CANCELLED | COMPLETION_FOUND | COMPLETION_EAGER);
         if other_flags != 0 {
             write!(f, ", flags {other_flags:#x}")?;
         }

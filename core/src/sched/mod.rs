@@ -26,8 +26,13 @@ pub mod visit;
 /// scheduler makes for the same input (a new protocol, a new matching rule): recordings
 /// carry it, and replaying a recording made under another version is refused (exit 2)
 /// instead of being reported as a divergence. Version 1 is every release up to and
-/// including the one that introduced this constant.
-pub const SCHEDULER_VERSION: u32 = 1;
+/// including the one that introduced this constant. Version 2 adds the eager protocol for
+/// small standard-mode sends ([`SchedConfig::eager_max`]); a version-1 recording replays
+/// with it off ([`SchedConfig::eager_max_for_version`]), so its decisions are unchanged.
+pub const SCHEDULER_VERSION: u32 = 2;
+
+/// The oldest scheduler version whose recordings this scheduler still reproduces.
+pub const OLDEST_SCHEDULER_VERSION: u32 = 1;
 
 pub use comm::{Comm, CommTable, CommView};
 pub use decision::{
@@ -50,15 +55,35 @@ pub struct SchedConfig {
     /// Bytes the DMA Helpers of one node may receive per slice; larger messages are chunked
     /// over several slices.
     pub chunk_budget: u64,
+    /// Eager protocol (scheduler version 2): a standard-mode send (`MPI_Send`, `MPI_Isend`,
+    /// `MPI_Rsend`) of at most this many bytes that no receive matches in the slice it is
+    /// exchanged in completes in that slice, its bytes copied into node memory; 0 turns the
+    /// protocol off (version 1). `MPI_Ssend` always waits for its match.
+    pub eager_max: u64,
+    /// Bytes of eager messages node memory may hold at once for the whole job; a send that
+    /// would exceed it waits for its match like a large one.
+    pub eager_budget: u64,
 }
 
 impl SchedConfig {
-    /// All ranks on one node with the default budget.
+    /// All ranks on one node with the default budget and the eager protocol off.
     pub fn single_node(ranks: u32) -> Self {
         SchedConfig {
             ranks,
             node_of_rank: vec![0; ranks as usize],
             chunk_budget: DEFAULT_CHUNK_BUDGET,
+            eager_max: 0,
+            eager_budget: DEFAULT_EAGER_BUDGET,
+        }
+    }
+
+    /// The eager threshold of a scheduler version: off in version 1, [`DEFAULT_EAGER_MAX`]
+    /// from version 2 (the threshold is part of the rules, so a recording's version fixes it).
+    pub fn eager_max_for_version(version: u32) -> u64 {
+        if version >= 2 {
+            DEFAULT_EAGER_MAX
+        } else {
+            0
         }
     }
     pub fn nodes(&self) -> u32 {
@@ -69,6 +94,16 @@ impl SchedConfig {
 /// Default per-node, per-slice receive budget: 4 MiB, what a memory copy does in well
 /// under a 500 us slice on this class of machine.
 pub const DEFAULT_CHUNK_BUDGET: u64 = 4 << 20;
+
+/// The eager threshold of scheduler version 2: 16 KiB, the size below which MPICH's shared
+/// memory channel also sends eagerly; above it the copy into node memory costs more than
+/// the wait for the match saves.
+pub const DEFAULT_EAGER_MAX: u64 = 16 << 10;
+
+/// Node memory for eager messages, for the whole job: 64 MiB (4096 messages at the
+/// threshold). Past it, sends wait for their match: a sender cannot flood memory with
+/// messages nobody receives.
+pub const DEFAULT_EAGER_BUDGET: u64 = 64 << 20;
 
 /// What a pending operation of a blocked rank waits for, for deadlock reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,6 +245,7 @@ impl Scheduler {
             .answer_iprobes(&iprobes, &self.comms, &self.live, &mut out);
         self.p2p
             .schedule_chunks(&self.cfg, &self.comms, &mut self.live, &mut out);
+        self.p2p.complete_eager(&self.cfg, &self.live, &mut out);
         self.coll
             .schedule_ready(&mut self.comms, &mut self.live, &mut out);
         Ok(out.finish(slice))

@@ -13,16 +13,23 @@
 //! - a later receive never takes a message an earlier pending receive accepts, because the
 //!   earlier one would have taken it.
 //!
-//! There is no eager protocol: data moves once, from the sender's buffer to the receiver's,
-//! after the match, so standard, synchronous and ready sends all complete when their last
-//! chunk has moved (which satisfies the semantics of all three).
+//! **Eager protocol** (scheduler version 2, [`SchedConfig::eager_max`]). A standard-mode
+//! or ready send of at most `eager_max` bytes that no receive takes in the slice it is
+//! exchanged in completes in that slice, with `COMPLETION_EAGER`: its node manager copies
+//! the bytes into node memory during P2P, before the completion is delivered, and the
+//! receive matched in a later slice is filled from there. When the copy happens and when
+//! the send completes are therefore the `Complete` decision itself (digested, recorded and
+//! replayed like any other). Sends considered are those of the slice, in canonical order,
+//! while the job's eager bytes stay within `eager_budget`. Every other send (synchronous,
+//! larger, over budget, or matched at once) moves once, from the sender's buffer to the
+//! receiver's, after the match, and completes when its last chunk has moved.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::{set_status, Chunk, CommTable, Decision, Match, Out, PendingOp, SchedConfig};
 use crate::descriptor::{
     DescKind, DescRef, Descriptor, RtError, ANY_SOURCE, ANY_TAG, COMPLETION_CANCELLED,
-    COMPLETION_FOUND, PROC_NULL,
+    COMPLETION_EAGER, COMPLETION_FOUND, PROC_NULL,
 };
 
 struct Transfer {
@@ -42,6 +49,12 @@ pub(super) struct P2p {
     dirty: BTreeSet<u32>,
     /// Matched messages with bytes still to move, in match order.
     transfers: Vec<Transfer>,
+    /// Sends exchanged this slice that no receive has taken yet: eager candidates.
+    fresh: BTreeSet<DescRef>,
+    /// Sends completed eagerly whose data is still in node memory (unmatched or moving).
+    eager: BTreeSet<DescRef>,
+    /// Bytes of the messages in `eager`.
+    eager_bytes: u64,
 }
 
 fn tag_ok(want: i32, got: i32) -> bool {
@@ -55,6 +68,9 @@ impl P2p {
             posted: (0..ranks).map(|_| VecDeque::new()).collect(),
             dirty: BTreeSet::new(),
             transfers: Vec::new(),
+            fresh: BTreeSet::new(),
+            eager: BTreeSet::new(),
+            eager_bytes: 0,
         }
     }
 
@@ -87,6 +103,9 @@ impl P2p {
             .or_default()
             .push_back(d.id());
         self.dirty.insert(dest);
+        if matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)) {
+            self.fresh.insert(d.id());
+        }
     }
 
     pub fn post_recv(
@@ -238,6 +257,7 @@ impl P2p {
                     continue;
                 }
                 queue.remove(pos);
+                self.fresh.remove(&sid);
                 if queue.is_empty() {
                     self.unexpected.remove(&(r.comm, rank));
                 }
@@ -337,7 +357,12 @@ impl P2p {
             }
             let s = live.remove(&t.send).expect("matched send is live");
             let r = live.remove(&t.recv).expect("matched receive is live");
-            out.complete(&s, RtError::Ok, |c| set_status(c, s.peer, s.tag, s.bytes));
+            if self.eager.remove(&t.send) {
+                // Completed when it was copied into node memory; that memory is free now.
+                self.eager_bytes -= s.bytes;
+            } else {
+                out.complete(&s, RtError::Ok, |c| set_status(c, s.peer, s.tag, s.bytes));
+            }
             let err = if t.truncated {
                 RtError::Truncate
             } else {
@@ -351,6 +376,31 @@ impl P2p {
             out.complete(&r, err, |c| set_status(c, src, s.tag, t.total));
         }
         self.transfers = keep;
+    }
+
+    /// Eager protocol: complete this slice's small standard-mode sends that no receive took,
+    /// in canonical order, while node memory has room (see the module documentation).
+    pub fn complete_eager(
+        &mut self,
+        cfg: &SchedConfig,
+        live: &BTreeMap<DescRef, Descriptor>,
+        out: &mut Out,
+    ) {
+        for id in std::mem::take(&mut self.fresh) {
+            if cfg.eager_max == 0 {
+                break;
+            }
+            let s = &live[&id];
+            if s.bytes > cfg.eager_max || self.eager_bytes + s.bytes > cfg.eager_budget {
+                continue;
+            }
+            self.eager.insert(id);
+            self.eager_bytes += s.bytes;
+            out.complete(s, RtError::Ok, |c| {
+                set_status(c, s.peer, s.tag, s.bytes);
+                c.flags |= COMPLETION_EAGER;
+            });
+        }
     }
 
     /// Pending operations of `rank`, for deadlock reports.
@@ -381,7 +431,11 @@ impl P2p {
             });
         }
         for (&(_, dest), q) in &self.unexpected {
-            for id in q.iter().filter(|id| id.rank == rank) {
+            // An eager send is complete: its sender waits for nothing.
+            for id in q
+                .iter()
+                .filter(|id| id.rank == rank && !self.eager.contains(id))
+            {
                 let s = &live[id];
                 ops.push(PendingOp {
                     desc: *id,

@@ -571,3 +571,99 @@ fn an_intercommunicator_context_names_the_remote_group() {
     let out = j.slice(parts.clone());
     assert_eq!(completion(&out, parts[0].id()).unwrap().3, RtError::Comm);
 }
+
+/// A job with the eager protocol of scheduler version 2 and a small node-memory budget.
+fn eager_job(ranks: u32, budget: u64) -> Job {
+    let mut cfg = SchedConfig::single_node(ranks);
+    cfg.eager_max = SchedConfig::eager_max_for_version(2);
+    cfg.eager_budget = budget;
+    Job::with(cfg)
+}
+
+fn chunks(s: &SliceDecisions) -> Vec<Chunk> {
+    s.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Chunk(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn eager_send_completes_in_its_slice_and_the_receive_gets_it_later() {
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let s = j.send(0, 1, 3, 100);
+    let out = j.slice(vec![s]);
+    let (_, tag, bytes, err, flags, ..) = completion(&out, r(0, 0)).expect("eager completion");
+    assert_eq!(
+        (tag, bytes, err, flags),
+        (3, 100, RtError::Ok, COMPLETION_EAGER)
+    );
+    assert_eq!(out.wake, vec![0]);
+    assert!(matches(&out).is_empty() && chunks(&out).is_empty());
+    let line = out
+        .decisions
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(
+        line,
+        vec!["complete 0#0 req 1: source 1 tag 3, 100 bytes, eager"]
+    );
+    assert!(
+        j.sched.pending_of(0).is_empty(),
+        "an eager send waits for nothing"
+    );
+    let rv = j.recv(1, 0, 3, 100);
+    let out = j.slice(vec![rv]);
+    assert_eq!(matches(&out), vec![(r(0, 0), r(1, 0))]);
+    assert_eq!(chunks(&out).len(), 1);
+    assert!(
+        completion(&out, r(0, 0)).is_none(),
+        "the send completes once"
+    );
+    assert_eq!(completion(&out, r(1, 0)).unwrap().2, 100);
+    assert_eq!(out.wake, vec![1]);
+    assert_eq!(j.sched.live_descriptors(), 0);
+}
+
+#[test]
+fn synchronous_large_and_matched_sends_are_not_eager() {
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let mut ss = j.send(0, 1, 1, 8);
+    ss.kind = DescKind::Ssend as u8;
+    let big = j.send(0, 1, 2, DEFAULT_EAGER_MAX + 1);
+    let out = j.slice(vec![ss, big]);
+    assert!(out.is_empty(), "MPI_Ssend and a large send wait: {out:?}");
+    // A send matched in the slice it is exchanged in moves at once, without the eager copy.
+    let s = j.send(0, 1, 4, 8);
+    let rv = j.recv(1, 0, 4, 8);
+    let out = j.slice(vec![s, rv]);
+    assert_eq!(completion(&out, s.id()).unwrap().4, 0);
+}
+
+#[test]
+fn eager_budget_bounds_node_memory_and_is_freed_on_delivery() {
+    let mut j = eager_job(2, 150);
+    let a = j.send(0, 1, 1, 100);
+    let b = j.send(0, 1, 1, 100);
+    let out = j.slice(vec![a, b]);
+    assert_eq!(completion(&out, a.id()).unwrap().4, COMPLETION_EAGER);
+    assert!(completion(&out, b.id()).is_none(), "over the budget: waits");
+    let r1 = j.recv(1, 0, 1, 100);
+    let out = j.slice(vec![r1]);
+    assert_eq!(matches(&out), vec![(a.id(), r1.id())]);
+    // The budget is free again: the next small send is eager.
+    let c = j.send(0, 1, 9, 100);
+    let out = j.slice(vec![c]);
+    assert_eq!(completion(&out, c.id()).unwrap().4, COMPLETION_EAGER);
+}
+
+#[test]
+fn eager_off_in_version_1_keeps_the_old_decisions() {
+    assert_eq!(SchedConfig::eager_max_for_version(1), 0);
+    let mut j = Job::new(2);
+    let s = j.send(0, 1, 1, 8);
+    assert!(j.slice(vec![s]).is_empty());
+}

@@ -103,6 +103,15 @@ pub enum Event<'a> {
     NoRankComputing { now: u64 },
     /// Strobe Sender: the clock reads `now`; the timer may have expired.
     TimeAdvanced { now: u64 },
+    /// Strobe Sender, adaptive policy: the slice that just ended was quiet (nothing posted,
+    /// nothing decided, nothing in flight or waiting for delivery). The timer stretches:
+    /// the next slice starts when the doorbell rings (a rank posts or blocks), not when the
+    /// timer expires, so computing ranks lose no CPU to empty slices.
+    QuietSlice,
+    /// Strobe Sender: the doorbell rang at `now` while the timer was stretched (a rank
+    /// posted a descriptor, or something else needs a slice): the timer runs again, the
+    /// next slice one period after `now` (or earlier, when no rank computes).
+    Doorbell { now: u64 },
     /// Strobe Sender, logical slices: the slice source's gate opened at `now`.
     GateOpen { now: u64 },
     /// Strobe Receiver: the global strobe of `slice` arrived.
@@ -130,8 +139,10 @@ pub enum Command {
     /// Strobe Sender: report what could start the next slice (`Stop`, `AllRanksDone`,
     /// `NoRankComputing`, `TimeAdvanced`, `GateOpen`); if that does not start it, wait for
     /// a change or until [`SliceMachine::timeout`]. `early`: whether no rank computing
-    /// starts a slice (worth polling the doorbell).
-    AwaitStart { early: bool },
+    /// starts a slice (worth polling the doorbell). `stretched`: the timer is stretched
+    /// after a quiet slice; there is no timeout, and the driver reports `Doorbell` when
+    /// the doorbell rings (ranks ring it at their next post).
+    AwaitStart { early: bool, stretched: bool },
     /// Strobe Sender: send the global strobe of `slice` to every node.
     SendStrobe { slice: u64 },
     /// Strobe Receiver: wait for a strobe other than `last`, report `StrobeReceived` or `Stop`.
@@ -217,6 +228,8 @@ pub struct SliceMachine {
     /// When the timer starts the next slice; computed at the first time event after a
     /// slice ended, so the slice path itself never needs the clock.
     deadline: Option<u64>,
+    /// Adaptive strobe after a quiet slice: no timer until the doorbell rings.
+    stretched: bool,
 }
 
 impl SliceMachine {
@@ -237,6 +250,7 @@ impl SliceMachine {
             last_start: None,
             due: now,
             deadline: None,
+            stretched: false,
         };
         if cfg.node == 0 && !cfg.logical {
             m.start(now, StartReason::First);
@@ -254,7 +268,7 @@ impl SliceMachine {
     /// event after a slice (the driver reports the time at once).
     pub fn timeout(&self) -> Option<u64> {
         match self.state {
-            State::AwaitingStart if !self.cfg.logical => self.deadline,
+            State::AwaitingStart if !self.cfg.logical && !self.stretched => self.deadline,
             _ => None,
         }
     }
@@ -273,6 +287,7 @@ impl SliceMachine {
         let c = match self.state {
             State::AwaitingStart => Command::AwaitStart {
                 early: !self.cfg.logical && self.cfg.policy == StrobePolicy::Adaptive,
+                stretched: self.stretched,
             },
             State::AwaitingStrobe => Command::AwaitStrobe { last: self.slice },
             State::Syncing { phase, attempt, .. } => {
@@ -301,9 +316,23 @@ impl SliceMachine {
                 self.start(now, StartReason::Early)
             }
             (State::AwaitingStart, Event::TimeAdvanced { now })
-                if !self.cfg.logical && now >= self.deadline_from(now) =>
+                if !self.cfg.logical && !self.stretched && now >= self.deadline_from(now) =>
             {
                 self.start(now, StartReason::Timer)
+            }
+            (State::AwaitingStart, Event::QuietSlice)
+                if !self.cfg.logical && self.cfg.policy == StrobePolicy::Adaptive =>
+            {
+                self.stretched = true;
+                self.deadline = None;
+            }
+            // The doorbell ends the stretch: the timer restarts from the post, as if empty
+            // slices had run all along. Not at once: a burst of posts (a window of
+            // `MPI_Isend`s) would be cut over several slices.
+            (State::AwaitingStart, Event::Doorbell { now }) if self.stretched => {
+                self.stretched = false;
+                self.due = now;
+                self.deadline = None;
             }
             (State::AwaitingStart, Event::GateOpen { now }) if self.cfg.logical => {
                 let reason = match self.last_start {
@@ -372,6 +401,7 @@ impl SliceMachine {
             _ => now,
         };
         self.deadline = None;
+        self.stretched = false;
         self.last_start = Some(now);
         let slice = self.slice + 1;
         self.queue.push_back(Command::SendStrobe { slice });

@@ -37,6 +37,10 @@ struct Job {
     stop: bool,
     gate: bool,
     reductions: bool,
+    /// Slices are quiet (nothing posted, decided or in flight): node 0 reports it.
+    quiet: bool,
+    /// A rank rang the doorbell (it posted while the timer was stretched).
+    doorbell: bool,
     fabric: Fabric,
     nodes: Vec<Node>,
 }
@@ -51,6 +55,8 @@ impl Job {
             stop: false,
             gate: false,
             reductions: false,
+            quiet: false,
+            doorbell: false,
             fabric: Fabric {
                 strobe: vec![0; k],
                 done: vec![0; k],
@@ -147,6 +153,10 @@ impl Job {
                         self.gate = false;
                         n.m.handle(Event::GateOpen { now });
                     }
+                    if self.doorbell && n.m.awaiting_start() {
+                        self.doorbell = false;
+                        n.m.handle(Event::Doorbell { now });
+                    }
                     n.m.handle(Event::TimeAdvanced { now });
                 }
                 return !n.m.awaiting_start();
@@ -206,7 +216,11 @@ impl Job {
                 }
                 n.m.handle(Event::MicrostrobeOpened);
             }
-            Command::EndSlice { .. } => {}
+            Command::EndSlice { .. } => {
+                if k == 0 && self.quiet {
+                    n.m.handle(Event::QuietSlice);
+                }
+            }
             Command::Fail(_) => {}
             Command::Finished(_) => {
                 if k == 0 {
@@ -406,7 +420,8 @@ fn the_first_slice_starts_at_once_then_the_timer() {
         assert_eq!(
             job.nodes[0].m.poll(),
             Some(Command::AwaitStart {
-                early: policy == StrobePolicy::Adaptive
+                early: policy == StrobePolicy::Adaptive,
+                stretched: false
             })
         );
         assert_eq!(job.nodes[0].m.timeout(), Some(SLICE_NS));
@@ -475,7 +490,10 @@ fn logical_slices_start_only_at_the_gate() {
     assert!(starts(job.log(0)).is_empty(), "no timer, no early start");
     assert_eq!(
         job.nodes[0].m.poll(),
-        Some(Command::AwaitStart { early: false })
+        Some(Command::AwaitStart {
+            early: false,
+            stretched: false
+        })
     );
     assert_eq!(
         job.nodes[0].m.timeout(),
@@ -567,4 +585,70 @@ fn diverging_replicas_fail_on_every_node_in_the_next_slice() {
         assert_eq!(work(job.log(k)).iter().filter(|w| **w == "MSM").count(), 3);
         assert_eq!(job.nodes[k].m.poll(), None);
     }
+}
+
+#[test]
+fn quiet_slices_stretch_the_adaptive_timer_until_the_doorbell_rings() {
+    let mut job = Job::new(2, StrobePolicy::Adaptive, false);
+    job.quiet = true;
+    job.run();
+    assert_eq!(starts(job.log(0)), [(1, StartReason::First, 0)]);
+    // A computing rank posts nothing: no timer slice, however long it computes.
+    for t in [SLICE_NS, 10 * SLICE_NS, 1_000_000 * SLICE_NS] {
+        job.now = t;
+        job.run();
+        assert_eq!(starts(job.log(0)).len(), 1, "at {t}");
+    }
+    assert_eq!(job.nodes[0].m.timeout(), None);
+    assert_eq!(
+        job.nodes[0].m.poll(),
+        Some(Command::AwaitStart {
+            early: true,
+            stretched: true
+        })
+    );
+    // A post rings the doorbell: the timer restarts from it, and its slice starts one
+    // period later on every node (the third field is GETTS, the time since the previous
+    // start).
+    job.quiet = false;
+    job.doorbell = true;
+    let t = 1_000_000 * SLICE_NS + 7;
+    job.now = t;
+    job.run();
+    assert_eq!(starts(job.log(0)).len(), 1, "a burst of posts is not cut");
+    assert_eq!(job.nodes[0].m.timeout(), Some(t + SLICE_NS));
+    job.now = t + SLICE_NS;
+    job.run();
+    assert_eq!(starts(job.log(0))[1], (2, StartReason::Timer, t + SLICE_NS));
+    assert_eq!(work(job.log(1)).len(), 2 * SLICE_WORK.len());
+    // That slice was not quiet: the timer keeps running.
+    job.now = t + 2 * SLICE_NS;
+    job.run();
+    assert_eq!(starts(job.log(0))[2], (3, StartReason::Timer, SLICE_NS));
+}
+
+#[test]
+fn a_stretched_strobe_still_starts_early_and_the_fixed_one_never_stretches() {
+    let mut job = Job::new(1, StrobePolicy::Adaptive, false);
+    job.quiet = true;
+    job.run();
+    job.now = 50 * SLICE_NS;
+    job.computing = false;
+    job.run();
+    assert_eq!(
+        starts(job.log(0))[1],
+        (2, StartReason::Early, 50 * SLICE_NS)
+    );
+    // The papers' fixed strobe ignores quiet slices: a slice per period.
+    let mut job = Job::new(1, StrobePolicy::Fixed, false);
+    job.quiet = true;
+    job.run();
+    job.now = SLICE_NS;
+    job.run();
+    assert_eq!(starts(job.log(0))[1], (2, StartReason::Timer, SLICE_NS));
+    // A doorbell means nothing to a timer that is not stretched.
+    job.doorbell = true;
+    job.now = SLICE_NS + 1;
+    job.run();
+    assert_eq!(starts(job.log(0)).len(), 2);
 }

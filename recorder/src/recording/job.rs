@@ -84,6 +84,11 @@ impl Job {
             deadlock_slices: self.deadlock_slices.max(1),
             chunk_budget: self.chunk_budget.max(1),
             direct_copy_min: self.direct_copy_min,
+            // The eager threshold is part of the scheduling rules (strobe-perf): a
+            // version-1 recording replays without the eager protocol.
+            eager_max: strobe_core::sched::SchedConfig::eager_max_for_version(
+                self.scheduler_version,
+            ),
         }
     }
 

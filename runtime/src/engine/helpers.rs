@@ -24,6 +24,7 @@
 
 use std::collections::BTreeMap;
 
+use super::eager::EagerMemory;
 use crate::datatype::{ElemType, ReduceOp};
 use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
 use crate::ops;
@@ -40,6 +41,8 @@ pub struct Memory<'a> {
     /// Whether a world rank is on this node.
     pub local: &'a dyn Fn(u32) -> bool,
     pub bounce: &'a mut Vec<u8>,
+    /// Node memory holding eager sends (`eager.rs`).
+    pub eager: &'a EagerMemory,
 }
 
 fn pe(e: ProcMemError) -> RtError {
@@ -126,7 +129,8 @@ fn local_chunks<'d>(
 /// receiver's own DMA Helper beats two through the node manager's bounce buffer.
 pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
     local_chunks(dec, mem.local)
-        .filter(|&(_, _, _, len)| len >= min)
+        // An eager send's buffer may be reused already: its bytes are in node memory.
+        .filter(|&(s, _, _, len)| len >= min && !mem.eager.holds(s.id()))
         .map(|(s, r, offset, len)| DirectChunk {
             recv: r.id(),
             src_pid: mem.pids[s.rank as usize],
@@ -138,7 +142,8 @@ pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<Di
 }
 
 /// P2P microphase: the node's DMA Helper moves every chunk of fewer than `direct_min` bytes
-/// whose receiver is local (the larger ones went to the receivers' own DMA Helpers).
+/// whose receiver is local (the larger ones went to the receivers' own DMA Helpers), and
+/// every chunk of an eager send, from node memory.
 pub fn run_p2p(
     dec: &SliceDecisions,
     mem: &mut Memory<'_>,
@@ -147,7 +152,14 @@ pub fn run_p2p(
 ) -> u32 {
     let local = mem.local;
     let mut moved = 0;
-    for (s, r, offset, len) in local_chunks(dec, local).filter(|c| c.3 < direct_min) {
+    for (s, r, offset, len) in local_chunks(dec, local) {
+        if mem.eager.copy_out(s, r, offset, len, mem.pids, errs) {
+            moved += 1;
+            continue;
+        }
+        if len >= direct_min {
+            continue;
+        }
         if let Err(e) = mem.copy((s.rank, s.buf + offset), (r.rank, r.buf + offset), len) {
             errs.insert(r.id(), e);
         }

@@ -7,6 +7,7 @@
 
 mod deadlock;
 mod direct;
+pub mod eager;
 pub mod helpers;
 mod node;
 pub mod sink;
@@ -51,7 +52,14 @@ pub struct EngineConfig {
     /// thread (one copy); smaller ones by the node manager (two copies through a bounce
     /// buffer, but no thread hand-off). `u64::MAX` turns direct copies off.
     pub direct_copy_min: u64,
+    /// Eager threshold of the scheduler (`SchedConfig::eager_max`; 0: off). Part of the
+    /// scheduling rules: a recording's scheduler version fixes it
+    /// (`SchedConfig::eager_max_for_version`); [`DEFAULT_EAGER_MAX`] for new jobs.
+    pub eager_max: u64,
 }
+
+/// The eager threshold of new jobs (scheduler version 2): 16 KiB.
+pub const DEFAULT_EAGER_MAX: u64 = strobe_core::sched::DEFAULT_EAGER_MAX;
 
 /// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement).
 pub const DEFAULT_DIRECT_COPY_MIN: u64 = 2 << 20;
@@ -115,6 +123,11 @@ pub struct JobShared {
     /// environment.
     #[doc(hidden)]
     pub diverge_replica: Option<(u32, u64)>,
+    /// Node memory holding the bytes of eager sends until their receive takes them.
+    pub eager: eager::EagerMemory,
+    /// Some node has completions waiting for queue space (set at delivery, taken by the
+    /// Strobe Sender at the end of the slice): the slice is not quiet.
+    pub backlog: AtomicBool,
 }
 
 impl JobShared {
@@ -127,6 +140,8 @@ impl JobShared {
             outcome: Mutex::new(None),
             parked: AtomicU64::new(0),
             diverge_replica: None,
+            eager: eager::EagerMemory::default(),
+            backlog: AtomicBool::new(false),
         }
     }
 

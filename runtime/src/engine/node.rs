@@ -7,19 +7,19 @@ use std::time::{Duration, Instant};
 use super::deadlock::DeadlockReport;
 use super::direct::{await_direct, dispatch_direct};
 use super::helpers::{self, Memory, Overrides, PendingWrite};
-use super::sink::{
-    Gate, GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason,
-};
+use super::sink::{GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason};
 use super::strobe::{self, Phase, STOP};
 use super::{EngineConfig, EngineError, EngineOutcome, JobShared};
 use crate::descriptor::{Completion, Descriptor};
-use crate::futex;
 use crate::outcome::OutcomeRec;
 use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
 use crate::segment::{resume_computing, BlockedCall, RankQueues, RankState};
 use crate::transport::{NodeSet, Transport};
 use strobe_core::slice::{Command, Event, MachineConfig, ReplicaDigest, SliceMachine, Usr};
 use tracing::{debug, error, trace};
+
+#[path = "node_start.rs"]
+mod start;
 
 pub const EVENTS: u32 = 4;
 /// Global memory: variables in the first page, then one DEM mailbox per source node.
@@ -63,6 +63,8 @@ pub struct NodeManager {
     idle_slices: u32,
     /// Livelock detection (node 0): polling slices in a row.
     livelock: super::LivelockWatch,
+    /// Node 0: every rank's queues, to see a post that raced with stretching the timer.
+    watch: Vec<RankQueues>,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -108,12 +110,19 @@ impl NodeManager {
             ranks: cfg.ranks,
             node_of_rank: node_of_rank.clone(),
             chunk_budget: cfg.chunk_budget,
+            eager_max: cfg.eager_max,
+            eager_budget: crate::sched::DEFAULT_EAGER_BUDGET,
         });
         let is_local_of = node_of_rank.clone();
         let cfg_nodes = cfg.nodes as usize;
         let diverge_at = shared
             .diverge_replica
             .and_then(|(n, s)| (n == node).then_some(s));
+        let watch = if node == 0 {
+            (0..cfg.ranks).map(|r| shared.seg.queues(r)).collect()
+        } else {
+            Vec::new()
+        };
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
@@ -134,6 +143,7 @@ impl NodeManager {
             diverge_at,
             idle_slices: 0,
             livelock: Default::default(),
+            watch,
         }
     }
 
@@ -180,9 +190,9 @@ impl NodeManager {
             };
             let t = self.t.as_ref();
             match cmd {
-                Command::AwaitStart { early } => match self.source.clone() {
+                Command::AwaitStart { early, stretched } => match self.source.clone() {
                     Some(src) => self.await_gate(&mut m, src.as_ref()),
-                    None => self.await_start(&mut m, early),
+                    None => self.await_start(&mut m, early, stretched),
                 },
                 Command::SendStrobe { slice } => strobe::send_strobe(t, slice)?,
                 Command::AwaitStrobe { last } => {
@@ -227,7 +237,9 @@ impl NodeManager {
                 }
                 Command::EndSlice { usr, .. } => {
                     let w = work.take().ok_or_else(no_slice)?;
-                    self.end_slice(w, usr);
+                    if self.end_slice(w, usr) {
+                        m.handle(Event::QuietSlice);
+                    }
                 }
                 Command::Fail(e) => {
                     error!(node = self.node, "{e}");
@@ -310,90 +322,6 @@ impl NodeManager {
         Ok(())
     }
 
-    /// Strobe Sender, one round: report whatever could start the next slice (or end the
-    /// job); if nothing does, sleep until the doorbell rings or the machine's timer expires.
-    fn await_start(&mut self, m: &mut SliceMachine, early: bool) {
-        let h = self.shared.seg.header();
-        if self.shared.stop.load(Ordering::Acquire) {
-            return m.handle(Event::Stop);
-        }
-        if self.all_done() {
-            self.finished();
-            return m.handle(Event::AllRanksDone);
-        }
-        let bell = h.doorbell.load(Ordering::Acquire);
-        // Only the adaptive strobe can start early, so only it reads `computing`.
-        let now = self.now_ns();
-        if early && h.computing.load(Ordering::Acquire) == 0 {
-            m.handle(Event::NoRankComputing { now });
-        }
-        m.handle(Event::TimeAdvanced { now });
-        let Some(deadline) = m.timeout().filter(|_| m.awaiting_start()) else {
-            return;
-        };
-        let deadline = self.shared.started + Duration::from_nanos(deadline);
-        // Only the adaptive strobe polls the doorbell; the fixed strobe sleeps until its timer.
-        let spin = if early {
-            futex::spin_budget()
-        } else {
-            Duration::ZERO
-        }
-        .min(deadline.saturating_duration_since(Instant::now()));
-        if !futex::spin_while_eq(&h.doorbell, bell, spin) {
-            futex::wait_until(&h.doorbell, bell, Some(deadline));
-        }
-    }
-
-    fn finished(&self) {
-        let slices = self.shared.slice.load(Ordering::Acquire);
-        debug!(slices, "every rank finalized or exited");
-        *self.shared.outcome.lock().expect("outcome lock") =
-            Some(EngineOutcome::Finished { slices });
-    }
-
-    /// Strobe Sender in replay (logical slices, model.md 4.4), one round: no timer; the
-    /// next slice starts as soon as the slice source's gate opens.
-    fn await_gate(&mut self, m: &mut SliceMachine, src: &dyn SliceSource) {
-        let h = self.shared.seg.header();
-        let next = m.slice() + 1;
-        if self.shared.stop.load(Ordering::Acquire) {
-            return m.handle(Event::Stop);
-        }
-        let bell = h.doorbell.load(Ordering::Acquire);
-        // The gate first: the recording may hold slices after the last rank finished
-        // (they ran while the ranks were exiting); a replay runs them too.
-        // Whether everyone is done is read before the gate: states only move towards
-        // done, so a gate that still waits with everyone done waits for nothing.
-        let done = self.all_done();
-        let gate = src.gate(next, &self.shared.seg);
-        if gate == Gate::Wait && done {
-            self.finished();
-            return m.handle(Event::AllRanksDone);
-        }
-        match gate {
-            Gate::Open => {
-                self.shared.parked.store(0, Ordering::Release);
-                return m.handle(Event::GateOpen { now: self.now_ns() });
-            }
-            Gate::Stop(why) => {
-                *self.shared.outcome.lock().expect("outcome lock") =
-                    Some(EngineOutcome::SourceStopped(why));
-                self.shared.stop.store(true, Ordering::Release);
-                return m.handle(Event::Stop);
-            }
-            Gate::Wait => self.shared.parked.store(next, Ordering::Release),
-        }
-        // Replaying ranks ring the doorbell when they post, block or are held; the
-        // timeout covers what rings nothing (a rank that exits, a user command).
-        if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
-            futex::wait_until(
-                &h.doorbell,
-                bell,
-                Some(Instant::now() + Duration::from_millis(2)),
-            );
-        }
-    }
-
     /// Replay: let each local rank post what the source allows while `slice` runs, and
     /// wake the ranks held at a post.
     fn raise_post_limits(&self, slice: u64) {
@@ -404,8 +332,7 @@ impl NodeManager {
             if slot.post_limit.swap(limit, Ordering::AcqRel) != limit
                 && slot.state() == RankState::Held
             {
-                slot.wake.fetch_add(1, Ordering::Release);
-                futex::wake_all(&slot.wake);
+                slot.wake_rank();
             }
         }
     }
@@ -559,8 +486,12 @@ impl NodeManager {
             pids: &self.pids,
             local: &*self.is_local,
             bounce: &mut self.bounce,
+            eager: &self.shared.eager,
         };
         let tp = Instant::now();
+        // Eager sends completed this slice: their bytes go to node memory before the
+        // completion is delivered (RM).
+        self.shared.eager.copy_in(&w.dec, &mem, &mut w.errs);
         let direct = helpers::direct_chunks(&w.dec, &mem, min);
         let waits = dispatch_direct(
             &self.shared,
@@ -570,13 +501,16 @@ impl NodeManager {
             &direct,
         );
         helpers::run_p2p(&w.dec, &mut mem, &mut w.errs, min);
+        self.shared.eager.release_empty(&w.dec, mem.local);
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
         w.local.t_p2p = tp.elapsed();
     }
 
     /// The slice is over on this node: metrics, and on node 0 deadlock detection and the
-    /// slice record.
-    fn end_slice(&mut self, w: SliceWork, usr: Usr) {
+    /// slice record. Returns whether the slice was quiet (node 0: nothing posted, decided,
+    /// in flight or waiting for queue space anywhere), which lets the adaptive strobe
+    /// stretch its timer.
+    fn end_slice(&mut self, w: SliceWork, usr: Usr) -> bool {
         let mut local = w.local;
         let mut global = w.global;
         local.ltts = w.t0.elapsed();
@@ -585,21 +519,26 @@ impl NodeManager {
         global.usrmsm = usr.msm;
         global.usrsts = usr.sts;
         self.sink.node_metrics(w.slice, &local);
-        if self.node == 0 {
-            let digest = w.dec.digest();
-            let all_blocked = w.all_blocked.unwrap_or(w.blocked);
-            self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
-            self.sink.slice(&SliceRecord {
-                slice: w.slice,
-                reason: w.reason,
-                start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
-                global,
-                descriptors: w.posted,
-                decisions: w.dec,
-                digest,
-                blocked: all_blocked,
-            });
+        if self.node != 0 {
+            return false;
         }
+        let backlog = self.shared.backlog.swap(false, Ordering::AcqRel);
+        let quiet =
+            w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
+        let digest = w.dec.digest();
+        let all_blocked = w.all_blocked.unwrap_or(w.blocked);
+        self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
+        self.sink.slice(&SliceRecord {
+            slice: w.slice,
+            reason: w.reason,
+            start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
+            global,
+            descriptors: w.posted,
+            decisions: w.dec,
+            digest,
+            blocked: all_blocked,
+        });
+        quiet
     }
 
     /// The helpers' view of the node's memory (pids as refreshed at P2P).
@@ -608,6 +547,7 @@ impl NodeManager {
             pids: &self.pids,
             local: &*self.is_local,
             bounce: &mut self.bounce,
+            eager: &self.shared.eager,
         }
     }
 
@@ -702,13 +642,17 @@ impl NodeManager {
                     delivered = true;
                 }
             }
+            if !rest.is_empty() {
+                // Completions wait for queue space: no stretched timer until delivered.
+                // Every node delivers before the RM microstrobe, so node 0 sees it in time.
+                self.shared.backlog.store(true, Ordering::Release);
+            }
             self.overflow[i] = rest;
             if delivered {
                 let rank = self.local_ranks[i];
                 resume_computing(&self.shared.seg, rank);
                 let slot = self.shared.seg.slot(rank);
-                slot.wake.fetch_add(1, Ordering::Release);
-                futex::wake_all(&slot.wake);
+                slot.wake_rank();
             }
         }
     }

@@ -1,0 +1,117 @@
+//! Node memory for eager sends (scheduler version 2, `strobe_core::sched::p2p`).
+//!
+//! A send the scheduler completed with `COMPLETION_EAGER` has its bytes copied here by its
+//! node's DMA Helper during P2P of that slice, before the completion is delivered (the
+//! sender may then reuse its buffer). The receive matched in a later slice is filled from
+//! here by the receiver's node, and the entry is freed once its last byte moved. Which
+//! sends are copied, and when, is entirely the scheduler's decisions: this store only says
+//! where the bytes wait.
+//!
+//! On one host every node manager is a thread of the launcher, so node memory is one map in
+//! the launcher's heap shared by all of them; a transport between hosts would carry an
+//! entry with the chunk that delivers it. The copies never overlap on one entry: the copy
+//! in is in the slice of the completion and the copies out in later slices, and slices are
+//! separated by microstrobes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::helpers::{Memory, Overrides};
+use crate::descriptor::{DescRef, Descriptor, RtError, COMPLETION_EAGER};
+use crate::procmem;
+use crate::sched::{Decision, SliceDecisions};
+
+/// The bytes of eager sends not yet delivered, by send descriptor.
+#[derive(Default)]
+pub struct EagerMemory {
+    entries: Mutex<HashMap<DescRef, Vec<u8>>>,
+}
+
+impl EagerMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<DescRef, Vec<u8>>> {
+        // A poisoned lock only means another node thread panicked; the map is still whole.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `send`'s bytes wait here.
+    pub fn holds(&self, send: DescRef) -> bool {
+        self.lock().contains_key(&send)
+    }
+
+    /// Number of messages held (tests, reports).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// P2P, sender's node: copy the bytes of every local send this slice completes eagerly.
+    /// A send whose buffer cannot be read completes with `MPI_ERR_BUFFER`.
+    pub fn copy_in(&self, dec: &SliceDecisions, mem: &Memory<'_>, errs: &mut Overrides) {
+        for (desc, c) in dec.decisions.iter().filter_map(Decision::completion) {
+            if c.flags & COMPLETION_EAGER == 0 || !(mem.local)(desc.rank) {
+                continue;
+            }
+            let Some(s) = dec.descriptor(desc) else {
+                continue;
+            };
+            let mut data = vec![0u8; s.bytes as usize];
+            if !data.is_empty() {
+                if let Err(e) = procmem::read_from(mem.pids[s.rank as usize], s.buf, &mut data) {
+                    let _ = e;
+                    errs.insert(desc, RtError::Buffer);
+                    data.fill(0);
+                }
+            }
+            self.lock().insert(desc, data);
+        }
+    }
+
+    /// P2P, receiver's node: move a chunk of an eager send from node memory into the
+    /// receive buffer; `false` when the send is not eager (the caller copies from the
+    /// sender). The entry is freed with its last byte.
+    pub fn copy_out(
+        &self,
+        s: &Descriptor,
+        r: &Descriptor,
+        offset: u64,
+        len: u64,
+        pids: &[i32],
+        errs: &mut Overrides,
+    ) -> bool {
+        let mut map = self.lock();
+        let Some(data) = map.get(&s.id()) else {
+            return false;
+        };
+        let (from, to) = (offset as usize, (offset + len) as usize);
+        let res = match data.get(from..to) {
+            Some(bytes) if !bytes.is_empty() => {
+                procmem::write_to(pids[r.rank as usize], r.buf + offset, bytes)
+                    .map_err(|_| RtError::Buffer)
+            }
+            Some(_) => Ok(()),
+            None => Err(RtError::Buffer),
+        };
+        if let Err(e) = res {
+            errs.insert(r.id(), e);
+        }
+        if offset + len >= s.bytes.min(r.bytes) {
+            map.remove(&s.id());
+        }
+        true
+    }
+
+    /// A match that moves no byte (an empty message, or one truncated to nothing) gets no
+    /// chunk: free its entry at the match.
+    pub fn release_empty(&self, dec: &SliceDecisions, local: &dyn Fn(u32) -> bool) {
+        for d in &dec.decisions {
+            if let Decision::Match(m) = d {
+                if m.bytes == 0 && local(m.recv.rank) {
+                    self.lock().remove(&m.send);
+                }
+            }
+        }
+    }
+}

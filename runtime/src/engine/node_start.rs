@@ -1,0 +1,138 @@
+//! The Strobe Sender's wait for the next slice: the timer, the adaptive strobe's early
+//! start and stretched timer, and replay's gate (a child module of `node`, so it sees the
+//! Node Manager's fields).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::super::sink::{Gate, SliceSource};
+use super::super::EngineOutcome;
+use super::NodeManager;
+use crate::futex;
+use strobe_core::slice::{Event, SliceMachine};
+use tracing::debug;
+
+/// How long a stretched timer sleeps without a doorbell before it runs a slice anyway
+/// (a safety net: every event that needs a slice rings the doorbell).
+const STRETCH_LIMIT: Duration = Duration::from_millis(100);
+
+impl NodeManager {
+    /// Strobe Sender, one round: report whatever could start the next slice (or end the
+    /// job); if nothing does, sleep until the doorbell rings or the machine's timer expires.
+    pub(super) fn await_start(&mut self, m: &mut SliceMachine, early: bool, stretched: bool) {
+        let h = self.shared.seg.header();
+        if self.shared.stop.load(Ordering::Acquire) {
+            return m.handle(Event::Stop);
+        }
+        if self.all_done() {
+            self.finished();
+            return m.handle(Event::AllRanksDone);
+        }
+        let bell = h.doorbell.load(Ordering::Acquire);
+        // Only the adaptive strobe can start early, so only it reads `computing`.
+        let now = self.now_ns();
+        if early && h.computing.load(Ordering::Acquire) == 0 {
+            m.handle(Event::NoRankComputing { now });
+        }
+        if stretched {
+            if m.awaiting_start() {
+                self.sleep_stretched(m, early, bell);
+            }
+            return;
+        }
+        m.handle(Event::TimeAdvanced { now });
+        let Some(deadline) = m.timeout().filter(|_| m.awaiting_start()) else {
+            return;
+        };
+        let deadline = self.shared.started + Duration::from_nanos(deadline);
+        // Only the adaptive strobe polls the doorbell; the fixed strobe sleeps until its timer.
+        let spin = if early {
+            futex::spin_budget()
+        } else {
+            Duration::ZERO
+        }
+        .min(deadline.saturating_duration_since(Instant::now()));
+        if !futex::spin_while_eq(&h.doorbell, bell, spin) {
+            futex::wait_counted(&h.doorbell, bell, &h.doorbell_sleepers, Some(deadline));
+        }
+    }
+
+    /// Adaptive strobe after a quiet slice: no timer. Sleep until the doorbell rings (the
+    /// next post clears `stretched` and rings, a rank that blocks last rings, so does an
+    /// exit or a stop), then restart the timer (or start at once if no rank computes).
+    fn sleep_stretched(&mut self, m: &mut SliceMachine, early: bool, bell: u32) {
+        let h = self.shared.seg.header();
+        h.stretched.store(1, Ordering::SeqCst);
+        // Pairs with `ring_if_stretched`: a post that did not see the word is seen here.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let posted = self.watch.iter().any(|q| !q.descriptors.is_empty());
+        if !posted && !self.shared.stop.load(Ordering::Acquire) {
+            let spin = futex::spin_budget().min(STRETCH_LIMIT);
+            if !futex::spin_while_eq(&h.doorbell, bell, spin) {
+                futex::wait_counted(
+                    &h.doorbell,
+                    bell,
+                    &h.doorbell_sleepers,
+                    Some(Instant::now() + STRETCH_LIMIT),
+                );
+            }
+        }
+        h.stretched.store(0, Ordering::Release);
+        let now = self.now_ns();
+        if early && h.computing.load(Ordering::Acquire) == 0 {
+            m.handle(Event::NoRankComputing { now });
+        }
+        m.handle(Event::Doorbell { now });
+    }
+
+    pub(super) fn finished(&self) {
+        let slices = self.shared.slice.load(Ordering::Acquire);
+        debug!(slices, "every rank finalized or exited");
+        *self.shared.outcome.lock().expect("outcome lock") =
+            Some(EngineOutcome::Finished { slices });
+    }
+
+    /// Strobe Sender in replay (logical slices, model.md 4.4), one round: no timer; the
+    /// next slice starts as soon as the slice source's gate opens.
+    pub(super) fn await_gate(&mut self, m: &mut SliceMachine, src: &dyn SliceSource) {
+        let h = self.shared.seg.header();
+        let next = m.slice() + 1;
+        if self.shared.stop.load(Ordering::Acquire) {
+            return m.handle(Event::Stop);
+        }
+        let bell = h.doorbell.load(Ordering::Acquire);
+        // The gate first: the recording may hold slices after the last rank finished
+        // (they ran while the ranks were exiting); a replay runs them too.
+        // Whether everyone is done is read before the gate: states only move towards
+        // done, so a gate that still waits with everyone done waits for nothing.
+        let done = self.all_done();
+        let gate = src.gate(next, &self.shared.seg);
+        if gate == Gate::Wait && done {
+            self.finished();
+            return m.handle(Event::AllRanksDone);
+        }
+        match gate {
+            Gate::Open => {
+                self.shared.parked.store(0, Ordering::Release);
+                return m.handle(Event::GateOpen { now: self.now_ns() });
+            }
+            Gate::Stop(why) => {
+                *self.shared.outcome.lock().expect("outcome lock") =
+                    Some(EngineOutcome::SourceStopped(why));
+                self.shared.stop.store(true, Ordering::Release);
+                return m.handle(Event::Stop);
+            }
+            Gate::Wait => self.shared.parked.store(next, Ordering::Release),
+        }
+        // Replaying ranks ring the doorbell when they post, block or are held; the
+        // timeout covers what rings nothing (a rank that exits, a user command).
+        if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
+            futex::wait_counted(
+                &h.doorbell,
+                bell,
+                &h.doorbell_sleepers,
+                Some(Instant::now() + Duration::from_millis(2)),
+            );
+        }
+    }
+}
