@@ -436,3 +436,4 @@ fn recorded_env_keeps_only_what_matters() {
 }
 
 mod decision_rows;
+mod blocked_spans;

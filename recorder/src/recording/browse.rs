@@ -183,6 +183,7 @@ impl Recording {
         cols: usize,
     ) -> Result<BlockedGrid, RecordError> {
         let ranks = self.job.ranks as usize;
+        let per_col = per_col.max(1);
         // counts[rank][col] = (call index, slices) of the most frequent call so far.
         let mut tally: Vec<Vec<Vec<(u16, u32)>>> = vec![vec![Vec::new(); cols]; ranks];
         let mut grid = BlockedGrid {
@@ -210,17 +211,29 @@ impl Recording {
             }
         };
         if per_col <= GRID_SAMPLES {
+            // Every span overlapping the screen, split over the columns it covers.
             let end = first + per_col * cols as u64;
             let mut st = self.conn.prepare_cached(
-                "SELECT (slice - ?1) / ?2 AS col, rank, call, count(*) FROM blocked
-                 WHERE slice >= ?1 AND slice < ?3 GROUP BY col, rank, call",
+                "SELECT rank, call, max(first_slice, ?1), min(last_slice, ?2 - 1)
+                 FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2",
             )?;
-            let mut rows = st.query(params![first as i64, per_col as i64, end as i64])?;
+            let mut rows = st.query(params![first as i64, end as i64])?;
             while let Some(r) = rows.next()? {
-                add(&mut grid, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+                let (rank, call): (i64, String) = (r.get(0)?, r.get(1)?);
+                let (lo, hi): (i64, i64) = (r.get(2)?, r.get(3)?);
+                let mut s = lo;
+                while s <= hi {
+                    let col = (s - first as i64) / per_col as i64;
+                    let col_end = first as i64 + (col + 1) * per_col as i64 - 1;
+                    let n = col_end.min(hi) - s + 1;
+                    add(&mut grid, col, rank, call.clone(), n);
+                    s = col_end + 1;
+                }
             }
         } else {
-            // Sample GRID_SAMPLES slices per column, each looked up by primary key.
+            // Sample GRID_SAMPLES slices per column; each sample finds each rank's span
+            // by primary key (the rank's last span starting at or before it), so the cost
+            // is samples x ranks lookups whatever the spans' lengths.
             let step = per_col / GRID_SAMPLES;
             let mut samples = String::from("[");
             for c in 0..cols as u64 {
@@ -237,11 +250,22 @@ impl Recording {
             }
             samples.push(']');
             let mut st = self.conn.prepare_cached(
-                "SELECT (b.slice - ?1) / ?2 AS col, b.rank, b.call, count(*)
-                 FROM json_each(?3) AS j JOIN blocked AS b ON b.slice = j.value
+                "WITH RECURSIVE r(rank) AS (SELECT 0 UNION ALL SELECT rank + 1 FROM r
+                                            WHERE rank + 1 < ?4)
+                 SELECT (j.value - ?1) / ?2 AS col, b.rank, b.call, count(*)
+                 FROM json_each(?3) AS j, r
+                 JOIN blocked_span AS b ON b.rank = r.rank AND b.first_slice =
+                     (SELECT max(first_slice) FROM blocked_span
+                      WHERE rank = r.rank AND first_slice <= j.value)
+                 WHERE b.last_slice >= j.value
                  GROUP BY col, b.rank, b.call",
             )?;
-            let mut rows = st.query(params![first as i64, per_col as i64, samples])?;
+            let mut rows = st.query(params![
+                first as i64,
+                per_col as i64,
+                samples,
+                ranks as i64
+            ])?;
             while let Some(r) = rows.next()? {
                 add(&mut grid, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
             }
@@ -328,15 +352,24 @@ impl Recording {
     ) -> Result<Option<u64>, RecordError> {
         let (op, order) = if forward { (">", "") } else { ("<", "DESC") };
         let mut best: Option<u64> = None;
-        for table in [("blocked", "call"), ("descriptor", "kind")] {
-            let sql = format!(
-                "SELECT slice FROM {} WHERE slice {op} ?1 AND {} LIKE ?2 ORDER BY slice {order} LIMIT 1",
-                table.0, table.1
-            );
+        // Blocked calls are spans: the nearest slice of a matching span beyond `from`.
+        let spans = if forward {
+            "SELECT min(max(first_slice, ?1 + 1)) FROM blocked_span
+             WHERE last_slice > ?1 AND call LIKE ?2"
+        } else {
+            "SELECT max(min(last_slice, ?1 - 1)) FROM blocked_span
+             WHERE first_slice < ?1 AND call LIKE ?2"
+        };
+        let descriptors = format!(
+            "SELECT slice FROM descriptor WHERE slice {op} ?1 AND kind LIKE ?2
+             ORDER BY slice {order} LIMIT 1"
+        );
+        for sql in [spans, descriptors.as_str()] {
             let s: Option<i64> = self
                 .conn
-                .query_row(&sql, params![from as i64, pattern], |r| r.get(0))
-                .optional()?;
+                .query_row(sql, params![from as i64, pattern], |r| r.get(0))
+                .optional()?
+                .flatten();
             if let Some(s) = s.map(|s| s as u64) {
                 best = Some(match best {
                     None => s,
@@ -358,9 +391,10 @@ impl Recording {
         let descriptors = st
             .query_map([slice as i64], super::descriptor_row)?
             .collect::<Result<Vec<_>, _>>()?;
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT rank, call FROM blocked WHERE slice = ?1 ORDER BY rank")?;
+        let mut st = self.conn.prepare_cached(
+            "SELECT rank, call FROM blocked_span WHERE first_slice <= ?1 AND last_slice >= ?1
+             ORDER BY rank",
+        )?;
         let blocked_calls = st
             .query_map([slice as i64], |r| {
                 Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?))

@@ -165,6 +165,10 @@ impl Recording {
                 |r| r.get::<_, i64>(0),
             )? > 0)
         };
+        if format < crate::migrations::BLOCKED_SPANS_VERSION && table("blocked")? {
+            // Older files keep one `blocked` row per rank and slice: read them as spans.
+            conn.execute_batch(crate::migrations::OLD_BLOCKED_SPANS)?;
+        }
         let has_summaries = table("summary_getts")? && table("summary_node")?;
         let has_decision_sets = table("slice_decisions")?;
         let job = Job::read(&conn)?;
