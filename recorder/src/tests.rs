@@ -435,5 +435,5 @@ fn recorded_env_keeps_only_what_matters() {
     );
 }
 
-mod decision_rows;
 mod blocked_spans;
+mod decision_rows;

@@ -260,12 +260,8 @@ impl Recording {
                  WHERE b.last_slice >= j.value
                  GROUP BY col, b.rank, b.call",
             )?;
-            let mut rows = st.query(params![
-                first as i64,
-                per_col as i64,
-                samples,
-                ranks as i64
-            ])?;
+            let mut rows =
+                st.query(params![first as i64, per_col as i64, samples, ranks as i64])?;
             while let Some(r) = rows.next()? {
                 add(&mut grid, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
             }

@@ -143,7 +143,8 @@ fn migration_folds_old_rows_and_the_view_and_triggers_keep_old_queries_working()
     assert_eq!(rows(&c, EXPANDED), expected_rows());
     c.execute_batch("DELETE FROM blocked").unwrap();
     assert_eq!(
-        c.query_row("SELECT count(*) FROM blocked_span", [], |r| r.get::<_, i64>(0))
+        c.query_row("SELECT count(*) FROM blocked_span", [], |r| r
+            .get::<_, i64>(0))
             .unwrap(),
         0
     );
