@@ -35,7 +35,8 @@ struct Cli {
     /// Suite: rounds per configuration after the warm-up (default 5, 2 with --quick).
     #[arg(long)]
     rounds: Option<usize>,
-    /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling).
+    /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling,
+    /// scale).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }

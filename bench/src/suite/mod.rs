@@ -8,6 +8,7 @@ mod build;
 mod plot;
 mod report;
 mod runner;
+mod scale;
 mod sections;
 
 use std::fmt::Write as _;
@@ -31,7 +32,7 @@ pub struct SuiteArgs {
     pub out: Option<PathBuf>,
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
-    /// Only these sections (p2p, logp, collectives, papers, recording, scaling).
+    /// Only these sections (p2p, logp, collectives, papers, recording, scaling, scale).
     pub only: Vec<String>,
 }
 
@@ -42,6 +43,7 @@ pub const SECTIONS: &[&str] = &[
     "papers",
     "recording",
     "scaling",
+    "scale",
 ];
 
 /// Everything the sections produce.
@@ -201,6 +203,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "papers" => sections::papers(&ctx, &mut doc),
             "recording" => sections::recording(&ctx, &mut doc),
             "scaling" => sections::scaling(&ctx, &mut doc),
+            "scale" => scale::scale(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {
