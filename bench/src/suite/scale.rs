@@ -141,7 +141,13 @@ pub fn scale(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
                 ("record / run wall time", "<= 1.2", r, 1.2, 3),
                 ("file size (MB)", "<= 50", mb, 50.0, 1),
                 ("strobe stats (s)", "<= 2", stats.map(|s| s.median), 2.0, 2),
-                ("TUI first frame (ms)", "<= 300", frame_ms.map(|f| f.median), 300.0, 0),
+                (
+                    "TUI first frame (ms)",
+                    "<= 300",
+                    frame_ms.map(|f| f.median),
+                    300.0,
+                    0,
+                ),
             ];
             for (what, goal, v, max, digits) in targets {
                 doc.targets.push(Target {
