@@ -19,6 +19,13 @@ use crate::RecordError;
 /// A grid column wider than this many slices is sampled at this many slices.
 pub const GRID_SAMPLES: u64 = 16;
 
+/// The blocked grid reads every span on screen (exact counts) up to this many (a few tens
+/// of milliseconds), and samples beyond.
+const GRID_SPAN_BUDGET: u64 = 200_000;
+
+/// Slices probed to estimate the spans on screen.
+const SPAN_PROBE: u64 = 1024;
+
 /// One screen column of the overview charts: (min, max) over the slices it covers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Column {
@@ -175,6 +182,21 @@ impl Recording {
         Ok(())
     }
 
+    /// About how many blocked spans overlap slices `first..end`: the spans ending in a
+    /// probe of [`SPAN_PROBE`] slices in the middle (an index range count), scaled to the
+    /// range, plus one per rank for the spans crossing its start.
+    fn estimated_spans(&self, first: u64, end: u64) -> Result<u64, RecordError> {
+        let len = end.saturating_sub(first);
+        let lo = (first + len / 2).saturating_sub(SPAN_PROBE / 2);
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM blocked_span WHERE last_slice >= ?1 AND last_slice < ?2",
+            )?
+            .query_row(params![lo as i64, (lo + SPAN_PROBE) as i64], |r| r.get(0))?;
+        Ok(n.max(0) as u64 * len.div_ceil(SPAN_PROBE) + self.job.ranks as u64)
+    }
+
     /// The blocked-process grid for every rank over the given columns.
     pub fn blocked_grid(
         &self,
@@ -210,9 +232,11 @@ impl Recording {
                 None => t.push((idx, n as u32)),
             }
         };
-        if per_col <= GRID_SAMPLES {
+        let end = first + per_col * cols as u64;
+        // Exact when the screen's spans are few enough to read them all (any zoom for a
+        // job with long spans, like a 1,000-rank token ring); sampled otherwise.
+        if per_col <= GRID_SAMPLES || self.estimated_spans(first, end)? <= GRID_SPAN_BUDGET {
             // Every span overlapping the screen, split over the columns it covers.
-            let end = first + per_col * cols as u64;
             let mut st = self.conn.prepare_cached(
                 "SELECT rank, call, max(first_slice, ?1), min(last_slice, ?2 - 1)
                  FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2",
@@ -231,39 +255,38 @@ impl Recording {
                 }
             }
         } else {
-            // Sample GRID_SAMPLES slices per column; each sample finds each rank's span
-            // by primary key (the rank's last span starting at or before it), so the cost
-            // is samples x ranks lookups whatever the spans' lengths.
+            // Sample GRID_SAMPLES slices per column. Per rank, the span at or before a
+            // sample is one primary-key lookup, and it answers every later sample it
+            // covers: at most samples x ranks lookups, far fewer for long spans.
             let step = per_col / GRID_SAMPLES;
-            let mut samples = String::from("[");
+            let mut samples = Vec::with_capacity(cols * GRID_SAMPLES as usize);
             for c in 0..cols as u64 {
                 for k in 0..GRID_SAMPLES {
                     let s = first + c * per_col + k * step;
                     if s > self.last_slice {
                         break;
                     }
-                    if samples.len() > 1 {
-                        samples.push(',');
-                    }
-                    samples.push_str(&s.to_string());
+                    samples.push((s as i64, c as i64));
                 }
             }
-            samples.push(']');
             let mut st = self.conn.prepare_cached(
-                "WITH RECURSIVE r(rank) AS (SELECT 0 UNION ALL SELECT rank + 1 FROM r
-                                            WHERE rank + 1 < ?4)
-                 SELECT (j.value - ?1) / ?2 AS col, b.rank, b.call, count(*)
-                 FROM json_each(?3) AS j, r
-                 JOIN blocked_span AS b ON b.rank = r.rank AND b.first_slice =
-                     (SELECT max(first_slice) FROM blocked_span
-                      WHERE rank = r.rank AND first_slice <= j.value)
-                 WHERE b.last_slice >= j.value
-                 GROUP BY col, b.rank, b.call",
+                "SELECT first_slice, last_slice, call FROM blocked_span
+                 WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
             )?;
-            let mut rows =
-                st.query(params![first as i64, per_col as i64, samples, ranks as i64])?;
-            while let Some(r) = rows.next()? {
-                add(&mut grid, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            for rank in 0..ranks as i64 {
+                let mut span: Option<(i64, i64, String)> = None;
+                for &(s, col) in &samples {
+                    if !span.as_ref().is_some_and(|(f, l, _)| *f <= s && s <= *l) {
+                        span = st
+                            .query_row(params![rank, s], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                            .optional()?;
+                    }
+                    if let Some((_, l, call)) = &span {
+                        if s <= *l {
+                            add(&mut grid, col, rank, call.clone(), 1);
+                        }
+                    }
+                }
             }
         }
         for (rank, cols) in tally.iter().enumerate() {
