@@ -341,7 +341,8 @@ CREATE TABLE blocked_span (
     call         TEXT NOT NULL,
     PRIMARY KEY (rank, first_slice)
 ) WITHOUT ROWID;
-CREATE INDEX blocked_span_last ON blocked_span(last_slice);
+CREATE INDEX blocked_span_last ON blocked_span(last_slice, first_slice, call);
+CREATE INDEX blocked_span_length ON blocked_span(last_slice - first_slice);
 
 INSERT INTO blocked_span (rank, first_slice, last_slice, call)
 SELECT rank, min(slice), max(slice), call FROM (
@@ -410,7 +411,8 @@ SELECT rank, min(slice) AS first_slice, max(slice) AS last_slice, call FROM (
     FROM main.blocked)
 GROUP BY rank, call, island;
 CREATE INDEX temp.blocked_span_rank ON blocked_span(rank, first_slice);
-CREATE INDEX temp.blocked_span_last ON blocked_span(last_slice);
+CREATE INDEX temp.blocked_span_last ON blocked_span(last_slice, first_slice, call);
+CREATE INDEX temp.blocked_span_length ON blocked_span(last_slice - first_slice);
 "#;
 
 /// The file's schema version (`PRAGMA user_version`; 0 for a new, empty file).

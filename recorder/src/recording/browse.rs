@@ -19,12 +19,22 @@ use crate::RecordError;
 /// A grid column wider than this many slices is sampled at this many slices.
 pub const GRID_SAMPLES: u64 = 16;
 
-/// The blocked grid reads every span on screen (exact counts) up to this many (a few tens
-/// of milliseconds), and samples beyond.
-const GRID_SPAN_BUDGET: u64 = 200_000;
-
 /// Slices probed to estimate the spans on screen.
 const SPAN_PROBE: u64 = 1024;
+
+/// A primary-key lookup, in index entries read sequentially (roughly, on this machine).
+const SEEK_COST: u64 = 10;
+
+/// How [`Recording::blocked_grid`] reads the spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridStrategy {
+    /// Every span on screen, counted exactly per column.
+    Exact,
+    /// Per sample, the spans ending within this many slices after it (the longest span).
+    Window(u64),
+    /// Per rank and sample, the rank's span at or before the sample.
+    Seek,
+}
 
 /// One screen column of the overview charts: (min, max) over the slices it covers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -182,19 +192,57 @@ impl Recording {
         Ok(())
     }
 
-    /// About how many blocked spans overlap slices `first..end`: the spans ending in a
-    /// probe of [`SPAN_PROBE`] slices in the middle (an index range count), scaled to the
-    /// range, plus one per rank for the spans crossing its start.
-    fn estimated_spans(&self, first: u64, end: u64) -> Result<u64, RecordError> {
+    /// The cheapest way to fill the blocked grid for slices `first..end` with `samples`
+    /// samples, from two index lookups: the spans ending in a probe of [`SPAN_PROBE`]
+    /// slices in the middle (their density) and the longest span. Costs are in index
+    /// entries read; a primary-key lookup counts as [`SEEK_COST`] of them.
+    fn grid_strategy(
+        &self,
+        first: u64,
+        end: u64,
+        samples: u64,
+    ) -> Result<GridStrategy, RecordError> {
         let len = end.saturating_sub(first);
         let lo = (first + len / 2).saturating_sub(SPAN_PROBE / 2);
-        let n: i64 = self
+        let probed: i64 = self
             .conn
             .prepare_cached(
                 "SELECT count(*) FROM blocked_span WHERE last_slice >= ?1 AND last_slice < ?2",
             )?
             .query_row(params![lo as i64, (lo + SPAN_PROBE) as i64], |r| r.get(0))?;
-        Ok(n.max(0) as u64 * len.div_ceil(SPAN_PROBE) + self.job.ranks as u64)
+        let longest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT max(last_slice - first_slice) FROM blocked_span")?
+            .query_row([], |r| r.get(0))?;
+        let (probed, longest) = (probed.max(0) as u64, longest.unwrap_or(0).max(0) as u64);
+        let ranks = self.job.ranks as u64;
+        let exact = probed * len.div_ceil(SPAN_PROBE) + ranks;
+        let window =
+            samples.saturating_mul((probed * longest.saturating_add(1)).div_ceil(SPAN_PROBE) + 1);
+        let seek = SEEK_COST * (ranks * samples).min(2 * exact);
+        Ok(if exact <= window.min(seek) {
+            GridStrategy::Exact
+        } else if window <= seek {
+            GridStrategy::Window(longest)
+        } else {
+            GridStrategy::Seek
+        })
+    }
+
+    /// GRID_SAMPLES slices per column (slice, column), ascending.
+    fn grid_samples(&self, first: u64, per_col: u64, cols: usize) -> Vec<(i64, i64)> {
+        let step = per_col / GRID_SAMPLES;
+        let mut samples = Vec::with_capacity(cols * GRID_SAMPLES as usize);
+        for c in 0..cols as u64 {
+            for k in 0..GRID_SAMPLES {
+                let s = first + c * per_col + k * step;
+                if s > self.last_slice {
+                    return samples;
+                }
+                samples.push((s as i64, c as i64));
+            }
+        }
+        samples
     }
 
     /// The blocked-process grid for every rank over the given columns.
@@ -204,8 +252,28 @@ impl Recording {
         per_col: u64,
         cols: usize,
     ) -> Result<BlockedGrid, RecordError> {
-        let ranks = self.job.ranks as usize;
         let per_col = per_col.max(1);
+        let end = first + per_col * cols as u64;
+        // Exact when the screen's spans are few enough to read them all (any zoom for a
+        // job with long spans, like a 1,000-rank token ring); sampled otherwise.
+        let strategy = if per_col <= GRID_SAMPLES {
+            GridStrategy::Exact
+        } else {
+            self.grid_strategy(first, end, cols as u64 * GRID_SAMPLES)?
+        };
+        self.blocked_grid_by(first, per_col, cols, strategy)
+    }
+
+    #[doc(hidden)]
+    pub fn blocked_grid_by(
+        &self,
+        first: u64,
+        per_col: u64,
+        cols: usize,
+        strategy: GridStrategy,
+    ) -> Result<BlockedGrid, RecordError> {
+        let ranks = self.job.ranks as usize;
+        let end = first + per_col * cols as u64;
         // counts[rank][col] = (call index, slices) of the most frequent call so far.
         let mut tally: Vec<Vec<Vec<(u16, u32)>>> = vec![vec![Vec::new(); cols]; ranks];
         let mut grid = BlockedGrid {
@@ -232,58 +300,63 @@ impl Recording {
                 None => t.push((idx, n as u32)),
             }
         };
-        let end = first + per_col * cols as u64;
-        // Exact when the screen's spans are few enough to read them all (any zoom for a
-        // job with long spans, like a 1,000-rank token ring); sampled otherwise.
-        if per_col <= GRID_SAMPLES || self.estimated_spans(first, end)? <= GRID_SPAN_BUDGET {
-            // Every span overlapping the screen, split over the columns it covers.
-            let mut st = self.conn.prepare_cached(
-                "SELECT rank, call, max(first_slice, ?1), min(last_slice, ?2 - 1)
-                 FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2",
-            )?;
-            let mut rows = st.query(params![first as i64, end as i64])?;
-            while let Some(r) = rows.next()? {
-                let (rank, call): (i64, String) = (r.get(0)?, r.get(1)?);
-                let (lo, hi): (i64, i64) = (r.get(2)?, r.get(3)?);
-                let mut s = lo;
-                while s <= hi {
-                    let col = (s - first as i64) / per_col as i64;
-                    let col_end = first as i64 + (col + 1) * per_col as i64 - 1;
-                    let n = col_end.min(hi) - s + 1;
-                    add(&mut grid, col, rank, call.clone(), n);
-                    s = col_end + 1;
+        match strategy {
+            GridStrategy::Exact => {
+                // Every span overlapping the screen, split over the columns it covers.
+                let mut st = self.conn.prepare_cached(
+                    "SELECT rank, call, max(first_slice, ?1), min(last_slice, ?2 - 1)
+                     FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2",
+                )?;
+                let mut rows = st.query(params![first as i64, end as i64])?;
+                while let Some(r) = rows.next()? {
+                    let (rank, call): (i64, String) = (r.get(0)?, r.get(1)?);
+                    let (lo, hi): (i64, i64) = (r.get(2)?, r.get(3)?);
+                    let mut s = lo;
+                    while s <= hi {
+                        let col = (s - first as i64) / per_col as i64;
+                        let col_end = first as i64 + (col + 1) * per_col as i64 - 1;
+                        let n = col_end.min(hi) - s + 1;
+                        add(&mut grid, col, rank, call.clone(), n);
+                        s = col_end + 1;
+                    }
                 }
             }
-        } else {
-            // Sample GRID_SAMPLES slices per column. Per rank, the span at or before a
-            // sample is one primary-key lookup, and it answers every later sample it
-            // covers: at most samples x ranks lookups, far fewer for long spans.
-            let step = per_col / GRID_SAMPLES;
-            let mut samples = Vec::with_capacity(cols * GRID_SAMPLES as usize);
-            for c in 0..cols as u64 {
-                for k in 0..GRID_SAMPLES {
-                    let s = first + c * per_col + k * step;
-                    if s > self.last_slice {
-                        break;
+            GridStrategy::Window(longest) => {
+                // Each sample's spans: those ending at most the longest span's length after
+                // it (an index range over `blocked_span_last`, which covers the query).
+                let mut st = self.conn.prepare_cached(
+                    "SELECT rank, call FROM blocked_span
+                     WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1",
+                )?;
+                for (s, col) in self.grid_samples(first, per_col, cols) {
+                    let mut rows = st.query(params![s, longest as i64])?;
+                    while let Some(r) = rows.next()? {
+                        add(&mut grid, col, r.get(0)?, r.get(1)?, 1);
                     }
-                    samples.push((s as i64, c as i64));
                 }
             }
-            let mut st = self.conn.prepare_cached(
-                "SELECT first_slice, last_slice, call FROM blocked_span
-                 WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
-            )?;
-            for rank in 0..ranks as i64 {
-                let mut span: Option<(i64, i64, String)> = None;
-                for &(s, col) in &samples {
-                    if !span.as_ref().is_some_and(|(f, l, _)| *f <= s && s <= *l) {
-                        span = st
-                            .query_row(params![rank, s], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                            .optional()?;
-                    }
-                    if let Some((_, l, call)) = &span {
-                        if s <= *l {
-                            add(&mut grid, col, rank, call.clone(), 1);
+            GridStrategy::Seek => {
+                // Per rank, the span at or before a sample is one primary-key lookup, and
+                // it answers every later sample it covers.
+                let samples = self.grid_samples(first, per_col, cols);
+                let mut st = self.conn.prepare_cached(
+                    "SELECT first_slice, last_slice, call FROM blocked_span
+                     WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
+                )?;
+                for rank in 0..ranks as i64 {
+                    let mut span: Option<(i64, i64, String)> = None;
+                    for &(s, col) in &samples {
+                        if !span.as_ref().is_some_and(|(f, l, _)| *f <= s && s <= *l) {
+                            span = st
+                                .query_row(params![rank, s], |r| {
+                                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                                })
+                                .optional()?;
+                        }
+                        if let Some((_, l, call)) = &span {
+                            if s <= *l {
+                                add(&mut grid, col, rank, call.clone(), 1);
+                            }
                         }
                     }
                 }

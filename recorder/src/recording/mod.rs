@@ -29,7 +29,8 @@ use crate::replay_log::ReplayLog;
 use crate::RecordError;
 
 pub use browse::{
-    BlockedGrid, BlockedRank, Column, Notable, ProcessStats, RankTotals, SliceDetail, GRID_SAMPLES,
+    BlockedGrid, BlockedRank, Column, GridStrategy, Notable, ProcessStats, RankTotals, SliceDetail,
+    GRID_SAMPLES,
 };
 pub use job::{FailedRank, Job};
 pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};

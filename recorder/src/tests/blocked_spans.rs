@@ -177,3 +177,41 @@ fn an_old_file_opened_read_only_reads_as_spans() {
     drop(rec);
     assert_eq!(std::fs::read(&p).unwrap(), before, "opening never writes");
 }
+
+/// The blocked grid's three ways of reading spans agree: every slice sampled (16 per
+/// column of 16) is the exact count, and the two sampled ways see the same samples.
+#[test]
+fn the_grid_strategies_agree() {
+    use crate::recording::GridStrategy;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("synth.db");
+    crate::synthetic::generate(&p, 3000, 16, 2).unwrap();
+    let rec = Recording::open(&p).unwrap();
+    let names = |g: crate::recording::BlockedGrid| -> Vec<Vec<Option<String>>> {
+        g.cells
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|c| c.map(|i| g.calls[i as usize].clone()))
+                    .collect()
+            })
+            .collect()
+    };
+    let by = |per_col, s| names(rec.blocked_grid_by(1, per_col, 40, s).unwrap());
+    let exact = by(16, GridStrategy::Exact);
+    assert!(
+        exact.iter().flatten().any(Option::is_some),
+        "something is blocked"
+    );
+    assert_eq!(by(16, GridStrategy::Window(24)), exact);
+    assert_eq!(by(16, GridStrategy::Seek), exact);
+    let window = by(75, GridStrategy::Window(24));
+    assert_eq!(by(75, GridStrategy::Seek), window);
+    // Sampling sees every 4th slice here, where rank 0 is blocked every 4th slice.
+    assert_ne!(window, by(75, GridStrategy::Exact));
+    // A small file's spans are all read: the exact grid.
+    let exact = by(75, GridStrategy::Exact);
+    assert_eq!(names(rec.blocked_grid(1, 75, 40).unwrap()), exact);
+    // The deadlock's spans (ranks 0 and 1, the last 25 slices) show in the last column.
+    assert_eq!(exact[0][39].as_deref(), Some("MPI_Recv"));
+}
