@@ -38,7 +38,10 @@ pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};
 /// Files up to this size get SQLite's `quick_check` (every page read) when opened with
 /// [`Check::UpTo`]; bigger ones only the header, version and table checks, so a huge
 /// recording opens at once in the terminal UI.
-pub const FULL_CHECK_MAX_BYTES: u64 = 64 << 20;
+/// 16 MiB is about 150 ms of checking on a 2-core machine under load, half the terminal
+/// UI's 300 ms budget for its first frame (64 MiB took 1.3 s: a 1,000-rank token ring's
+/// 44 MB recording missed it by 4x). `strobe stats` and `strobe replay` check every file.
+pub const FULL_CHECK_MAX_BYTES: u64 = 16 << 20;
 
 /// How thoroughly [`Recording::open_with`] checks the file's pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
