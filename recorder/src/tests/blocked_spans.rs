@@ -215,3 +215,32 @@ fn the_grid_strategies_agree() {
     // The deadlock's spans (ranks 0 and 1, the last 25 slices) show in the last column.
     assert_eq!(exact[0][39].as_deref(), Some("MPI_Recv"));
 }
+
+/// Overlapping or backwards spans are damage: refused on opening, never shown.
+#[test]
+fn impossible_spans_are_damage() {
+    for bad in [
+        "INSERT INTO blocked_span VALUES (0, 2, 5, 'MPI_Recv')",
+        "UPDATE blocked_span SET last_slice = 0 WHERE rank = 2",
+        "UPDATE blocked_span SET call = x'00' WHERE rank = 2",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.db");
+        let mut c = format5(&p, ROWS);
+        c.execute(
+            "INSERT INTO job (format_version, strobe_version, command, cwd, program, env,
+                ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget,
+                direct_copy_min, schedule_log, metrics, started_at, total_slices)
+             VALUES (5, 'test', '[\"/x\"]', '/', '/x', '{}', 3, 1, 1000, 'adaptive', 20, 1,
+                1, 'on', 'on', 0, 9)",
+            [],
+        )
+        .unwrap();
+        migrations::migrate(&mut c).unwrap();
+        assert!(Recording::open(&p).is_ok());
+        c.execute_batch(bad).unwrap();
+        drop(c);
+        let e = Recording::open(&p).err().expect(bad);
+        assert!(matches!(e, crate::RecordError::Corrupt(_)), "{bad}: {e}");
+    }
+}
