@@ -229,6 +229,54 @@ impl Recording {
         })
     }
 
+    /// The ranks blocked when `slice` started and their calls, by rank. The spans that
+    /// contain one slice are found either in the window of spans ending at most the longest
+    /// span's length after it (cheap when spans are short), or by one primary-key lookup
+    /// per rank (cheap when they are long), whichever an index probe says reads less.
+    pub fn blocked_at(&self, slice: u64) -> Result<Vec<(u32, String)>, RecordError> {
+        let longest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT max(last_slice - first_slice) FROM blocked_span")?
+            .query_row([], |r| r.get(0))?;
+        let longest = longest.unwrap_or(0).max(0) as u64;
+        let probe = longest.min(SPAN_PROBE);
+        let probed: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM blocked_span WHERE last_slice BETWEEN ?1 AND ?1 + ?2",
+            )?
+            .query_row(params![slice as i64, probe as i64], |r| r.get(0))?;
+        let window = probed.max(0) as u64 * (longest + 1).div_ceil(probe + 1);
+        let mut out: Vec<(u32, String)> = Vec::new();
+        if window <= SEEK_COST * self.job.ranks as u64 {
+            let mut st = self.conn.prepare_cached(
+                "SELECT rank, call FROM blocked_span
+                 WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1",
+            )?;
+            let rows = st.query_map(params![slice as i64, longest as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            for row in rows {
+                out.push(row?);
+            }
+            out.sort();
+        } else {
+            let mut st = self.conn.prepare_cached(
+                "SELECT last_slice, call FROM blocked_span
+                 WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
+            )?;
+            for rank in 0..self.job.ranks {
+                let span: Option<(i64, String)> = st
+                    .query_row(params![rank, slice as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                if let Some((_, call)) = span.filter(|s| s.0 >= slice as i64) {
+                    out.push((rank, call));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// GRID_SAMPLES slices per column (slice, column), ascending.
     fn grid_samples(&self, first: u64, per_col: u64, cols: usize) -> Vec<(i64, i64)> {
         let step = per_col / GRID_SAMPLES;
@@ -483,15 +531,7 @@ impl Recording {
         let descriptors = st
             .query_map([slice as i64], super::descriptor_row)?
             .collect::<Result<Vec<_>, _>>()?;
-        let mut st = self.conn.prepare_cached(
-            "SELECT rank, call FROM blocked_span WHERE first_slice <= ?1 AND last_slice >= ?1
-             ORDER BY rank",
-        )?;
-        let blocked_calls = st
-            .query_map([slice as i64], |r| {
-                Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
+        let blocked_calls = self.blocked_at(slice)?;
         // A rank blocked at the start of the slice is blocked in a call it posted before:
         // its latest descriptor handled by this slice is what it waits on.
         let decisions = self.decisions(slice)?.unwrap_or_default();

@@ -214,6 +214,46 @@ fn the_grid_strategies_agree() {
     assert_eq!(names(rec.blocked_grid(1, 75, 40).unwrap()), exact);
     // The deadlock's spans (ranks 0 and 1, the last 25 slices) show in the last column.
     assert_eq!(exact[0][39].as_deref(), Some("MPI_Recv"));
+    // One slice's blocked ranks (a window of short spans here) are the view's rows.
+    let c = Connection::open(&p).unwrap();
+    for slice in [1u64, 2, 97, 1500, 2975, 2976, 2999, 3000] {
+        let mut st = c
+            .prepare("SELECT rank, call FROM blocked WHERE slice = ?1 ORDER BY rank")
+            .unwrap();
+        let want: Vec<(u32, String)> = st
+            .query_map([slice], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rec.blocked_at(slice).unwrap(), want, "slice {slice}");
+    }
+}
+
+/// With one long span the per-rank lookups answer: the same rows.
+#[test]
+fn blocked_at_with_long_spans_uses_lookups_and_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("long.db");
+    crate::synthetic::generate(&p, 3000, 16, 2).unwrap();
+    let c = Connection::open(&p).unwrap();
+    // Rank 2 blocked from slice 3 to 2970 in one span (its short spans removed).
+    c.execute_batch(
+        "DELETE FROM blocked_span WHERE rank = 2;
+         INSERT INTO blocked_span VALUES (2, 3, 2970, 'MPI_Wait');",
+    )
+    .unwrap();
+    let rec = Recording::open(&p).unwrap();
+    for slice in [2u64, 3, 4, 1500, 2970, 2971, 2990] {
+        let mut st = c
+            .prepare("SELECT rank, call FROM blocked WHERE slice = ?1 ORDER BY rank")
+            .unwrap();
+        let want: Vec<(u32, String)> = st
+            .query_map([slice], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rec.blocked_at(slice).unwrap(), want, "slice {slice}");
+    }
 }
 
 /// Overlapping or backwards spans are damage: refused on opening, never shown.
