@@ -30,7 +30,8 @@ const SEEK_COST: u64 = 10;
 pub enum GridStrategy {
     /// Every span on screen, counted exactly per column.
     Exact,
-    /// Per sample, the spans ending within this many slices after it (the longest span).
+    /// Per sample, the spans of at most this length ending within as many slices after
+    /// it, and the longer spans by length.
     Window(u64),
     /// Per rank and sample, the rank's span at or before the sample.
     Seek,
@@ -217,8 +218,30 @@ impl Recording {
         let (probed, longest) = (probed.max(0) as u64, longest.unwrap_or(0).max(0) as u64);
         let ranks = self.job.ranks as u64;
         let exact = probed * len.div_ceil(SPAN_PROBE) + ranks;
-        let window =
-            samples.saturating_mul((probed * longest.saturating_add(1)).div_ceil(SPAN_PROBE) + 1);
+        // The window's split: spans longer than `k` are read per sample by length; pick
+        // the `k` (a power of two minus one, up to the longest) that reads the least.
+        let mut best = (u64::MAX, longest);
+        let mut k = 0u64;
+        loop {
+            let k_eff = k.min(longest);
+            let longer: i64 = self
+                .conn
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM blocked_span
+                     WHERE last_slice - first_slice > ?1 LIMIT 100000)",
+                )?
+                .query_row([k_eff as i64], |r| r.get(0))?;
+            let per_sample = (probed * (k_eff + 1)).div_ceil(SPAN_PROBE) + 1 + longer as u64;
+            if per_sample < best.0 {
+                best = (per_sample, k_eff);
+            }
+            if k_eff >= longest {
+                break;
+            }
+            k = k * 2 + 1;
+        }
+        let window = samples.saturating_mul(best.0);
+        let longest = best.1;
         let seek = SEEK_COST * (ranks * samples).min(2 * exact);
         Ok(if exact <= window.min(seek) {
             GridStrategy::Exact
@@ -369,15 +392,21 @@ impl Recording {
                     }
                 }
             }
-            GridStrategy::Window(longest) => {
-                // Each sample's spans: those ending at most the longest span's length after
-                // it (an index range over `blocked_span_last`, which covers the query).
+            GridStrategy::Window(k) => {
+                // Each sample's spans: those of length up to `k` ending at most `k` slices
+                // after it (an index range over `blocked_span_last`, which covers the
+                // query), and the longer ones (a range over `blocked_span_length`).
                 let mut st = self.conn.prepare_cached(
                     "SELECT rank, call FROM blocked_span
-                     WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1",
+                     WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1
+                       AND last_slice - first_slice <= ?2
+                     UNION ALL
+                     SELECT rank, call FROM blocked_span
+                     WHERE last_slice - first_slice > ?2 AND first_slice <= ?1
+                       AND last_slice >= ?1",
                 )?;
                 for (s, col) in self.grid_samples(first, per_col, cols) {
-                    let mut rows = st.query(params![s, longest as i64])?;
+                    let mut rows = st.query(params![s, k as i64])?;
                     while let Some(r) = rows.next()? {
                         add(&mut grid, col, r.get(0)?, r.get(1)?, 1);
                     }
