@@ -395,13 +395,14 @@ impl Recording {
             GridStrategy::Window(k) => {
                 // Each sample's spans: those of length up to `k` ending at most `k` slices
                 // after it (an index range over `blocked_span_last`, which covers the
-                // query), and the longer ones (a range over `blocked_span_length`).
+                // query), and the longer ones (a range over `blocked_span_length`, named:
+                // the planner would otherwise scan every later span by last slice).
                 let mut st = self.conn.prepare_cached(
                     "SELECT rank, call FROM blocked_span
                      WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1
                        AND last_slice - first_slice <= ?2
                      UNION ALL
-                     SELECT rank, call FROM blocked_span
+                     SELECT rank, call FROM blocked_span INDEXED BY blocked_span_length
                      WHERE last_slice - first_slice > ?2 AND first_slice <= ?1
                        AND last_slice >= ?1",
                 )?;
