@@ -174,6 +174,19 @@ fn an_old_file_opened_read_only_reads_as_spans() {
     let detail = rec.slice_detail(3).unwrap();
     let ranks: Vec<u32> = detail.blocked.iter().map(|b| b.rank).collect();
     assert_eq!(ranks, [0, 1]);
+    // Every grid strategy reads the temporary spans (their indexes have the same names).
+    use crate::recording::GridStrategy;
+    for s in [
+        GridStrategy::Exact,
+        GridStrategy::Window(0),
+        GridStrategy::Seek,
+    ] {
+        let g = rec.blocked_grid_by(1, 1, 9, s).unwrap();
+        assert_eq!(
+            g.cells[0][1].map(|i| g.calls[i as usize].as_str()),
+            Some("MPI_Recv")
+        );
+    }
     drop(rec);
     assert_eq!(std::fs::read(&p).unwrap(), before, "opening never writes");
 }
