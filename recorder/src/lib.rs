@@ -5,6 +5,7 @@
 //! transactions, so node managers never wait on the disk (unless the queue fills, in which
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
+mod blocked_spans;
 pub mod file;
 pub mod migrations;
 pub mod mmds_stats;

@@ -325,6 +325,64 @@ const V_SCHEDULER_VERSION: &str = r#"
 ALTER TABLE job ADD COLUMN scheduler_version INTEGER NOT NULL DEFAULT 1;
 "#;
 
+/// Blocked sets as intervals (issue 14): one `blocked_span` row per rank and stretch of
+/// consecutive recorded slices in which the rank sat in the same blocking call, instead of
+/// one `blocked` row per rank and slice (1.37 GB of a 1,000-rank token ring's 1.4 GB).
+/// `blocked` becomes a view that expands the spans over the `slice` table (every slice of
+/// the schedule log's window has a `slice` row, and a span never crosses a slice without
+/// one), so old queries and `sqlite3` users see the same rows; INSTEAD OF triggers keep
+/// `INSERT INTO blocked` and `DELETE FROM blocked` working. Existing rows are folded into
+/// spans (gaps and islands: consecutive slices of one rank and call).
+const V_BLOCKED_SPANS: &str = r#"
+CREATE TABLE blocked_span (
+    rank         INTEGER NOT NULL,
+    first_slice  INTEGER NOT NULL,
+    last_slice   INTEGER NOT NULL,
+    call         TEXT NOT NULL,
+    PRIMARY KEY (rank, first_slice)
+) WITHOUT ROWID;
+CREATE INDEX blocked_span_last ON blocked_span(last_slice, first_slice, call);
+CREATE INDEX blocked_span_length ON blocked_span(last_slice - first_slice);
+
+INSERT INTO blocked_span (rank, first_slice, last_slice, call)
+SELECT rank, min(slice), max(slice), call FROM (
+    SELECT slice, rank, call,
+           slice - row_number() OVER (PARTITION BY rank, call ORDER BY slice) AS island
+    FROM blocked)
+GROUP BY rank, call, island;
+
+DROP VIEW blocked_per_slice;
+DROP TABLE blocked;
+
+CREATE VIEW blocked AS
+    SELECT s.slice AS slice, b.rank AS rank, b.call AS call
+    FROM blocked_span b JOIN slice s ON s.slice BETWEEN b.first_slice AND b.last_slice;
+
+CREATE VIEW blocked_per_slice AS
+    SELECT slice, count(*) AS n_blocked, group_concat(rank || ':' || call, ' ') AS ranks
+    FROM blocked GROUP BY slice;
+
+CREATE TRIGGER blocked_insert INSTEAD OF INSERT ON blocked
+BEGIN
+    UPDATE blocked_span SET last_slice = NEW.slice
+    WHERE rank = NEW.rank AND call = NEW.call AND last_slice = NEW.slice - 1;
+    INSERT INTO blocked_span (rank, first_slice, last_slice, call)
+    SELECT NEW.rank, NEW.slice, NEW.slice, NEW.call
+    WHERE NOT EXISTS (SELECT 1 FROM blocked_span
+                      WHERE rank = NEW.rank AND call = NEW.call AND last_slice = NEW.slice);
+END;
+
+CREATE TRIGGER blocked_delete INSTEAD OF DELETE ON blocked
+BEGIN
+    INSERT INTO blocked_span (rank, first_slice, last_slice, call)
+    SELECT rank, OLD.slice + 1, last_slice, call FROM blocked_span
+    WHERE rank = OLD.rank AND first_slice <= OLD.slice AND last_slice > OLD.slice;
+    UPDATE blocked_span SET last_slice = OLD.slice - 1
+    WHERE rank = OLD.rank AND first_slice <= OLD.slice AND last_slice >= OLD.slice;
+    DELETE FROM blocked_span WHERE rank = OLD.rank AND last_slice < first_slice;
+END;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -332,10 +390,30 @@ pub const MIGRATIONS: &[&str] = &[
     V_SUMMARIES,
     V_REPLAY_LOG,
     V_SCHEDULER_VERSION,
+    V_BLOCKED_SPANS,
 ];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The first format whose blocked sets are spans (`blocked_span`; `blocked` is a view).
+pub const BLOCKED_SPANS_VERSION: i64 = 6;
+
+/// For a read-only connection to an older file (which cannot be migrated): a temporary
+/// `blocked_span` table folded from its `blocked` table, so every reader queries one
+/// layout. Temporary objects live in the connection's own temp schema, never in the file;
+/// a table (not a view) so span lookups are indexed. Old files are never live.
+pub const OLD_BLOCKED_SPANS: &str = r#"
+CREATE TEMP TABLE blocked_span AS
+SELECT rank, min(slice) AS first_slice, max(slice) AS last_slice, call FROM (
+    SELECT slice, rank, call,
+           slice - row_number() OVER (PARTITION BY rank, call ORDER BY slice) AS island
+    FROM main.blocked)
+GROUP BY rank, call, island;
+CREATE INDEX temp.blocked_span_rank ON blocked_span(rank, first_slice);
+CREATE INDEX temp.blocked_span_last ON blocked_span(last_slice, first_slice, call);
+CREATE INDEX temp.blocked_span_length ON blocked_span(last_slice - first_slice);
+"#;
 
 /// The file's schema version (`PRAGMA user_version`; 0 for a new, empty file).
 pub fn version(conn: &Connection) -> Result<i64, RecordError> {

@@ -128,37 +128,43 @@ pub(crate) fn mmds_stats(
     if !has_mmds(conn)? {
         return Ok(None);
     }
-    // `?1 IS NULL` selects every rank.
+    // `?1 IS NULL` selects every rank; one rank is `rank = ?1` alone, so SQLite looks it
+    // up by primary key (`?1 IS NULL OR rank = ?1` scans the whole table, and `stats` asks
+    // once per rank: 1,000 ranks read the histograms 1,000 times).
     let r = rank.map(i64::from);
+    let which = if rank.is_some() {
+        "rank = ?1"
+    } else {
+        "?1 IS NULL"
+    };
     /// ranks, wall, compute, comm, calls, granularity min and max.
     type Head = (i64, i64, i64, i64, i64, Option<i64>, Option<i64>);
     let head: Option<Head> = conn
-        .query_row(
+        .prepare_cached(&format!(
             "SELECT count(*), sum(wall_ns), sum(compute_ns), sum(comm_ns), sum(calls),
                     min(granularity_min_ns), max(granularity_max_ns)
-             FROM mmds_rank WHERE ?1 IS NULL OR rank = ?1 HAVING count(*) > 0",
-            params![r],
-            |x| {
-                Ok((
-                    x.get(0)?,
-                    x.get(1)?,
-                    x.get(2)?,
-                    x.get(3)?,
-                    x.get(4)?,
-                    x.get(5)?,
-                    x.get(6)?,
-                ))
-            },
-        )
+             FROM mmds_rank WHERE {which} HAVING count(*) > 0"
+        ))?
+        .query_row(params![r], |x| {
+            Ok((
+                x.get(0)?,
+                x.get(1)?,
+                x.get(2)?,
+                x.get(3)?,
+                x.get(4)?,
+                x.get(5)?,
+                x.get(6)?,
+            ))
+        })
         .optional()?;
     let Some((ranks, wall, compute, comm, calls, gmin, gmax)) = head else {
         return Ok(None);
     };
-    let mut st = conn.prepare(
+    let mut st = conn.prepare_cached(&format!(
         "SELECT primitive, min(min_ns), max(max_ns), sum(total_ns), sum(count), sum(bytes)
-         FROM mmds_primitive WHERE ?1 IS NULL OR rank = ?1
-         GROUP BY primitive ORDER BY sum(total_ns) DESC, primitive",
-    )?;
+         FROM mmds_primitive WHERE {which}
+         GROUP BY primitive ORDER BY sum(total_ns) DESC, primitive"
+    ))?;
     let primitives: Vec<PrimitiveRow> = st
         .query_map(params![r], |x| {
             Ok(PrimitiveRow {
@@ -171,12 +177,12 @@ pub(crate) fn mmds_stats(
             })
         })?
         .collect::<Result<_, _>>()?;
-    let samples: i64 = conn.query_row(
-        "SELECT coalesce(sum(count), 0) FROM mmds_histogram
-         WHERE (?1 IS NULL OR rank = ?1) AND primitive = '*' AND metric = 'granularity'",
-        params![r],
-        |x| x.get(0),
-    )?;
+    let samples: i64 = conn
+        .prepare_cached(&format!(
+            "SELECT coalesce(sum(count), 0) FROM mmds_histogram
+             WHERE {which} AND primitive = '*' AND metric = 'granularity'"
+        ))?
+        .query_row(params![r], |x| x.get(0))?;
     let granularity = PrimitiveRow {
         primitive: "Comp Granularity".into(),
         min_ns: gmin.unwrap_or(0),

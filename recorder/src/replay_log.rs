@@ -168,8 +168,35 @@ pub struct ReplayLogEncoder {
     ranks: BTreeMap<u32, RankState>,
     predictor: BlockedPredictor,
     last_slice: u64,
+    /// The previous slice's blocked ranks (ascending) and the ranks its decisions
+    /// completed a descriptor of: what can change a rank's state in the next slice.
+    prev_blocked: Vec<u32>,
+    completed_ranks: Vec<u32>,
     /// Bytes of varint data produced so far (for size reports).
     pub bytes: u64,
+}
+
+/// Append to `out` the ranks in exactly one of two ascending lists.
+fn symmetric_difference(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
 }
 
 impl ReplayLogEncoder {
@@ -195,16 +222,19 @@ impl ReplayLogEncoder {
             }
         }
         self.predictor.handled(blocking);
-        // Ranks whose "differs from the prediction" state changes in this slice.
-        let mut candidates: BTreeSet<u32> = blocked.iter().copied().collect();
-        candidates.extend(self.predictor.pending.keys().copied());
-        candidates.extend(
-            self.ranks
-                .iter()
-                .filter(|(_, s)| s.differs)
-                .map(|(&r, _)| r),
-        );
-        for r in candidates {
+        // Ranks whose "differs from the prediction" state may change in this slice: those
+        // whose blocked state changed since the previous slice, and those whose prediction
+        // may have (a blocking descriptor handled now, a completion in the previous
+        // slice). Every other rank's state is what it was: a 1,000-rank job costs the
+        // ranks that moved, not 1,000 lookups per slice.
+        let mut candidates = std::mem::take(&mut self.completed_ranks);
+        symmetric_difference(&self.prev_blocked, blocked, &mut candidates);
+        candidates.extend(blocking.iter().map(|&(r, _)| r));
+        candidates.sort_unstable();
+        candidates.dedup();
+        self.prev_blocked.clear();
+        self.prev_blocked.extend_from_slice(blocked);
+        for &r in &candidates {
             let actual = blocked.binary_search(&r).is_ok();
             let differs = actual != self.predictor.predicted(r);
             if differs != self.ranks.get(&r).is_some_and(|s| s.differs) {
@@ -212,6 +242,9 @@ impl ReplayLogEncoder {
             }
         }
         self.predictor.decided(completed);
+        candidates.clear();
+        candidates.extend(completed.iter().map(|&(r, _)| r));
+        self.completed_ranks = candidates;
     }
 
     fn flip(&mut self, rank: u32, slice: u64) {

@@ -65,11 +65,12 @@ pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), 
          FROM s, n",
         params![s, nodes, per_node],
     )?;
-    // Four ranks blocked per slice, rotating; rank r's call depends on r.
+    // Four ranks blocked per slice, rotating (spans of one slice); rank r's call depends
+    // on r.
     tx.execute(
         "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
                         j(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM j WHERE k < 3)
-         INSERT INTO blocked SELECT i, (i + k * (?1 / 4)) % ?1,
+         INSERT INTO blocked_span SELECT (i + k * (?1 / 4)) % ?1, i, i,
             CASE ((i + k * (?1 / 4)) % ?1) % 4 WHEN 0 THEN 'MPI_Recv' WHEN 1 THEN 'MPI_Barrier'
                  WHEN 2 THEN 'MPI_Wait' ELSE 'MPI_Allreduce' END
          FROM s, j WHERE i < ?3 AND ?1 >= 4",
@@ -77,8 +78,7 @@ pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), 
     )?;
     // The deadlock: ranks 0 and 1 each wait to receive from the other.
     tx.execute(
-        "WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
-         INSERT INTO blocked SELECT i, r, 'MPI_Recv' FROM s, (SELECT 0 AS r UNION SELECT 1)
+        "INSERT INTO blocked_span SELECT r, ?1, ?2, 'MPI_Recv' FROM (SELECT 0 AS r UNION SELECT 1)
          WHERE r < ?3",
         params![deadlock_from, s, ranks],
     )?;

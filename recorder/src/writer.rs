@@ -16,6 +16,7 @@ use strobe_runtime::sched::{
 };
 use strobe_runtime::segment::BlockedCall;
 
+use crate::blocked_spans::BlockedSpans;
 use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
 
@@ -91,6 +92,7 @@ pub(crate) fn run(
     let mut slices = 0u64;
     let mut b = Batch::default();
     let mut enc = ReplayLogEncoder::default();
+    let mut spans = BlockedSpans::default();
     loop {
         // Poll, never park: a parked receiver makes every send on the slice path pay a
         // futex wake (several microseconds, at up to 100k slices a second). The writer
@@ -101,7 +103,7 @@ pub(crate) fn run(
             Err(TryRecvError::Disconnected) => None,
             Err(TryRecvError::Empty) => {
                 if b.open_since.is_some_and(|t| t.elapsed() >= interval) {
-                    commit(&conn, &mut enc, &mut b, &mut error);
+                    commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
                 }
                 std::thread::sleep(WRITER_NAP);
                 continue;
@@ -130,6 +132,9 @@ pub(crate) fn run(
                     &s.blocked_ranks,
                     &s.completed,
                 );
+                if let Some(sch) = &s.schedule {
+                    spans.slice(s.slice, &sch.blocked);
+                }
                 write_slice(&conn, s)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
@@ -143,11 +148,11 @@ pub(crate) fn run(
             error = Some(e.into());
         }
         if b.pending >= batch_slices || b.open_since.is_some_and(|t| t.elapsed() >= interval) {
-            commit(&conn, &mut enc, &mut b, &mut error);
+            commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
         }
     }
     if b.open_since.is_some() {
-        commit(&conn, &mut enc, &mut b, &mut error);
+        commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
     }
     WriterDone {
         conn,
@@ -160,6 +165,7 @@ pub(crate) fn run(
 fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
+    spans: &mut BlockedSpans,
     b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
@@ -168,6 +174,9 @@ fn commit(
         // leaves slices whose replay log is missing.
         if error.is_none() {
             if let Err(e) = enc.flush(conn) {
+                error.get_or_insert(e.into());
+            }
+            if let Err(e) = spans.flush(conn) {
                 error.get_or_insert(e.into());
             }
         }
@@ -269,11 +278,6 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
     }
     if !sch.decisions.is_empty() {
         write_decision_blob(conn, &sch.decisions)?;
-    }
-    let mut st =
-        conn.prepare_cached("INSERT INTO blocked (slice, rank, call) VALUES (?1, ?2, ?3)")?;
-    for (rank, call) in &sch.blocked {
-        st.execute(params![s.slice as i64, rank, call.name()])?;
     }
     Ok(())
 }

@@ -34,6 +34,7 @@ fn the_quick_suite_runs_every_section_and_writes_its_report() {
         "## Recording and replay",
         "## Scaling on one host",
         "## Debugging tools",
+        "## Scale: token_ring recorded with everything on",
         "## Commands",
     ] {
         assert!(md.contains(heading), "no {heading:?} in the report:\n{md}");

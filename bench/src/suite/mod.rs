@@ -9,6 +9,7 @@ mod debugging;
 mod plot;
 mod report;
 mod runner;
+mod scale;
 mod sections;
 
 use std::fmt::Write as _;
@@ -32,7 +33,8 @@ pub struct SuiteArgs {
     pub out: Option<PathBuf>,
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
-    /// Only these sections (p2p, logp, collectives, papers, recording, scaling, debugging).
+    /// Only these sections (p2p, logp, collectives, papers, recording, scaling, debugging,
+    /// scale).
     pub only: Vec<String>,
 }
 
@@ -44,6 +46,7 @@ pub const SECTIONS: &[&str] = &[
     "recording",
     "scaling",
     "debugging",
+    "scale",
 ];
 
 /// Everything the sections produce.
@@ -204,6 +207,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "recording" => sections::recording(&ctx, &mut doc),
             "scaling" => sections::scaling(&ctx, &mut doc),
             "debugging" => debugging::debugging(&ctx, &mut doc),
+            "scale" => scale::scale(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {

@@ -49,7 +49,7 @@ fn summ(s: &Samples, label: &str, f: impl Fn(&Run) -> Option<f64>) -> Option<Sum
     Summary::of(&v)
 }
 
-fn note_run(doc: &mut Doc, what: &str, s: &Samples) {
+pub(super) fn note_run(doc: &mut Doc, what: &str, s: &Samples) {
     for (label, c) in &s.commands {
         let line = format!("{c}    # {what}, {label}");
         if !doc.commands.contains(&line) {

@@ -19,6 +19,24 @@ use crate::RecordError;
 /// A grid column wider than this many slices is sampled at this many slices.
 pub const GRID_SAMPLES: u64 = 16;
 
+/// Slices probed to estimate the spans on screen.
+const SPAN_PROBE: u64 = 1024;
+
+/// A primary-key lookup, in index entries read sequentially (roughly, on this machine).
+const SEEK_COST: u64 = 10;
+
+/// How [`Recording::blocked_grid`] reads the spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridStrategy {
+    /// Every span on screen, counted exactly per column.
+    Exact,
+    /// Per sample, the spans of at most this length ending within as many slices after
+    /// it, and the longer spans by length.
+    Window(u64),
+    /// Per rank and sample, the rank's span at or before the sample.
+    Seek,
+}
+
 /// One screen column of the overview charts: (min, max) over the slices it covers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Column {
@@ -175,6 +193,129 @@ impl Recording {
         Ok(())
     }
 
+    /// The cheapest way to fill the blocked grid for slices `first..end` with `samples`
+    /// samples, from two index lookups: the spans ending in a probe of [`SPAN_PROBE`]
+    /// slices in the middle (their density) and the longest span. Costs are in index
+    /// entries read; a primary-key lookup counts as [`SEEK_COST`] of them.
+    fn grid_strategy(
+        &self,
+        first: u64,
+        end: u64,
+        samples: u64,
+    ) -> Result<GridStrategy, RecordError> {
+        let len = end.saturating_sub(first);
+        let lo = (first + len / 2).saturating_sub(SPAN_PROBE / 2);
+        let probed: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM blocked_span WHERE last_slice >= ?1 AND last_slice < ?2",
+            )?
+            .query_row(params![lo as i64, (lo + SPAN_PROBE) as i64], |r| r.get(0))?;
+        let longest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT max(last_slice - first_slice) FROM blocked_span")?
+            .query_row([], |r| r.get(0))?;
+        let (probed, longest) = (probed.max(0) as u64, longest.unwrap_or(0).max(0) as u64);
+        let ranks = self.job.ranks as u64;
+        let exact = probed * len.div_ceil(SPAN_PROBE) + ranks;
+        // The window's split: spans longer than `k` are read per sample by length; pick
+        // the `k` (a power of two minus one, up to the longest) that reads the least.
+        let mut best = (u64::MAX, longest);
+        let mut k = 0u64;
+        loop {
+            let k_eff = k.min(longest);
+            let longer: i64 = self
+                .conn
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM blocked_span
+                     WHERE last_slice - first_slice > ?1 LIMIT 100000)",
+                )?
+                .query_row([k_eff as i64], |r| r.get(0))?;
+            let per_sample = (probed * (k_eff + 1)).div_ceil(SPAN_PROBE) + 1 + longer as u64;
+            if per_sample < best.0 {
+                best = (per_sample, k_eff);
+            }
+            if k_eff >= longest {
+                break;
+            }
+            k = k * 2 + 1;
+        }
+        let window = samples.saturating_mul(best.0);
+        let longest = best.1;
+        let seek = SEEK_COST * (ranks * samples).min(2 * exact);
+        Ok(if exact <= window.min(seek) {
+            GridStrategy::Exact
+        } else if window <= seek {
+            GridStrategy::Window(longest)
+        } else {
+            GridStrategy::Seek
+        })
+    }
+
+    /// The ranks blocked when `slice` started and their calls, by rank. The spans that
+    /// contain one slice are found either in the window of spans ending at most the longest
+    /// span's length after it (cheap when spans are short), or by one primary-key lookup
+    /// per rank (cheap when they are long), whichever an index probe says reads less.
+    pub fn blocked_at(&self, slice: u64) -> Result<Vec<(u32, String)>, RecordError> {
+        let longest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT max(last_slice - first_slice) FROM blocked_span")?
+            .query_row([], |r| r.get(0))?;
+        let longest = longest.unwrap_or(0).max(0) as u64;
+        let probe = longest.min(SPAN_PROBE);
+        let probed: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM blocked_span WHERE last_slice BETWEEN ?1 AND ?1 + ?2",
+            )?
+            .query_row(params![slice as i64, probe as i64], |r| r.get(0))?;
+        let window = probed.max(0) as u64 * (longest + 1).div_ceil(probe + 1);
+        let mut out: Vec<(u32, String)> = Vec::new();
+        if window <= SEEK_COST * self.job.ranks as u64 {
+            let mut st = self.conn.prepare_cached(
+                "SELECT rank, call FROM blocked_span
+                 WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1",
+            )?;
+            let rows = st.query_map(params![slice as i64, longest as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            for row in rows {
+                out.push(row?);
+            }
+            out.sort();
+        } else {
+            let mut st = self.conn.prepare_cached(
+                "SELECT last_slice, call FROM blocked_span
+                 WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
+            )?;
+            for rank in 0..self.job.ranks {
+                let span: Option<(i64, String)> = st
+                    .query_row(params![rank, slice as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                if let Some((_, call)) = span.filter(|s| s.0 >= slice as i64) {
+                    out.push((rank, call));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// GRID_SAMPLES slices per column (slice, column), ascending.
+    fn grid_samples(&self, first: u64, per_col: u64, cols: usize) -> Vec<(i64, i64)> {
+        let step = per_col / GRID_SAMPLES;
+        let mut samples = Vec::with_capacity(cols * GRID_SAMPLES as usize);
+        for c in 0..cols as u64 {
+            for k in 0..GRID_SAMPLES {
+                let s = first + c * per_col + k * step;
+                if s > self.last_slice {
+                    return samples;
+                }
+                samples.push((s as i64, c as i64));
+            }
+        }
+        samples
+    }
+
     /// The blocked-process grid for every rank over the given columns.
     pub fn blocked_grid(
         &self,
@@ -182,7 +323,28 @@ impl Recording {
         per_col: u64,
         cols: usize,
     ) -> Result<BlockedGrid, RecordError> {
+        let per_col = per_col.max(1);
+        let end = first + per_col * cols as u64;
+        // Exact when the screen's spans are few enough to read them all (any zoom for a
+        // job with long spans, like a 1,000-rank token ring); sampled otherwise.
+        let strategy = if per_col <= GRID_SAMPLES {
+            GridStrategy::Exact
+        } else {
+            self.grid_strategy(first, end, cols as u64 * GRID_SAMPLES)?
+        };
+        self.blocked_grid_by(first, per_col, cols, strategy)
+    }
+
+    #[doc(hidden)]
+    pub fn blocked_grid_by(
+        &self,
+        first: u64,
+        per_col: u64,
+        cols: usize,
+        strategy: GridStrategy,
+    ) -> Result<BlockedGrid, RecordError> {
         let ranks = self.job.ranks as usize;
+        let end = first + per_col * cols as u64;
         // counts[rank][col] = (call index, slices) of the most frequent call so far.
         let mut tally: Vec<Vec<Vec<(u16, u32)>>> = vec![vec![Vec::new(); cols]; ranks];
         let mut grid = BlockedGrid {
@@ -209,41 +371,73 @@ impl Recording {
                 None => t.push((idx, n as u32)),
             }
         };
-        if per_col <= GRID_SAMPLES {
-            let end = first + per_col * cols as u64;
-            let mut st = self.conn.prepare_cached(
-                "SELECT (slice - ?1) / ?2 AS col, rank, call, count(*) FROM blocked
-                 WHERE slice >= ?1 AND slice < ?3 GROUP BY col, rank, call",
-            )?;
-            let mut rows = st.query(params![first as i64, per_col as i64, end as i64])?;
-            while let Some(r) = rows.next()? {
-                add(&mut grid, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
-            }
-        } else {
-            // Sample GRID_SAMPLES slices per column, each looked up by primary key.
-            let step = per_col / GRID_SAMPLES;
-            let mut samples = String::from("[");
-            for c in 0..cols as u64 {
-                for k in 0..GRID_SAMPLES {
-                    let s = first + c * per_col + k * step;
-                    if s > self.last_slice {
-                        break;
+        match strategy {
+            GridStrategy::Exact => {
+                // Every span overlapping the screen, split over the columns it covers.
+                let mut st = self.conn.prepare_cached(
+                    "SELECT rank, call, max(first_slice, ?1), min(last_slice, ?2 - 1)
+                     FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2",
+                )?;
+                let mut rows = st.query(params![first as i64, end as i64])?;
+                while let Some(r) = rows.next()? {
+                    let (rank, call): (i64, String) = (r.get(0)?, r.get(1)?);
+                    let (lo, hi): (i64, i64) = (r.get(2)?, r.get(3)?);
+                    let mut s = lo;
+                    while s <= hi {
+                        let col = (s - first as i64) / per_col as i64;
+                        let col_end = first as i64 + (col + 1) * per_col as i64 - 1;
+                        let n = col_end.min(hi) - s + 1;
+                        add(&mut grid, col, rank, call.clone(), n);
+                        s = col_end + 1;
                     }
-                    if samples.len() > 1 {
-                        samples.push(',');
-                    }
-                    samples.push_str(&s.to_string());
                 }
             }
-            samples.push(']');
-            let mut st = self.conn.prepare_cached(
-                "SELECT (b.slice - ?1) / ?2 AS col, b.rank, b.call, count(*)
-                 FROM json_each(?3) AS j JOIN blocked AS b ON b.slice = j.value
-                 GROUP BY col, b.rank, b.call",
-            )?;
-            let mut rows = st.query(params![first as i64, per_col as i64, samples])?;
-            while let Some(r) = rows.next()? {
-                add(&mut grid, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            GridStrategy::Window(k) => {
+                // Each sample's spans: those of length up to `k` ending at most `k` slices
+                // after it (an index range over `blocked_span_last`, which covers the
+                // query), and the longer ones (a range over `blocked_span_length`, named:
+                // the planner would otherwise scan every later span by last slice).
+                let mut st = self.conn.prepare_cached(
+                    "SELECT rank, call FROM blocked_span
+                     WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1
+                       AND last_slice - first_slice <= ?2
+                     UNION ALL
+                     SELECT rank, call FROM blocked_span INDEXED BY blocked_span_length
+                     WHERE last_slice - first_slice > ?2 AND first_slice <= ?1
+                       AND last_slice >= ?1",
+                )?;
+                for (s, col) in self.grid_samples(first, per_col, cols) {
+                    let mut rows = st.query(params![s, k as i64])?;
+                    while let Some(r) = rows.next()? {
+                        add(&mut grid, col, r.get(0)?, r.get(1)?, 1);
+                    }
+                }
+            }
+            GridStrategy::Seek => {
+                // Per rank, the span at or before a sample is one primary-key lookup, and
+                // it answers every later sample it covers.
+                let samples = self.grid_samples(first, per_col, cols);
+                let mut st = self.conn.prepare_cached(
+                    "SELECT first_slice, last_slice, call FROM blocked_span
+                     WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
+                )?;
+                for rank in 0..ranks as i64 {
+                    let mut span: Option<(i64, i64, String)> = None;
+                    for &(s, col) in &samples {
+                        if !span.as_ref().is_some_and(|(f, l, _)| *f <= s && s <= *l) {
+                            span = st
+                                .query_row(params![rank, s], |r| {
+                                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                                })
+                                .optional()?;
+                        }
+                        if let Some((_, l, call)) = &span {
+                            if s <= *l {
+                                add(&mut grid, col, rank, call.clone(), 1);
+                            }
+                        }
+                    }
+                }
             }
         }
         for (rank, cols) in tally.iter().enumerate() {
@@ -328,15 +522,24 @@ impl Recording {
     ) -> Result<Option<u64>, RecordError> {
         let (op, order) = if forward { (">", "") } else { ("<", "DESC") };
         let mut best: Option<u64> = None;
-        for table in [("blocked", "call"), ("descriptor", "kind")] {
-            let sql = format!(
-                "SELECT slice FROM {} WHERE slice {op} ?1 AND {} LIKE ?2 ORDER BY slice {order} LIMIT 1",
-                table.0, table.1
-            );
+        // Blocked calls are spans: the nearest slice of a matching span beyond `from`.
+        let spans = if forward {
+            "SELECT min(max(first_slice, ?1 + 1)) FROM blocked_span
+             WHERE last_slice > ?1 AND call LIKE ?2"
+        } else {
+            "SELECT max(min(last_slice, ?1 - 1)) FROM blocked_span
+             WHERE first_slice < ?1 AND call LIKE ?2"
+        };
+        let descriptors = format!(
+            "SELECT slice FROM descriptor WHERE slice {op} ?1 AND kind LIKE ?2
+             ORDER BY slice {order} LIMIT 1"
+        );
+        for sql in [spans, descriptors.as_str()] {
             let s: Option<i64> = self
                 .conn
-                .query_row(&sql, params![from as i64, pattern], |r| r.get(0))
-                .optional()?;
+                .query_row(sql, params![from as i64, pattern], |r| r.get(0))
+                .optional()?
+                .flatten();
             if let Some(s) = s.map(|s| s as u64) {
                 best = Some(match best {
                     None => s,
@@ -358,14 +561,7 @@ impl Recording {
         let descriptors = st
             .query_map([slice as i64], super::descriptor_row)?
             .collect::<Result<Vec<_>, _>>()?;
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT rank, call FROM blocked WHERE slice = ?1 ORDER BY rank")?;
-        let blocked_calls = st
-            .query_map([slice as i64], |r| {
-                Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
+        let blocked_calls = self.blocked_at(slice)?;
         // A rank blocked at the start of the slice is blocked in a call it posted before:
         // its latest descriptor handled by this slice is what it waits on.
         let decisions = self.decisions(slice)?.unwrap_or_default();

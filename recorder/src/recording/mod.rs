@@ -29,7 +29,8 @@ use crate::replay_log::ReplayLog;
 use crate::RecordError;
 
 pub use browse::{
-    BlockedGrid, BlockedRank, Column, Notable, ProcessStats, RankTotals, SliceDetail, GRID_SAMPLES,
+    BlockedGrid, BlockedRank, Column, GridStrategy, Notable, ProcessStats, RankTotals, SliceDetail,
+    GRID_SAMPLES,
 };
 pub use job::{FailedRank, Job};
 pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};
@@ -37,7 +38,10 @@ pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};
 /// Files up to this size get SQLite's `quick_check` (every page read) when opened with
 /// [`Check::UpTo`]; bigger ones only the header, version and table checks, so a huge
 /// recording opens at once in the terminal UI.
-pub const FULL_CHECK_MAX_BYTES: u64 = 64 << 20;
+/// 16 MiB is about 150 ms of checking on a 2-core machine under load, half the terminal
+/// UI's 300 ms budget for its first frame (64 MiB took 1.3 s: a 1,000-rank token ring's
+/// 44 MB recording missed it by 4x). `strobe stats` and `strobe replay` check every file.
+pub const FULL_CHECK_MAX_BYTES: u64 = 16 << 20;
 
 /// How thoroughly [`Recording::open_with`] checks the file's pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +169,10 @@ impl Recording {
                 |r| r.get::<_, i64>(0),
             )? > 0)
         };
+        if format < crate::migrations::BLOCKED_SPANS_VERSION && table("blocked")? {
+            // Older files keep one `blocked` row per rank and slice: read them as spans.
+            conn.execute_batch(crate::migrations::OLD_BLOCKED_SPANS)?;
+        }
         let has_summaries = table("summary_getts")? && table("summary_node")?;
         let has_decision_sets = table("slice_decisions")?;
         let job = Job::read(&conn)?;

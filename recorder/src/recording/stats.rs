@@ -231,8 +231,8 @@ impl Recording {
 
     fn blocked_calls(&self) -> Result<Vec<BlockedCall>, RecordError> {
         let mut st = self.conn.prepare(
-            "SELECT call, count(*), count(DISTINCT rank) FROM blocked GROUP BY call
-             ORDER BY count(*) DESC, call",
+            "SELECT call, sum(last_slice - first_slice + 1) AS n, count(DISTINCT rank)
+             FROM blocked_span GROUP BY call ORDER BY n DESC, call",
         )?;
         let rows = st
             .query_map([], |r| {

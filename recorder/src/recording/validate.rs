@@ -271,6 +271,19 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
         "SELECT slice FROM blocked WHERE typeof(call) != 'text' OR rank < 0
          OR typeof(rank) != 'integer' OR slice < 1 LIMIT 1",
     ),
+    // Format 6: spans must be well-formed and never overlap for one rank (the old table's
+    // primary key (slice, rank) made a rank blocked twice in one slice impossible).
+    (
+        "the blocked_span table",
+        "SELECT rank FROM blocked_span WHERE typeof(call) != 'text' OR rank < 0
+         OR typeof(rank) != 'integer' OR typeof(first_slice) != 'integer'
+         OR typeof(last_slice) != 'integer' OR first_slice < 1 OR last_slice < first_slice
+         UNION ALL
+         SELECT rank FROM (SELECT rank, first_slice,
+                lag(last_slice) OVER (PARTITION BY rank ORDER BY first_slice) AS prev
+                FROM blocked_span) WHERE first_slice <= prev
+         LIMIT 1",
+    ),
     // The per-process statistics `stats` prints (formats with the metrics tables). A
     // rank's wall, compute and communication times are not bounded here: they must add
     // up, which `stats`' accuracy check verifies and reports (exit 2 with a warning).
