@@ -161,9 +161,12 @@ impl P2p {
         let found = self.unexpected.iter().find_map(|(key, q)| {
             q.iter()
                 .position(|id| {
-                    live.get(id).is_some_and(|s| {
-                        s.rank == d.rank && s.request == d.aux && is_send(s.kind())
-                    })
+                    // A send completed eagerly cannot be cancelled any more (its data is in
+                    // node memory and will be delivered): the cancel has no effect.
+                    !self.eager.contains(id)
+                        && live.get(id).is_some_and(|s| {
+                            s.rank == d.rank && s.request == d.aux && is_send(s.kind())
+                        })
                 })
                 .map(|pos| (*key, pos))
         });
@@ -390,7 +393,10 @@ impl P2p {
             if cfg.eager_max == 0 {
                 break;
             }
-            let s = &live[&id];
+            // A send cancelled in the slice it was exchanged in is gone already.
+            let Some(s) = live.get(&id) else {
+                continue;
+            };
             if s.bytes > cfg.eager_max || self.eager_bytes + s.bytes > cfg.eager_budget {
                 continue;
             }

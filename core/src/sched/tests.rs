@@ -667,3 +667,32 @@ fn eager_off_in_version_1_keeps_the_old_decisions() {
     let s = j.send(0, 1, 1, 8);
     assert!(j.slice(vec![s]).is_empty());
 }
+
+#[test]
+fn cancel_with_eager_sends_never_loses_or_panics() {
+    // Cancelled in the slice it is exchanged in: cancelled, never made eager.
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let s = j.send(0, 1, 0, 8);
+    let mut c = j.desc(0, DescKind::Cancel);
+    c.aux = s.request;
+    c.request = 0;
+    let out = j.slice(vec![s, c]);
+    let (.., flags, _, _) = completion(&out, s.id()).unwrap();
+    assert_ne!(flags & COMPLETION_CANCELLED, 0);
+    assert_eq!(flags & COMPLETION_EAGER, 0);
+    // Completed eagerly first: the cancel has no effect and the message is still delivered.
+    let s2 = j.send(0, 1, 1, 8);
+    let out = j.slice(vec![s2]);
+    assert_eq!(completion(&out, s2.id()).unwrap().4, COMPLETION_EAGER);
+    let mut c2 = j.desc(0, DescKind::Cancel);
+    c2.aux = s2.request;
+    c2.request = 0;
+    let out = j.slice(vec![c2]);
+    assert!(
+        completion(&out, s2.id()).is_none(),
+        "completed once, not cancelled"
+    );
+    let rv = j.recv(1, 0, 1, 8);
+    let out = j.slice(vec![rv]);
+    assert_eq!(matches(&out), vec![(s2.id(), rv.id())]);
+}

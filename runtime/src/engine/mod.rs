@@ -152,6 +152,24 @@ impl JobShared {
     }
 }
 
+/// Run a node manager; a panic (a bug in strobe) ends the job at once with an engine failure
+/// naming it, instead of leaving the ranks blocked until a timeout.
+fn run_guarded(n: u32, nm: node::NodeManager, shared: &JobShared) -> Result<(), EngineError> {
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| nm.run()));
+    res.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let msg = format!("node manager {n} panicked (a bug in strobe): {what}");
+        *shared.outcome.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(EngineOutcome::Failed(msg.clone()));
+        shared.request_stop();
+        Err(EngineError::Other(msg))
+    })
+}
+
 /// A running engine: one thread per node.
 pub struct Engine {
     threads: Vec<JoinHandle<Result<(), EngineError>>>,
@@ -189,9 +207,10 @@ impl Engine {
                 sink.clone(),
                 source.clone(),
             );
+            let guard = shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("strobe-node{n}"))
-                .spawn(move || nm.run())
+                .spawn(move || run_guarded(n, nm, &guard))
                 .map_err(|e| EngineError::Other(format!("spawning node thread: {e}")))?;
             threads.push(t);
         }
