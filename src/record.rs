@@ -155,6 +155,8 @@ pub fn record_to(
         ..RecordOptions::default()
     };
     cfg.mmds_resolution = mmds_resolution(layers.histogram_resolution, opts.metrics)?;
+    // The job row describes the configuration the job runs with (set above).
+    info.histogram_resolution = cfg.mmds_resolution;
     // Existence, file type, the lock and --force are the recorder's (strobe_recorder::file).
     let rec = Arc::new(
         Recorder::create(out, &info, opts)
