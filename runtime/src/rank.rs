@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::calls::Primitive;
 use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
-use crate::outcome::{Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
+use crate::outcome::{LibcCall, Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
     self, leave_computing, resume_computing, resume_computing_from, ring_doorbell,
     ring_if_stretched, BlockedCall, Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN,
@@ -500,6 +500,29 @@ impl RankCtx {
         let ns = monotonic_ns();
         self.capture(&[OutcomeRec::wtime(ns)]);
         ns_to_seconds(ns)
+    }
+
+    /// A libc call outside MPI (`time`, `getpid`, ...; the C library interposes them): in a
+    /// recording, `real()` and capture its value; in replay, the recorded value, and a
+    /// different call at this point of the rank's outcome stream is a divergence. Called
+    /// only from the rank's application thread, outside any MPI call.
+    pub fn libc_value(&self, call: LibcCall, real: impl FnOnce() -> u64) -> u64 {
+        if self.replaying() {
+            return match self.next_recorded(call.name()) {
+                Outcome::Libc(c, v) if c == call => v,
+                other => self.diverge(
+                    Divergence::OutcomeKind,
+                    &format!(
+                        "the program called {} outside MPI, the recording has {} here",
+                        call.name(),
+                        other.describe()
+                    ),
+                ),
+            };
+        }
+        let v = real();
+        self.capture(&[OutcomeRec::libc(call, v)]);
+        v
     }
 
     /// Wait for one request and consume its completion.
