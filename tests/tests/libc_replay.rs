@@ -83,3 +83,69 @@ fn without_libc_replay_the_replay_does_not_reproduce_the_output() {
         rep.stdout
     );
 }
+
+/// Calls `time` then `getpid`, or the other way round when the file named by its argument
+/// exists: an input file changed between record and replay.
+const ORDER_SRC: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    long v;
+    if (access(argv[1], F_OK) == 0)
+        v = (long)getpid() + (long)time(NULL);
+    else {
+        v = (long)time(NULL);
+        v += (long)getpid();
+    }
+    printf("v=%ld\n", v);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+#[test]
+fn a_libc_call_out_of_the_recorded_order_is_a_divergence_naming_both() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("order.c");
+    std::fs::write(&src, ORDER_SRC).unwrap();
+    let prog = dir.path().join("order");
+    let strobe = strobe_tests::strobe().to_string_lossy().into_owned();
+    let cc = std::process::Command::new(&strobe)
+        .args(["mpicc", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .output()
+        .expect("strobe mpicc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let flip = dir.path().join("flip");
+    let db = dir.path().join("order.db");
+    let (db_s, prog_s, flip_s) = (
+        db.display().to_string(),
+        prog.display().to_string(),
+        flip.display().to_string(),
+    );
+    let rec = strobe_cmd(
+        &[
+            "record", "-o", &db_s, "--force", "-n", "1", "--", &prog_s, &flip_s,
+        ],
+        &[],
+    );
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    std::fs::write(&flip, "").unwrap();
+    let rep = replay(&db, &[], &[]);
+    assert_ne!(rep.code, 0, "{}", rep.stderr);
+    assert!(
+        rep.stderr
+            .contains("the program called getpid outside MPI, the recording has time = "),
+        "{}",
+        rep.stderr
+    );
+    assert!(rep.stderr.contains("replay DIVERGED"), "{}", rep.stderr);
+}
