@@ -176,8 +176,8 @@ struct JobArgs {
     /// RLIMIT_NPROC, memory); without it, -n is checked and refused when too large.
     #[arg(long, value_name = "N")]
     max_ranks: Option<u32>,
-    /// Do not record or replay the ranks' time, gettimeofday, clock_gettime and getpid
-    /// calls outside MPI (sets STROBE_LIBC_REPLAY=0 for the ranks).
+    /// Do not record or replay the ranks' time, gettimeofday, clock_gettime, getpid and
+    /// getrandom calls outside MPI (sets STROBE_LIBC_REPLAY=0 for the ranks).
     #[arg(long)]
     no_libc_replay: bool,
 }

@@ -32,8 +32,8 @@ pub const OUT_LIST: u32 = 3;
 pub const OUT_INDEX: u32 = 4;
 /// `MPI_Wtime` returned `value` nanoseconds on `CLOCK_MONOTONIC`.
 pub const OUT_WTIME: u32 = 5;
-/// A libc call outside MPI (`time`, `gettimeofday`, `clock_gettime`, `getpid`) returned
-/// `value`; `n` is which one ([`LibcCall`]).
+/// A libc call outside MPI (`time`, `gettimeofday`, `clock_gettime`, `getpid`,
+/// `getrandom`) returned `value`; `n` is which one ([`LibcCall`]).
 pub const OUT_LIBC: u32 = 6;
 
 /// The libc calls whose results a rank records and replays (`n` of an [`OUT_LIBC`] record).
@@ -50,11 +50,15 @@ pub enum LibcCall {
     ClockMonotonic = 4,
     /// `getpid()`.
     Getpid = 5,
+    /// `getrandom()`: its return value (bytes, or `-errno`); `RandomBytes` records follow.
+    Getrandom = 6,
+    /// Eight bytes `getrandom()` returned (little-endian; the last record zero-padded).
+    RandomBytes = 7,
 }
 
 impl LibcCall {
     /// The highest `n` a well-formed [`OUT_LIBC`] record has.
-    pub const MAX: u32 = 5;
+    pub const MAX: u32 = 7;
 
     pub fn from_n(n: u32) -> Option<LibcCall> {
         Some(match n {
@@ -63,6 +67,8 @@ impl LibcCall {
             3 => LibcCall::ClockRealtime,
             4 => LibcCall::ClockMonotonic,
             5 => LibcCall::Getpid,
+            6 => LibcCall::Getrandom,
+            7 => LibcCall::RandomBytes,
             _ => return None,
         })
     }
@@ -74,6 +80,8 @@ impl LibcCall {
             LibcCall::ClockRealtime => "clock_gettime(CLOCK_REALTIME)",
             LibcCall::ClockMonotonic => "clock_gettime(CLOCK_MONOTONIC)",
             LibcCall::Getpid => "getpid",
+            LibcCall::Getrandom => "getrandom",
+            LibcCall::RandomBytes => "getrandom (its bytes)",
         }
     }
 }

@@ -525,6 +525,44 @@ impl RankCtx {
         v
     }
 
+    /// `getrandom` outside MPI: `real` fills `buf` and returns the byte count or `-errno`;
+    /// recorded as that count and the bytes, eight per record (without allocating), and in
+    /// replay the recorded bytes are copied into `buf`.
+    pub fn libc_random(&self, buf: &mut [u8], real: impl FnOnce(&mut [u8]) -> i64) -> i64 {
+        if self.replaying() {
+            let ret = self.libc_value(LibcCall::Getrandom, || 0) as i64;
+            if ret > buf.len() as i64 {
+                self.diverge(
+                    Divergence::OutcomeKind,
+                    &format!(
+                        "the program asked getrandom for {} bytes, the recording returned {ret}",
+                        buf.len()
+                    ),
+                );
+            }
+            for c in buf[..ret.max(0) as usize].chunks_mut(8) {
+                let word = self.libc_value(LibcCall::RandomBytes, || 0).to_le_bytes();
+                c.copy_from_slice(&word[..c.len()]);
+            }
+            return ret;
+        }
+        let ret = real(buf);
+        self.capture(&[OutcomeRec::libc(LibcCall::Getrandom, ret as u64)]);
+        let got = &buf[..ret.clamp(0, buf.len() as i64) as usize];
+        for group in got.chunks(8 * 32) {
+            let mut recs = [OutcomeRec::default(); 32];
+            let mut n = 0;
+            for c in group.chunks(8) {
+                let mut word = [0u8; 8];
+                word[..c.len()].copy_from_slice(c);
+                recs[n] = OutcomeRec::libc(LibcCall::RandomBytes, u64::from_le_bytes(word));
+                n += 1;
+            }
+            self.capture(&recs[..n]);
+        }
+        ret
+    }
+
     /// Wait for one request and consume its completion.
     pub fn wait(&self, call: impl Into<BlockedCall>, request: u64) -> Completion {
         self.block_until(call.into(), |done| done.contains_key(&request));

@@ -1,5 +1,6 @@
 //! Nondeterminism outside MPI (issue 17, item 8): `libmpi` interposes `time`,
-//! `gettimeofday`, `clock_gettime` (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`) and `getpid`, so a
+//! `gettimeofday`, `clock_gettime` (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`), `getpid` and
+//! `getrandom`, so a
 //! program that seeds `rand()` with `time(NULL) ^ getpid()` replays the run it recorded.
 //!
 //! While the rank is inside a recorded job (from a successful `MPI_Init` to `MPI_Finalize`,
@@ -13,7 +14,7 @@
 //!   `MPI_Init` or after `MPI_Finalize`, and every call when `STROBE_LIBC_REPLAY=0`
 //!   (`strobe record --no-libc-replay`);
 //! * other clocks (`CLOCK_PROCESS_CPUTIME_ID`, ...), and what is not interposed at all:
-//!   `gethostname` (the replay runs on the recording's machine), `getrandom`, reads of
+//!   `gethostname` (the replay runs on the recording's machine), `getentropy`, reads of
 //!   `/dev/urandom`, `rdtsc`, and direct system calls. rr covers those at the syscall level;
 //!   strobe stops at the libc entry points above (`docs/mpi-support.md`).
 //!
@@ -22,7 +23,7 @@
 //! `dlsym(RTLD_NEXT)` for the real functions), and the recording path catches panics.
 
 use std::cell::Cell;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -98,6 +99,33 @@ fn next_symbol(slot: &AtomicUsize, name: &'static [u8]) -> Option<usize> {
 
 static REAL_CLOCK_GETTIME: AtomicUsize = AtomicUsize::new(0);
 static REAL_GETPID: AtomicUsize = AtomicUsize::new(0);
+static REAL_GETRANDOM: AtomicUsize = AtomicUsize::new(0);
+
+/// The C library's `getrandom` into `buf`: the byte count, or `-errno`.
+fn real_getrandom(buf: &mut [u8], flags: c_uint) -> i64 {
+    real_getrandom_raw(buf.as_mut_ptr().cast(), buf.len(), flags)
+}
+
+/// The C library's `getrandom` on the caller's pointer as given (null, zero length).
+fn real_getrandom_raw(p: *mut c_void, len: usize, flags: c_uint) -> i64 {
+    let ret = match next_symbol(&REAL_GETRANDOM, b"getrandom\0") {
+        Some(f) => {
+            // SAFETY: the symbol is libc's getrandom, of this signature.
+            let f: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> isize =
+                unsafe { std::mem::transmute(f) };
+            // SAFETY: the caller's pointer and length, as getrandom(2) takes them.
+            unsafe { f(p, len, flags) as i64 }
+        }
+        // SAFETY: the caller's pointer and length, as getrandom(2) takes them.
+        None => unsafe { libc::syscall(libc::SYS_getrandom, p, len, flags) },
+    };
+    if ret < 0 {
+        // SAFETY: errno is this thread's.
+        -i64::from(unsafe { *libc::__errno_location() })
+    } else {
+        ret
+    }
+}
 
 /// The C library's `clock_gettime` (the system call if it cannot be found).
 fn real_clock_gettime(clock: clockid_t, ts: *mut timespec) -> c_int {
@@ -194,4 +222,33 @@ pub unsafe extern "C" fn clock_gettime(clock: clockid_t, ts: *mut timespec) -> c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getpid() -> pid_t {
     replayed(LibcCall::Getpid, || real_getpid() as u32 as u64) as u32 as pid_t
+}
+
+/// `getrandom(2)`: the bytes (and the count, or the error) recorded and replayed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) -> isize {
+    let ret = if buf.is_null() || len == 0 || len > isize::MAX as usize {
+        real_getrandom_raw(buf, len, flags)
+    } else {
+        // SAFETY: getrandom(2) writes up to `len` bytes at a non-null `buf`.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+        if !RECORDING.with(|r| r.get()) || DEPTH.with(|d| d.get()) != 0 {
+            real_getrandom(bytes, flags)
+        } else {
+            let _nested = InMpi::enter();
+            let got = catch_unwind(AssertUnwindSafe(|| {
+                RankCtx::get().map(|ctx| ctx.libc_random(bytes, |b| real_getrandom(b, flags)))
+            }));
+            match got {
+                Ok(Some(r)) => r,
+                _ => real_getrandom(bytes, flags),
+            }
+        }
+    };
+    if ret < 0 {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = (-ret) as c_int };
+        return -1;
+    }
+    ret as isize
 }
