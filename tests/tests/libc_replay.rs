@@ -1,7 +1,8 @@
 //! Nondeterminism outside MPI (issue 17, item 8): a C program that seeds `rand()` with
-//! `time(NULL) ^ getpid()` and prints clock readings replays with identical output, again
-//! and again as the clock moves on, because libmpi records and replays those libc calls;
-//! with `--no-libc-replay` the same program does not (the test can fail).
+//! `time(NULL) ^ getpid()` and prints clock readings and `getrandom` bytes replays with
+//! identical output, again and again as the clock moves on, because libmpi records and
+//! replays those libc calls; with `--no-libc-replay` the same program does not (the test
+//! can fail).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,7 +44,7 @@ fn time_and_pid_seeded_program_replays_with_identical_output() {
     let rec = record(&db, &prog, &[]);
     assert_eq!(rec.code, 0, "record failed: {}", rec.stderr);
     assert!(
-        rec.stdout.contains("time_seed ok ranks=3"),
+        rec.stdout.contains("time_seed ok ranks=3") && rec.stdout.contains(" random="),
         "{}",
         rec.stdout
     );
