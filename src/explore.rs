@@ -182,6 +182,10 @@ fn job_args(job: &strobe_recorder::Job, timeout: Duration) -> JobArgs {
         decision_log: None,
         summary: false,
         max_ranks: None,
+        no_libc_replay: job
+            .env
+            .iter()
+            .any(|(k, v)| k == "STROBE_LIBC_REPLAY" && v.trim() == "0"),
     }
 }
 

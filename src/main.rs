@@ -176,6 +176,10 @@ struct JobArgs {
     /// RLIMIT_NPROC, memory); without it, -n is checked and refused when too large.
     #[arg(long, value_name = "N")]
     max_ranks: Option<u32>,
+    /// Do not record or replay the ranks' time, gettimeofday, clock_gettime, getpid and
+    /// getrandom calls outside MPI (sets STROBE_LIBC_REPLAY=0 for the ranks).
+    #[arg(long)]
+    no_libc_replay: bool,
 }
 
 #[derive(Args)]
@@ -346,7 +350,11 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         args: args.to_vec(),
         tag_output: job.tag_output,
         timeout,
-        env: Vec::new(),
+        env: if job.no_libc_replay {
+            vec![("STROBE_LIBC_REPLAY".into(), "0".into())]
+        } else {
+            Vec::new()
+        },
         mmds_resolution: 0,
         output: None,
     })
@@ -501,6 +509,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         decision_log: None,
         summary: false,
         max_ranks: None,
+        no_libc_replay: false,
     };
     let code = record::record_to(
         &job,

@@ -140,7 +140,10 @@ pub fn record_to(
         .extend(extras.env.iter().map(|(k, v)| (k.into(), v.into())));
     cfg.output = extras.output.clone();
     let mut info = JobInfo::new(&cfg, command);
-    for (k, v) in &extras.env {
+    let no_libc = job
+        .no_libc_replay
+        .then(|| ("STROBE_LIBC_REPLAY".to_string(), "0".to_string()));
+    for (k, v) in extras.env.iter().chain(no_libc.iter()) {
         info.env.retain(|(ek, _)| ek != k);
         info.env.push((k.clone(), v.clone()));
     }

@@ -29,6 +29,8 @@ pub const STORED_ENV: &[&str] = &[
     "STROBE_METRICS",
     "STROBE_HISTOGRAM_RESOLUTION",
     "STROBE_LOG",
+    // `0`: the ranks' time/getpid calls were not recorded (the replay must match).
+    "STROBE_LIBC_REPLAY",
 ];
 
 /// Whether a variable is on the stored allow-list.

@@ -12,7 +12,11 @@
 //!   `varint(x << 2 | t)`: `t = 0` a run of `x` failed tests; `t = 1` a call that reported
 //!   all of its `x` requests; `t = 2` a list of `x` indices follows (first absolute, then
 //!   each minus the previous minus one); `t = 3` an `MPI_Wtime` value, `x` the zigzag delta
-//!   in nanoseconds from the rank's previous one.
+//!   in nanoseconds from the rank's previous one. The token `2` (a list of no indices,
+//!   which no call reports) is an escape for a libc call outside MPI (`time`, `getpid`,
+//!   ...): `varint(which)` follows (`strobe_runtime::outcome::LibcCall`), then the zigzag
+//!   delta of its value from the rank's previous value of the same call. Recordings made
+//!   before it never hold a `2`, so they read as they did.
 //! * **blocked** (stream 2): whether the rank was blocked in an MPI call when each slice
 //!   started is timing, and deadlock detection and the schedule log's `blocked` table
 //!   depend on it, so replay takes it from here. Most of it is predictable from the
@@ -30,7 +34,9 @@ use std::collections::BTreeSet;
 
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::{Descriptor, FLAG_BLOCKING};
-use strobe_runtime::outcome::{OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIST, OUT_WTIME};
+use strobe_runtime::outcome::{
+    LibcCall, OutcomeRec, OUT_ALL, OUT_FAILS, OUT_INDEX, OUT_LIBC, OUT_LIST, OUT_WTIME,
+};
 use strobe_runtime::sched::Decision;
 
 use crate::recording::validate::MAX_SLICES;
@@ -152,6 +158,8 @@ struct RankState {
     last_post_slice: u64,
     posting: Vec<u8>,
     last_wtime: u64,
+    /// The previous value of each libc call (`LibcCall as usize`), for deltas.
+    last_libc: [u64; LibcCall::MAX as usize + 1],
     prev_index: Option<u64>,
     outcomes: Vec<u8>,
     /// Whether the rank's actual blocked state differs from the prediction.
@@ -278,6 +286,14 @@ impl ReplayLogEncoder {
                     let d = r.value.wrapping_sub(st.last_wtime) as i64;
                     st.last_wtime = r.value;
                     put_varint(o, zigzag(d) << 2 | 3);
+                }
+                OUT_LIBC if LibcCall::from_n(r.n).is_some() => {
+                    let last = &mut st.last_libc[r.n as usize];
+                    let d = r.value.wrapping_sub(*last) as i64;
+                    *last = r.value;
+                    put_varint(o, LIBC_ESCAPE);
+                    put_varint(o, r.n as u64);
+                    put_varint(o, zigzag(d));
                 }
                 // Unknown kinds cannot come from this runtime; dropping one would shift the
                 // stream, so record it as a zero-length run the replay treats as damage.
@@ -550,12 +566,27 @@ impl Posted {
 /// the replay, which no recording can cause.
 const MAX_REQUESTS: u64 = 1 << 24;
 
+/// The outcome token that introduces a libc call (an empty index list, which no call reports).
+const LIBC_ESCAPE: u64 = 2;
+
 fn decode_outcomes(rd: &mut VarintReader<'_>) -> Result<Vec<OutcomeRec>, String> {
     let mut out = Vec::new();
     let mut last_wtime = 0u64;
+    let mut last_libc = [0u64; LibcCall::MAX as usize + 1];
     while !rd.at_end() {
         let v = rd.read()?;
         let x = v >> 2;
+        if v == LIBC_ESCAPE {
+            let which = rd.read()?;
+            let call = u32::try_from(which)
+                .ok()
+                .and_then(LibcCall::from_n)
+                .ok_or_else(|| format!("bad libc call {which} in the outcome stream"))?;
+            let last = &mut last_libc[call as usize];
+            *last = last.wrapping_add(unzigzag(rd.read()?) as u64);
+            out.push(OutcomeRec::libc(call, *last));
+            continue;
+        }
         match v & 3 {
             0 if x > 0 && x <= u32::MAX as u64 => out.push(OutcomeRec::fails(x as u32)),
             1 if x <= MAX_REQUESTS => out.push(OutcomeRec {
@@ -634,6 +665,8 @@ mod tests {
         enc.slice(2, &[], &[], &[0, 1], &[(0, 0)]);
         enc.slice(7, &[(0, 1)], &[], &[1], &[]);
         enc.outcomes(0, &[OutcomeRec::wtime(999_999_000), OutcomeRec::fails(1)]);
+        enc.outcomes(0, &[OutcomeRec::libc(LibcCall::Time, 1_763_860_000)]);
+        enc.outcomes(0, &[OutcomeRec::libc(LibcCall::Time, 1_763_859_999)]);
         enc.outcomes(0, &OutcomeRec::for_indices(&[0, 1, 2], 3));
         enc.flush(&c).unwrap();
         for s in 1..=7i64 {
@@ -656,6 +689,8 @@ mod tests {
                 OutcomeRec::wtime(1_000_000_000),
                 OutcomeRec::wtime(999_999_000),
                 OutcomeRec::fails(1),
+                OutcomeRec::libc(LibcCall::Time, 1_763_860_000),
+                OutcomeRec::libc(LibcCall::Time, 1_763_859_999),
                 OutcomeRec {
                     kind: OUT_ALL,
                     n: 3,

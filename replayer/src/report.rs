@@ -10,8 +10,8 @@ use crate::source::{Divergence, Shared};
 use crate::{outcome_name, Verdict};
 
 const HINT: &str = "hint: the program did something the recorded run did not. Typical causes: \
-nondeterminism that does not pass through MPI (threads, signals, rand() seeded by the time, \
-reading the clock directly instead of MPI_Wtime, addresses), a different binary (rebuilt, \
+nondeterminism that does not pass through MPI (threads, signals, getrandom or /dev/urandom, \
+clocks read in other threads or under --no-libc-replay, addresses), a different binary (rebuilt, \
 other flags: see --program), different input files, or a different environment or working \
 directory than the recording's (the recording keeps STROBE_*, OMP_* and MPIEXEC_TIMEOUT).";
 

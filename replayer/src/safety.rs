@@ -142,6 +142,7 @@ impl LaunchPlan {
 /// Whether a recorded variable is passed to the replayed ranks.
 pub fn passed_var(k: &str) -> bool {
     k == "MPIEXEC_TIMEOUT"
+        || k == "STROBE_LIBC_REPLAY"
         || (k.starts_with("OMP_")
             && k.len() > 4
             && k.bytes()
@@ -161,6 +162,10 @@ pub(crate) fn rank_env(
     outcomes: &Path,
 ) -> Vec<(OsString, OsString)> {
     let mut env = plan.env.clone();
+    // Whether the ranks' libc calls are replayed is the recording's, never the shell's.
+    if !env.iter().any(|(k, _)| k == "STROBE_LIBC_REPLAY") {
+        env.push(("STROBE_LIBC_REPLAY".into(), "1".into()));
+    }
     env.push((ENV_REPLAY_OUTCOMES.into(), outcomes.as_os_str().to_owned()));
     // Any process of the user may attach (gdb -p) only when this replay can hold the
     // ranks for a debugger; otherwise only strobe and its descendants (procmem).

@@ -32,6 +32,59 @@ pub const OUT_LIST: u32 = 3;
 pub const OUT_INDEX: u32 = 4;
 /// `MPI_Wtime` returned `value` nanoseconds on `CLOCK_MONOTONIC`.
 pub const OUT_WTIME: u32 = 5;
+/// A libc call outside MPI (`time`, `gettimeofday`, `clock_gettime`, `getpid`,
+/// `getrandom`) returned `value`; `n` is which one ([`LibcCall`]).
+pub const OUT_LIBC: u32 = 6;
+
+/// The libc calls whose results a rank records and replays (`n` of an [`OUT_LIBC`] record).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LibcCall {
+    /// `time()`: seconds since the epoch.
+    Time = 1,
+    /// `gettimeofday()`: microseconds since the epoch.
+    Gettimeofday = 2,
+    /// `clock_gettime(CLOCK_REALTIME)`: nanoseconds.
+    ClockRealtime = 3,
+    /// `clock_gettime(CLOCK_MONOTONIC)`: nanoseconds.
+    ClockMonotonic = 4,
+    /// `getpid()`.
+    Getpid = 5,
+    /// `getrandom()`: its return value (bytes, or `-errno`); `RandomBytes` records follow.
+    Getrandom = 6,
+    /// Eight bytes `getrandom()` returned (little-endian; the last record zero-padded).
+    RandomBytes = 7,
+}
+
+impl LibcCall {
+    /// The highest `n` a well-formed [`OUT_LIBC`] record has.
+    pub const MAX: u32 = 7;
+
+    pub fn from_n(n: u32) -> Option<LibcCall> {
+        Some(match n {
+            1 => LibcCall::Time,
+            2 => LibcCall::Gettimeofday,
+            3 => LibcCall::ClockRealtime,
+            4 => LibcCall::ClockMonotonic,
+            5 => LibcCall::Getpid,
+            6 => LibcCall::Getrandom,
+            7 => LibcCall::RandomBytes,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LibcCall::Time => "time",
+            LibcCall::Gettimeofday => "gettimeofday",
+            LibcCall::ClockRealtime => "clock_gettime(CLOCK_REALTIME)",
+            LibcCall::ClockMonotonic => "clock_gettime(CLOCK_MONOTONIC)",
+            LibcCall::Getpid => "getpid",
+            LibcCall::Getrandom => "getrandom",
+            LibcCall::RandomBytes => "getrandom (its bytes)",
+        }
+    }
+}
 
 /// One timing-dependent outcome record (16 bytes, plain data: it crosses processes).
 #[repr(C)]
@@ -55,6 +108,13 @@ impl OutcomeRec {
             kind: OUT_WTIME,
             n: 0,
             value: ns,
+        }
+    }
+    pub fn libc(call: LibcCall, value: u64) -> Self {
+        OutcomeRec {
+            kind: OUT_LIBC,
+            n: call as u32,
+            value,
         }
     }
 
@@ -94,6 +154,8 @@ pub enum Outcome {
     Indices(Vec<usize>),
     /// `MPI_Wtime`, in nanoseconds.
     Wtime(u64),
+    /// A libc call outside MPI and the value it returned.
+    Libc(LibcCall, u64),
 }
 
 impl Outcome {
@@ -102,6 +164,7 @@ impl Outcome {
             Outcome::Fail => "a test that found nothing complete".into(),
             Outcome::Indices(i) => format!("a test/wait reporting requests {i:?}"),
             Outcome::Wtime(ns) => format!("MPI_Wtime = {:.9}", *ns as f64 * 1e-9),
+            Outcome::Libc(call, v) => format!("{} = {v}", call.name()),
         }
     }
 }
@@ -168,6 +231,7 @@ impl OutcomeCursor {
                 Outcome::Indices(items.iter().map(|x| x.value as usize).collect())
             }
             OUT_WTIME => Outcome::Wtime(r.value),
+            OUT_LIBC => Outcome::Libc(LibcCall::from_n(r.n).ok_or(bad)?, r.value),
             _ => return Err(bad),
         };
         self.consumed += 1;
@@ -246,7 +310,11 @@ mod tests {
 
     #[test]
     fn cursor_expands_runs_and_lists() {
-        let mut recs = vec![OutcomeRec::fails(3), OutcomeRec::wtime(42)];
+        let mut recs = vec![
+            OutcomeRec::fails(3),
+            OutcomeRec::wtime(42),
+            OutcomeRec::libc(LibcCall::Getpid, 7),
+        ];
         recs.extend(OutcomeRec::for_indices(&[0, 1], 2));
         recs.extend(OutcomeRec::for_indices(&[1, 3], 4));
         let mut c = OutcomeCursor::new(recs);
@@ -254,10 +322,14 @@ mod tests {
             assert_eq!(c.next_outcome(), Ok(Some(Outcome::Fail)));
         }
         assert_eq!(c.next_outcome(), Ok(Some(Outcome::Wtime(42))));
+        assert_eq!(
+            c.next_outcome(),
+            Ok(Some(Outcome::Libc(LibcCall::Getpid, 7)))
+        );
         assert_eq!(c.next_outcome(), Ok(Some(Outcome::Indices(vec![0, 1]))));
         assert_eq!(c.next_outcome(), Ok(Some(Outcome::Indices(vec![1, 3]))));
         assert_eq!(c.next_outcome(), Ok(None));
-        assert_eq!(c.consumed, 6);
+        assert_eq!(c.consumed, 7);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::calls::Primitive;
 use crate::descriptor::{Completion, Descriptor};
 use crate::futex;
-use crate::outcome::{Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
+use crate::outcome::{LibcCall, Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
     self, leave_computing, resume_computing, resume_computing_from, ring_doorbell,
     ring_if_stretched, BlockedCall, Divergence, JobSegment, RankQueues, RankState, ENV_FD, ENV_LEN,
@@ -500,6 +500,67 @@ impl RankCtx {
         let ns = monotonic_ns();
         self.capture(&[OutcomeRec::wtime(ns)]);
         ns_to_seconds(ns)
+    }
+
+    /// A libc call outside MPI (`time`, `getpid`, ...; the C library interposes them): in a
+    /// recording, `real()` and capture its value; in replay, the recorded value, and a
+    /// different call at this point of the rank's outcome stream is a divergence. Called
+    /// only from the rank's application thread, outside any MPI call.
+    pub fn libc_value(&self, call: LibcCall, real: impl FnOnce() -> u64) -> u64 {
+        if self.replaying() {
+            return match self.next_recorded(call.name()) {
+                Outcome::Libc(c, v) if c == call => v,
+                other => self.diverge(
+                    Divergence::OutcomeKind,
+                    &format!(
+                        "the program called {} outside MPI, the recording has {} here",
+                        call.name(),
+                        other.describe()
+                    ),
+                ),
+            };
+        }
+        let v = real();
+        self.capture(&[OutcomeRec::libc(call, v)]);
+        v
+    }
+
+    /// `getrandom` outside MPI: `real` fills `buf` and returns the byte count or `-errno`;
+    /// recorded as that count and the bytes, eight per record (without allocating), and in
+    /// replay the recorded bytes are copied into `buf`.
+    pub fn libc_random(&self, buf: &mut [u8], real: impl FnOnce(&mut [u8]) -> i64) -> i64 {
+        if self.replaying() {
+            let ret = self.libc_value(LibcCall::Getrandom, || 0) as i64;
+            if ret > buf.len() as i64 {
+                self.diverge(
+                    Divergence::OutcomeKind,
+                    &format!(
+                        "the program asked getrandom for {} bytes, the recording returned {ret}",
+                        buf.len()
+                    ),
+                );
+            }
+            for c in buf[..ret.max(0) as usize].chunks_mut(8) {
+                let word = self.libc_value(LibcCall::RandomBytes, || 0).to_le_bytes();
+                c.copy_from_slice(&word[..c.len()]);
+            }
+            return ret;
+        }
+        let ret = real(buf);
+        self.capture(&[OutcomeRec::libc(LibcCall::Getrandom, ret as u64)]);
+        let got = &buf[..ret.clamp(0, buf.len() as i64) as usize];
+        for group in got.chunks(8 * 32) {
+            let mut recs = [OutcomeRec::default(); 32];
+            let mut n = 0;
+            for c in group.chunks(8) {
+                let mut word = [0u8; 8];
+                word[..c.len()].copy_from_slice(c);
+                recs[n] = OutcomeRec::libc(LibcCall::RandomBytes, u64::from_le_bytes(word));
+                n += 1;
+            }
+            self.capture(&recs[..n]);
+        }
+        ret
     }
 
     /// Wait for one request and consume its completion.

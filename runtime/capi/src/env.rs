@@ -50,6 +50,7 @@ fn init(provided: c_int) -> MpiResult {
     }
     s.initialized = true;
     s.thread_level = provided;
+    crate::libc_replay::start();
     Ok(())
 }
 
@@ -115,6 +116,7 @@ pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
     entry(Call::Finalize, COMM_WORLD, || {
         ready()?;
+        crate::libc_replay::stop();
         // MPI-2.2 8.7.1: MPI_Finalize first deletes MPI_COMM_SELF's attributes (their
         // delete callbacks are how libraries learn that MPI is finalizing).
         crate::attrs::delete_attrs(COMM_SELF)?;

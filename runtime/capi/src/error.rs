@@ -97,6 +97,8 @@ fn rank_text() -> String {
 /// (`MPI_COMM_WORLD` for calls without one).
 #[inline]
 pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
+    // Clock reads and getpid calls made inside an MPI call are the runtime's: not recorded.
+    let _in_mpi = crate::libc_replay::InMpi::enter();
     // Per-call monitoring (MMDS) under the C name: the Rust API calls inside are nested and
     // only pass up the bytes they move. Local calls (`MPI_Comm_rank`, ...) are not measured.
     // `primitive()` is a `match` on the typed identity: no string lookup per call.

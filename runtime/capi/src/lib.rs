@@ -39,6 +39,7 @@ mod icoll;
 mod info;
 mod intercoll;
 mod intercomm;
+mod libc_replay;
 mod message;
 mod p2p;
 mod pack;
