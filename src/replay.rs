@@ -14,6 +14,8 @@ use strobe_replayer::{Break, Controller, Event, ReplayOptions, EXIT_CANNOT_START
 
 use crate::cli_util;
 
+mod gdb;
+
 #[derive(Args)]
 pub struct ReplayArgs {
     /// The recording to replay (written by `strobe record`).
@@ -38,6 +40,20 @@ pub struct ReplayArgs {
     /// handled that call of that rank). Repeatable.
     #[arg(long = "break", value_name = "SPEC")]
     breaks: Vec<Break>,
+    /// Keep every rank alive and held at a replayed failure (deadlock, livelock, a failed
+    /// rank) instead of ending the job: held before the slice the recording failed in,
+    /// with pids and gdb commands printed (docs/replay-control.md).
+    #[arg(long)]
+    hold_at_failure: bool,
+    /// When the replay stops (a failure, which --gdb holds at, --until-slice, a
+    /// breakpoint), start gdb attached to rank RANK: in a new tmux window inside tmux,
+    /// else in the foreground (the replay ends when gdb exits).
+    #[arg(long, value_name = "RANK", conflicts_with = "tui")]
+    gdb: Option<u32>,
+    /// The debugger command for --gdb, run by sh; {pid} and {rank} are replaced
+    /// (default: $STROBE_GDB, else `gdb -p {pid}`).
+    #[arg(long, value_name = "CMD", requires = "gdb")]
+    gdb_command: Option<String>,
     /// Step slice by slice from the terminal (next, continue, run N, print, break, quit).
     #[arg(long)]
     step: bool,
@@ -99,6 +115,62 @@ fn parse_env(s: &str) -> Result<(OsString, OsString), String> {
     }
 }
 
+/// Whether a recorded failure is held for a debugger (`--hold-at-failure`, `--gdb`).
+fn holds_at_failure(a: &ReplayArgs) -> bool {
+    a.hold_at_failure || a.gdb.is_some()
+}
+
+/// The options of `--gdb` and `--hold-at-failure`, checked against the recording: the hold
+/// (slice, why) to set, or the exit status for a refusal (one line, exit 2). A file that
+/// cannot be read is left to the replayer to report.
+fn check_failure_hold(a: &ReplayArgs) -> Result<Option<(u64, String)>, i32> {
+    if !holds_at_failure(a) {
+        return Ok(None);
+    }
+    let refuse = |why: String| {
+        eprintln!("strobe: cannot replay {}: {why}", a.file.display());
+        EXIT_CANNOT_START
+    };
+    if a.gdb.is_some() {
+        match gdb::ptrace_check() {
+            Ok(Some(warning)) => eprintln!("strobe: warning: {warning}"),
+            Ok(None) => {}
+            Err(e) => return Err(refuse(format!("--gdb: {e}"))),
+        }
+    }
+    let Ok(rec) = strobe_recorder::Recording::open(&a.file) else {
+        return Ok(None);
+    };
+    let ranks = rec.job().ranks;
+    if let Some(r) = a.gdb.filter(|&r| r >= ranks) {
+        return Err(refuse(format!(
+            "--gdb {r}: rank {r} does not exist: the recording has {ranks} rank{} (0..={})",
+            if ranks == 1 { "" } else { "s" },
+            ranks.saturating_sub(1)
+        )));
+    }
+    let hold =
+        strobe_replayer::control::failure_slice(rec.job().outcome.as_deref(), rec.last_slice());
+    let other_stop = a.until_slice.is_some() || !a.breaks.is_empty() || a.step;
+    if hold.is_none() && !other_stop {
+        // Decision: refused rather than run to the end without ever starting gdb.
+        let outcome = rec
+            .job()
+            .outcome
+            .clone()
+            .unwrap_or_else(|| "no outcome".into());
+        let flag = if a.gdb.is_some() {
+            "--gdb"
+        } else {
+            "--hold-at-failure"
+        };
+        return Err(refuse(format!(
+            "{flag}: the recorded job did not fail ({outcome}), so there is no failure to stop at; give a stop (--until-slice S, --break SPEC, --step)"
+        )));
+    }
+    Ok(hold)
+}
+
 /// The replay options the command line asks for (not yet confirmed).
 fn options(a: &ReplayArgs) -> ReplayOptions {
     let mut env = a.env.clone();
@@ -124,7 +196,7 @@ fn options(a: &ReplayArgs) -> ReplayOptions {
         env,
         confirmed: false,
         replace: a.force,
-        attachable: a.control.is_some() || a.step || a.tui,
+        attachable: a.control.is_some() || a.step || a.tui || holds_at_failure(a),
     }
 }
 
@@ -363,6 +435,10 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     if let Some(code) = refuse_stops_that_never_fire(a) {
         return Ok(code);
     }
+    let failure_hold = match check_failure_hold(a) {
+        Ok(h) => h,
+        Err(code) => return Ok(code),
+    };
     let mut opts = options(a);
     if a.dry_run || a.tui {
         if let Some(code) = confirm(a, &mut opts)? {
@@ -373,7 +449,10 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         return replay_tui(a, opts);
     }
     let ctl = Arc::new(Controller::new());
-    let stops = a.until_slice.is_some() || !a.breaks.is_empty() || a.step;
+    if let Some((slice, why)) = failure_hold.clone() {
+        ctl.hold_before(slice, why);
+    }
+    let stops = a.until_slice.is_some() || !a.breaks.is_empty() || a.step || failure_hold.is_some();
     // Without --control, a socket in a fresh private directory (never a predictable name
     // in /tmp, where a planted file could stop the replay).
     let started = match &a.control {
@@ -402,10 +481,28 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     }
     // Pauses are announced on stderr (stdout belongs to the program).
     let events = ctl.subscribe();
-    let terminal_stepper = a.step || (stops && std::io::stdin().is_terminal());
+    // A foreground gdb owns the terminal: no stepper reads it.
+    let gdb_foreground = a.gdb.is_some() && std::env::var_os("TMUX").is_none_or(|t| t.is_empty());
+    let terminal_stepper = !gdb_foreground && (a.step || (stops && std::io::stdin().is_terminal()));
+    let mut debugger = a
+        .gdb
+        .map(|rank| (rank, gdb::template(a.gdb_command.as_deref()), ctl.clone()));
     std::thread::spawn(move || {
         for e in events {
             if let Event::Paused(p) = e {
+                // The debugger starts at the first stop only (it stays attached after).
+                if let Some((rank, template, ctl)) = debugger.take() {
+                    if !terminal_stepper {
+                        eprint!("{}", p.render());
+                    }
+                    if let Err(e) = gdb::start(&template, rank, &p) {
+                        eprintln!("strobe: --gdb {rank}: {e:#}");
+                    }
+                    if gdb_foreground {
+                        ctl.stop("gdb exited: the replay was ended".into());
+                    }
+                    continue;
+                }
                 if terminal_stepper {
                     // The stepper prints the report with its prompt.
                     continue;

@@ -360,6 +360,12 @@ impl Controller {
         self.lock().pending.push((s, reason));
     }
 
+    /// Hold before slice `s`, saying `reason` (`--hold-at-failure`, `--gdb`: the slice a
+    /// recorded failure happens in, from [`failure_slice`]).
+    pub fn hold_before(&self, s: u64, reason: String) {
+        self.pause_before(s, reason);
+    }
+
     pub(crate) fn finished(&self, verdict: String) {
         self.lock().finished = Some(verdict.clone());
         self.publish(Event::Finished(verdict));
@@ -434,6 +440,29 @@ impl Controller {
             }
         }
     }
+}
+
+/// Where `--hold-at-failure` (and `--gdb`) holds a replay of a recording that ended in
+/// `outcome` after `last_slice` slices: before the last slice, with why. The engine kills
+/// every rank once it declares the failure, so the hold comes one slice earlier: a
+/// deadlocked or livelocked rank is then already inside the call it never leaves (the
+/// replay gate waits for the ranks the recording has blocked to be in their call). For a
+/// failed rank (abort, crash signal) the others are held at their next MPI call while the
+/// failing one runs on to its failure unless it calls MPI first. `None` for a recording
+/// that did not fail (success, cut short, interrupted): there is no failure to hold at.
+pub fn failure_slice(outcome: Option<&str>, last_slice: u64) -> Option<(u64, String)> {
+    let what = match outcome? {
+        "deadlock" => "deadlocks",
+        "livelock" => "livelocks",
+        "rank_failed" => "has a rank fail",
+        _ => return None,
+    };
+    (last_slice > 0).then(|| {
+        (
+            last_slice,
+            format!("held at the failure: the recorded job {what} in slice {last_slice}"),
+        )
+    })
 }
 
 /// Whether the launcher has given every rank a pid (a rank that exited keeps its pid).
@@ -536,6 +565,19 @@ mod tests {
         assert!(e.contains("use call=MPI_Send"), "{e}");
         let e = b.check(&call(1, "MPI_Comm_rank")).unwrap_err();
         assert!(e.contains("never fire"), "{e}");
+    }
+
+    #[test]
+    fn failures_are_held_before_their_last_slice() {
+        let (s, why) = failure_slice(Some("deadlock"), 14).unwrap();
+        assert_eq!(s, 14);
+        assert!(why.contains("deadlocks in slice 14"), "{why}");
+        assert_eq!(failure_slice(Some("rank_failed"), 3).unwrap().0, 3);
+        assert_eq!(failure_slice(Some("livelock"), 9).unwrap().0, 9);
+        assert_eq!(failure_slice(Some("success"), 9), None);
+        assert_eq!(failure_slice(Some("interrupted"), 9), None);
+        assert_eq!(failure_slice(None, 9), None);
+        assert_eq!(failure_slice(Some("deadlock"), 0), None);
     }
 
     #[test]
