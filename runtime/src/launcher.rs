@@ -345,10 +345,10 @@ pub fn launch(
 
     let pids: Vec<i32> = children.iter().map(|c| c.id() as i32).collect();
     let (tx, rx) = mpsc::channel();
-    let expected = children.len();
+    let rank_pids = pids.clone();
     let reaper = std::thread::Builder::new()
         .name("strobe-reaper".into())
-        .spawn(move || reap(expected, tx))
+        .spawn(move || reap(rank_pids, tx))
         .expect("spawn reaper thread");
 
     let mut status: Vec<Option<i32>> = vec![None; pids.len()];
@@ -512,22 +512,62 @@ fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) 
 }
 
 /// Reaper thread: report every child exit.
-fn reap(mut expected: usize, tx: mpsc::Sender<Event>) {
-    while expected > 0 {
-        let mut status = 0;
-        // SAFETY: waitpid with a valid pointer to a local int.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if pid < 0 {
+fn reap(mut ranks: Vec<i32>, tx: mpsc::Sender<Event>) {
+    // Reap the ranks only: strobe starts other children too (gdb, tmux for `--gdb`), whose
+    // owners wait for them. `waitid(WNOWAIT)` peeks at the next exited child; a rank is then
+    // reaped, anyone else's child is left to its owner.
+    while !ranks.is_empty() {
+        // SAFETY: siginfo_t is plain data; an all-zero value is valid for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with a valid pointer to a local siginfo_t.
+        let rc = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if rc < 0 {
             if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
             return;
         }
-        expected -= 1;
+        // SAFETY: waitid filled `info` for an exited child (si_pid is valid for SIGCHLD).
+        let peeked = unsafe { info.si_pid() };
+        let Some(pos) = ranks.iter().position(|&p| p == peeked) else {
+            // Not a rank: its owner reaps it. Until it does, waitid keeps reporting it, so
+            // poll the ranks themselves meanwhile.
+            if !reap_exited_ranks(&mut ranks, &tx) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            continue;
+        };
+        let mut status = 0;
+        // SAFETY: waitpid on a known, exited child with a valid pointer to a local int.
+        let pid = unsafe { libc::waitpid(peeked, &mut status, 0) };
+        if pid != peeked {
+            continue;
+        }
+        ranks.swap_remove(pos);
         if tx.send(Event::Exited { pid, status }).is_err() {
             return;
         }
     }
+}
+
+/// Reap every rank that has exited, without blocking; false when the receiver is gone.
+fn reap_exited_ranks(ranks: &mut Vec<i32>, tx: &mpsc::Sender<Event>) -> bool {
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut status = 0;
+        // SAFETY: waitpid on one of our children with a valid pointer to a local int.
+        let pid = unsafe { libc::waitpid(ranks[i], &mut status, libc::WNOHANG) };
+        if pid == ranks[i] {
+            ranks.swap_remove(i);
+            if tx.send(Event::Exited { pid, status }).is_err() {
+                return false;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    true
 }
 
 /// Copy what strobe reads from its terminal to rank 0. The thread is never joined: it may

@@ -68,7 +68,6 @@ fn wait_for(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
 }
 
 #[test]
-#[ignore = "known broken: the launcher reaps children with waitpid(-1), so strobe's own wait for gdb/tmux gets ECHILD and the replay hangs (see the report)"]
 fn gdb_attaches_to_the_deadlocked_rank_in_a_tmux_window() {
     if !have_tools() {
         return;
@@ -159,7 +158,6 @@ fn gdb_attaches_to_the_deadlocked_rank_in_a_tmux_window() {
 }
 
 #[test]
-#[ignore = "known broken: the launcher reaps children with waitpid(-1), so strobe's own wait for gdb/tmux gets ECHILD and the replay hangs (see the report)"]
 fn gdb_in_the_foreground_ends_the_replay_when_it_exits() {
     if !have_tools() {
         return;
