@@ -36,7 +36,7 @@ struct Cli {
     /// Suite: rounds per configuration after the warm-up (default 5, 2 with --quick).
     #[arg(long)]
     rounds: Option<usize>,
-    /// Suite: only these sections (p2p, logp, collectives, papers, recording, scaling,
+    /// Suite: only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
     /// debugging, scale).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,

@@ -177,3 +177,45 @@ fn strobe_runs_the_whole_fixture_suite() {
     let all: Vec<&Fixture> = fixtures.iter().collect();
     run_suite(Launcher::Strobe, &all, dir.path());
 }
+
+/// The NAS IS-pattern kernel (fixtures/c/nas_is.c) sorts the same keys to the same checksum
+/// under strobe and under MPICH, on 2 and 4 ranks, at class S and at class W (a million
+/// keys: the MPI_Alltoallv moves megabytes) — bit for bit, not just "ok".
+#[test]
+fn nas_is_sorts_to_mpichs_checksum() {
+    require_mpich();
+    let fixtures: Vec<Fixture> = manifest()
+        .into_iter()
+        .filter(|f| f.name == "nas_is")
+        .collect();
+    assert_eq!(fixtures.len(), 1, "nas_is is in the manifest");
+    let mpich_dir = tempfile::tempdir().expect("temp dir");
+    build_all(&["mpicc.mpich"], &fixtures, mpich_dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let strobe_dir = tempfile::tempdir().expect("temp dir");
+    let strobe = strobe_tests::strobe().to_string_lossy().into_owned();
+    build_all(&[&strobe, "mpicc"], &fixtures, strobe_dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let ok_line = |end: &strobe_tests::c_fixtures::JobEnd| -> String {
+        assert_eq!(end.code, Some(0), "{}", end.describe());
+        let line = end.stdout.lines().find(|l| l.starts_with("nas_is ok "));
+        line.unwrap_or_else(|| panic!("no summary line: {}", end.describe()))
+            .to_string()
+    };
+    for class in ["S", "W"] {
+        for ranks in [2u32, 4] {
+            let args = [format!("class={class}"), "iters=3".to_string()];
+            let mut mpich = Command::new("mpiexec.mpich");
+            mpich
+                .args(["-launcher", "fork", "-n", &ranks.to_string()])
+                .arg(mpich_dir.path().join("nas_is"))
+                .args(&args);
+            let mut ours = Command::new(strobe_tests::strobe());
+            ours.args(["run", "-n", &ranks.to_string(), "--timeout", "120s", "--"])
+                .arg(strobe_dir.path().join("nas_is"))
+                .args(&args);
+            let reference = ok_line(&run_with_deadline(mpich, JOB_DEADLINE));
+            let got = ok_line(&run_with_deadline(ours, JOB_DEADLINE));
+            assert!(reference.contains("checksum="), "{reference}");
+            assert_eq!(got, reference, "class {class} on {ranks} ranks");
+        }
+    }
+}

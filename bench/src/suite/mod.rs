@@ -6,6 +6,7 @@
 
 mod build;
 mod debugging;
+mod nas;
 mod plot;
 mod report;
 mod runner;
@@ -33,8 +34,8 @@ pub struct SuiteArgs {
     pub out: Option<PathBuf>,
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
-    /// Only these sections (p2p, logp, collectives, papers, recording, scaling, debugging,
-    /// scale).
+    /// Only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
+    /// debugging, scale).
     pub only: Vec<String>,
 }
 
@@ -43,6 +44,7 @@ pub const SECTIONS: &[&str] = &[
     "logp",
     "collectives",
     "papers",
+    "nas",
     "recording",
     "scaling",
     "debugging",
@@ -204,6 +206,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "logp" => sections::logp(&ctx, &mut doc),
             "collectives" => sections::collectives(&ctx, &mut doc),
             "papers" => sections::papers(&ctx, &mut doc),
+            "nas" => nas::nas(&ctx, &mut doc),
             "recording" => sections::recording(&ctx, &mut doc),
             "scaling" => sections::scaling(&ctx, &mut doc),
             "debugging" => debugging::debugging(&ctx, &mut doc),

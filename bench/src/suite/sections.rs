@@ -12,9 +12,9 @@ use super::report::{cell, num, ratio, ratio_value, Summary, Table, Target};
 use super::runner::{value, Config, Launch, Run, Samples};
 use super::{Ctx, Doc};
 
-const ADAPTIVE: &str = "strobe";
+pub(super) const ADAPTIVE: &str = "strobe";
 const FIXED: &str = "strobe fixed 500us";
-const MPICH: &str = "mpich";
+pub(super) const MPICH: &str = "mpich";
 
 fn strobe_cfg(ctx: &Ctx, label: &str, launch: Launch, stem: &str) -> Result<Config> {
     Ok(Config {
@@ -25,7 +25,7 @@ fn strobe_cfg(ctx: &Ctx, label: &str, launch: Launch, stem: &str) -> Result<Conf
 }
 
 /// strobe (adaptive), optionally strobe fixed at 500 us, and MPICH when it is there.
-fn versus_mpich(ctx: &Ctx, stem: &str, fixed: bool) -> Result<Vec<Config>> {
+pub(super) fn versus_mpich(ctx: &Ctx, stem: &str, fixed: bool) -> Result<Vec<Config>> {
     let mut v = vec![strobe_cfg(ctx, ADAPTIVE, Launch::StrobeRun(vec![]), stem)?];
     if fixed {
         let extra = ["--strobe", "fixed", "--slice", "500us"]
@@ -44,7 +44,7 @@ fn versus_mpich(ctx: &Ctx, stem: &str, fixed: bool) -> Result<Vec<Config>> {
 }
 
 /// Summary over the runs of `label` of what `f` extracts from each.
-fn summ(s: &Samples, label: &str, f: impl Fn(&Run) -> Option<f64>) -> Option<Summary> {
+pub(super) fn summ(s: &Samples, label: &str, f: impl Fn(&Run) -> Option<f64>) -> Option<Summary> {
     let v: Vec<f64> = s.runs.get(label)?.iter().filter_map(f).collect();
     Summary::of(&v)
 }
@@ -61,7 +61,7 @@ pub(super) fn note_run(doc: &mut Doc, what: &str, s: &Samples) {
     }
 }
 
-fn args(v: &[&str]) -> Vec<String> {
+pub(super) fn args(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
