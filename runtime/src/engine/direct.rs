@@ -31,9 +31,13 @@ pub(super) fn dispatch_direct(
             len: c.len,
             tag: tag as u64,
         };
-        // The queue holds far more than one slice's chunks (the budget bounds them); if it
-        // is ever full, the copy still happens: the receiver's helper drains it meanwhile.
+        // The queue holds far more than one slice's P2P chunks (the budget bounds them).
         while queues[i].dma.push(&w).is_err() {
+            // Full (a collective can queue one block per member): wake the helper now so it
+            // drains while we wait, instead of after the loop.
+            let slot = shared.seg.slot(c.recv.rank);
+            slot.dma_req.fetch_add(1, Ordering::Release);
+            futex::wake_all(&slot.dma_req);
             std::thread::yield_now();
         }
         pushed[i] = pushed[i].wrapping_add(1);

@@ -43,6 +43,20 @@ pub struct Memory<'a> {
     pub bounce: &'a mut Vec<u8>,
     /// Node memory holding eager sends (`eager.rs`).
     pub eager: &'a EagerMemory,
+    /// BBM only: copies of at least this many bytes are not made here but collected for
+    /// the receiving ranks' own DMA Helpers (one copy instead of two through the bounce
+    /// buffer, and the ranks of a node copy in parallel instead of one after another).
+    pub defer: Option<Deferred>,
+}
+
+/// Large collective copies handed to the receivers' DMA Helpers (see [`Memory::defer`]).
+#[derive(Debug, Default)]
+pub struct Deferred {
+    /// The smallest copy deferred.
+    pub min: u64,
+    /// The member descriptor whose buffer the copies being made now write (for errors).
+    pub receiver: Option<DescRef>,
+    pub chunks: Vec<DirectChunk>,
 }
 
 fn pe(e: ProcMemError) -> RtError {
@@ -54,6 +68,21 @@ impl Memory<'_> {
     fn copy(&mut self, src: (u32, u64), dst: (u32, u64), len: u64) -> Result<(), RtError> {
         if len == 0 {
             return Ok(());
+        }
+        if let Some(d) = self.defer.as_mut() {
+            if let (true, Some(recv)) = (len >= d.min, d.receiver) {
+                // A legal program does not touch a collective's buffers before it
+                // completes, so the order of these copies against the ones made here does
+                // not matter; the node manager waits for all of them before RM delivers.
+                d.chunks.push(DirectChunk {
+                    recv,
+                    src_pid: self.pids[src.0 as usize],
+                    src_addr: src.1,
+                    dst_addr: dst.1,
+                    len,
+                });
+                return Ok(());
+            }
         }
         procmem::copy_between(
             self.pids[src.0 as usize],
@@ -264,6 +293,9 @@ fn move_data(
     for (i, p) in parts.iter().enumerate() {
         if !(mem.local)(p.rank) {
             continue;
+        }
+        if let Some(d) = mem.defer.as_mut() {
+            d.receiver = Some(p.id());
         }
         let r = match kind {
             DescKind::Barrier | DescKind::CommDup | DescKind::CommSplit => Ok(()),

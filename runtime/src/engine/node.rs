@@ -292,8 +292,7 @@ impl NodeManager {
             }
             Command::RunBbm => {
                 let tb = Instant::now();
-                let mut mem = self.memory();
-                helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, false, &mut w.writes);
+                self.run_bbm(w);
                 w.local.t_bbm = tb.elapsed();
                 Phase::Bbm
             }
@@ -487,6 +486,7 @@ impl NodeManager {
             local: &*self.is_local,
             bounce: &mut self.bounce,
             eager: &self.shared.eager,
+            defer: None,
         };
         let tp = Instant::now();
         // Eager sends completed this slice: their bytes go to node memory before the
@@ -504,6 +504,31 @@ impl NodeManager {
         self.shared.eager.release_empty(&w.dec, mem.local);
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
         w.local.t_p2p = tp.elapsed();
+    }
+
+    /// BBM: the Collective Helper moves the data-movement collectives' blocks into the local
+    /// members; blocks of `direct_copy_min` bytes or more go to the receiving ranks' own DMA
+    /// Helpers, as large P2P chunks do, and BBM ends when they are all copied.
+    fn run_bbm(&mut self, w: &mut SliceWork) {
+        let min = self.cfg.direct_copy_min;
+        let mut mem = self.memory();
+        mem.defer = Some(helpers::Deferred {
+            min,
+            ..Default::default()
+        });
+        helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, false, &mut w.writes);
+        let direct = mem.defer.take().map(|d| d.chunks).unwrap_or_default();
+        if direct.is_empty() {
+            return;
+        }
+        let waits = dispatch_direct(
+            &self.shared,
+            &self.local_ranks,
+            &self.queues,
+            &mut self.dma_pushed,
+            &direct,
+        );
+        await_direct(&self.shared, &waits, &direct, &mut w.errs);
     }
 
     /// The slice is over on this node: metrics, and on node 0 deadlock detection and the
@@ -548,6 +573,7 @@ impl NodeManager {
             local: &*self.is_local,
             bounce: &mut self.bounce,
             eager: &self.shared.eager,
+            defer: None,
         }
     }
 
