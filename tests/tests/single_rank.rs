@@ -282,7 +282,7 @@ fn uncaptured_rank_is_refused_with_the_command_to_capture_it() {
         &[],
         &[],
     );
-    assert_eq!(bad.code, 1, "{}", show(&bad));
+    assert_eq!(bad.code, 2, "{}", show(&bad));
     assert!(
         bad.stderr.contains("rank 7 does not exist"),
         "{}",
