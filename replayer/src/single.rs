@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
 
-use strobe_runtime::alone::{launch_alone, AloneReport, Delivery, DeliverySource, ReadRank};
+use strobe_runtime::alone::{
+    launch_alone, AloneReport, Debugger, Delivery, DeliverySource, ReadRank,
+};
 use strobe_runtime::descriptor::{DescKind, Descriptor};
 use strobe_runtime::engine::Payload;
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
@@ -231,8 +233,13 @@ fn recorded_end(rec: &Recording, rank: u32) -> (Option<i32>, Option<i32>) {
 }
 
 /// Replay rank `rank` of `opts.recording` alone. Changes this process's working directory
-/// to the recorded one, as [`crate::replay`] does.
-pub fn replay_rank(opts: &ReplayOptions, rank: u32) -> Result<ReplayReport, ReplayError> {
+/// to the recorded one, as [`crate::replay`] does. With a `debugger` (`--gdb`), it is
+/// started on the rank's pid and the rank is held at its first MPI call until it attached.
+pub fn replay_rank(
+    opts: &ReplayOptions,
+    rank: u32,
+    debugger: Option<Debugger>,
+) -> Result<ReplayReport, ReplayError> {
     let rec =
         Recording::open(&std::path::absolute(&opts.recording).unwrap_or(opts.recording.clone()))?;
     check_captured(&rec, rank)?;
@@ -275,7 +282,7 @@ pub fn replay_rank(opts: &ReplayOptions, rank: u32) -> Result<ReplayReport, Repl
         mmds_resolution: 0,
         output: opts.output.clone(),
     };
-    let report = launch_alone(&cfg, rank, &mut feed)?;
+    let report = launch_alone(&cfg, rank, &mut feed, debugger)?;
     Ok(verdict(&rec, rank, report, warnings))
 }
 

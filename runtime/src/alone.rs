@@ -108,13 +108,23 @@ struct Lone<'a> {
     /// Seen in the slot before the rank exited (the launcher's reaper is not there to
     /// overwrite it, but a dying rank's slot is read once, here).
     finalized: bool,
+    /// A debugger is attached: Ctrl-C is its (it interrupts the rank), not ours.
+    debugged: bool,
 }
 
-/// Run rank `rank` of a `cfg.engine.ranks`-rank job alone, fed by `src`.
+/// Starts a debugger on the lone rank's pid and returns when it exits (or, when it runs
+/// elsewhere, e.g. in a tmux window, once it is started).
+pub type Debugger = Box<dyn FnOnce(u32) + Send>;
+
+/// Run rank `rank` of a `cfg.engine.ranks`-rank job alone, fed by `src`. With a
+/// `debugger`, the rank is held at its first MPI call until a tracer is attached (or the
+/// debugger gave up), Ctrl-C is left to the debugger, and the run ends once the debugger
+/// has returned too.
 pub fn launch_alone(
     cfg: &LaunchConfig,
     rank: u32,
     src: &mut dyn DeliverySource,
+    debugger: Option<Debugger>,
 ) -> Result<AloneReport, LaunchError> {
     let ranks = cfg.engine.ranks;
     if rank >= ranks {
@@ -138,10 +148,20 @@ pub fn launch_alone(
         posted: 0,
         forwarders,
         finalized: false,
+        debugged: false,
     };
     let mut slices = 0;
     let mut stop = None;
-    for slice in 1..=src.last_slice() {
+    let debugger = debugger.map(|start| {
+        let pid = lone.pid() as u32;
+        lone.debugged = true;
+        std::thread::spawn(move || start(pid))
+    });
+    if let Some(d) = &debugger {
+        stop = lone.await_tracer(d).err();
+    }
+    let first = if stop.is_none() { 1 } else { u64::MAX };
+    for slice in first..=src.last_slice() {
         if let Err(s) = lone.run_slice(slice, src) {
             stop = Some(s);
             break;
@@ -163,6 +183,10 @@ pub fn launch_alone(
         Some(Stop::TimedOut) => (false, true),
         _ => (false, false),
     };
+    if let Some(d) = debugger {
+        // The debugger owns the terminal until it exits; the rank runs (or has ended).
+        let _ = d.join();
+    }
     lone.kill();
     for f in std::mem::take(&mut lone.forwarders) {
         let _ = f.join();
@@ -253,7 +277,7 @@ impl<'a> Lone<'a> {
 
     /// Interrupts, the timeout, the rank's own divergence report and its exit.
     fn watch(&mut self) -> Result<(), Stop> {
-        if INTERRUPTED.load(Ordering::SeqCst) {
+        if INTERRUPTED.load(Ordering::SeqCst) && !self.debugged {
             return Err(Stop::Interrupted);
         }
         if self.cfg.timeout.is_some_and(|t| self.started.elapsed() > t) {
@@ -277,6 +301,26 @@ impl<'a> Lone<'a> {
             Some(_) => Err(Stop::Exited),
             None => Ok(()),
         }
+    }
+
+    /// Hold the rank at its first MPI call until a tracer is attached to it (the
+    /// debugger's `attach` stops it wherever it is), or the debugger has returned.
+    fn await_tracer(&mut self, debugger: &std::thread::JoinHandle<()>) -> Result<(), Stop> {
+        let slot = self.seg_ref().slot(self.rank);
+        slot.post_limit.store(1, Ordering::Release);
+        let status = format!("/proc/{}/status", self.pid());
+        let traced = || {
+            std::fs::read_to_string(&status).is_ok_and(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("TracerPid:"))
+                    .is_some_and(|t| t.trim() != "0")
+            })
+        };
+        while !traced() && !debugger.is_finished() {
+            self.watch()?;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
     }
 
     /// Take what the rank posted and check each descriptor against the recording.

@@ -289,3 +289,49 @@ fn uncaptured_rank_is_refused_with_the_command_to_capture_it() {
         bad.stderr
     );
 }
+
+#[test]
+fn rank_alone_under_gdb_is_held_at_its_first_mpi_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("lone_rank", dir.path());
+    let db = dir.path().join("lone.db");
+    let rec = record_c_tagged(&db, &prog, "2");
+    assert_eq!(rec.code, 0, "record: {}", show(&rec));
+    let bt = dir.path().join("bt.txt");
+    // A batch gdb: attach, print the stack, detach; the rank then runs to its end.
+    let gdb = format!("gdb -q -batch -ex bt -p {{pid}} > {} 2>&1", bt.display());
+    let (dbs, out) = (
+        db.display().to_string(),
+        std::process::Command::new(strobe_tests::strobe())
+            .args([
+                "replay",
+                &db.display().to_string(),
+                "--rank",
+                "2",
+                "--gdb",
+                "2",
+            ])
+            .args(["--gdb-command", &gdb, "--timeout", "120s"])
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{dbs}: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        rank_output(&rec.stdout, 2),
+        "{stderr}"
+    );
+    let trace = std::fs::read_to_string(&bt).unwrap_or_default();
+    // Held at the first MPI call (lone_rank's MPI_Irecv), not somewhere later.
+    assert!(
+        trace.contains("hold_until_allowed") && trace.contains("Irecv"),
+        "gdb's backtrace:\n{trace}\n{stderr}"
+    );
+    // --gdb names the one rank that runs.
+    let other = replay_alone(&db, 2, &["--gdb", "1"]);
+    assert_eq!(other.code, 2, "{}", show(&other));
+    assert!(other.stderr.contains("give --gdb 2"), "{}", other.stderr);
+}
