@@ -36,7 +36,7 @@ struct RankFeed {
     by_slice: BTreeMap<u64, Vec<Delivery>>,
     /// For each of rank R's sends, what its captured receiver got: (receiver, bytes).
     sent: BTreeMap<u64, (u32, Vec<u8>)>,
-    /// The recorded job ran to its ranks' exits (`success`, `rank_failed`).
+    /// The recorded rank ran to its own end ([`ran_to_its_end`]).
     exits: bool,
 }
 
@@ -87,7 +87,7 @@ impl RankFeed {
             recorded,
             by_slice,
             sent,
-            exits: matches!(rec.job.outcome.as_deref(), Some("success" | "rank_failed")),
+            exits: ran_to_its_end(rec, rank),
         })
     }
 
@@ -222,6 +222,19 @@ fn check_captured(rec: &Recording, rank: u32) -> Result<(), ReplayError> {
         "cannot replay rank {rank} alone: {had}; record the job again with rank {rank}'s payloads: {}",
         capture_command(rec, rank)
     )))
+}
+
+/// Whether the recorded rank ended by itself: every rank of a job that succeeded, and in
+/// a job with a failed rank the ranks that were not SIGKILLed by strobe when another one
+/// failed first (like a full replay, a killed rank agrees with stopping at the
+/// recording's last slice). Deadlocks, timeouts and cut recordings end at their last
+/// slice.
+fn ran_to_its_end(rec: &Recording, rank: u32) -> bool {
+    match rec.job.outcome.as_deref() {
+        Some("success") => true,
+        Some("rank_failed") => recorded_end(rec, rank).1 != Some(libc::SIGKILL),
+        _ => false,
+    }
 }
 
 /// How the recorded rank ended: its exit code and signal (0 and none: a clean exit).
