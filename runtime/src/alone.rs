@@ -135,6 +135,10 @@ pub fn launch_alone(
     crate::launcher::install_interrupt_handlers();
     let started = Instant::now();
     let seg = crate::rank::create_segment(ranks, 1).map_err(LaunchError::Segment)?;
+    if debugger.is_some() {
+        // Held at its first MPI call, where the debugger will find it.
+        seg.slot(rank).post_limit.store(1, Ordering::Release);
+    }
     let (child, forwarders) = spawn(cfg, &seg, rank)?;
     seg.slot(rank).pid.store(child.id(), Ordering::Release);
     let mut lone = Lone {
@@ -152,13 +156,18 @@ pub fn launch_alone(
     };
     let mut slices = 0;
     let mut stop = None;
-    let debugger = debugger.map(|start| {
-        let pid = lone.pid() as u32;
+    let mut debugger_thread = None;
+    if let Some(start) = debugger {
         lone.debugged = true;
-        std::thread::spawn(move || start(pid))
-    });
-    if let Some(d) = &debugger {
-        stop = lone.await_tracer(d).err();
+        match lone.await_held() {
+            Ok(()) => {
+                let pid = lone.pid() as u32;
+                let d = std::thread::spawn(move || start(pid));
+                stop = lone.await_tracer(&d).err();
+                debugger_thread = Some(d);
+            }
+            Err(s) => stop = Some(s),
+        }
     }
     let first = if stop.is_none() { 1 } else { u64::MAX };
     for slice in first..=src.last_slice() {
@@ -183,7 +192,7 @@ pub fn launch_alone(
         Some(Stop::TimedOut) => (false, true),
         _ => (false, false),
     };
-    if let Some(d) = debugger {
+    if let Some(d) = debugger_thread {
         // The debugger owns the terminal until it exits; the rank runs (or has ended).
         let _ = d.join();
     }
@@ -303,11 +312,19 @@ impl<'a> Lone<'a> {
         }
     }
 
-    /// Hold the rank at its first MPI call until a tracer is attached to it (the
-    /// debugger's `attach` stops it wherever it is), or the debugger has returned.
-    fn await_tracer(&mut self, debugger: &std::thread::JoinHandle<()>) -> Result<(), Stop> {
+    /// Keep the rank held at its first MPI call until a tracer is attached to it, or the
+    /// debugger has returned.
+    /// Wait until the rank is held at its first MPI call (or ended).
+    fn await_held(&mut self) -> Result<(), Stop> {
         let slot = self.seg_ref().slot(self.rank);
-        slot.post_limit.store(1, Ordering::Release);
+        while slot.state() != RankState::Held {
+            self.watch()?;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    fn await_tracer(&mut self, debugger: &std::thread::JoinHandle<()>) -> Result<(), Stop> {
         let status = format!("/proc/{}/status", self.pid());
         let traced = || {
             std::fs::read_to_string(&status).is_ok_and(|s| {
