@@ -45,6 +45,9 @@ pub fn result_region(d: &Descriptor, c: &Completion) -> Option<(u64, u64)> {
 #[derive(Default)]
 pub struct PayloadCapture {
     matched: BTreeMap<DescRef, DescRef>,
+    /// Whether the sink captures any rank, asked once: without capture the slice path
+    /// pays one branch per slice.
+    any: Option<bool>,
 }
 
 impl PayloadCapture {
@@ -59,6 +62,13 @@ impl PayloadCapture {
         sink: &dyn SliceSink,
         is_local: &dyn Fn(u32) -> bool,
     ) {
+        let ranks = pids.len() as u32;
+        if !*self
+            .any
+            .get_or_insert_with(|| (0..ranks).any(|r| sink.captures(r)))
+        {
+            return;
+        }
         for d in &dec.decisions {
             match d {
                 Decision::Match(m) if is_local(m.recv.rank) && sink.captures(m.recv.rank) => {
