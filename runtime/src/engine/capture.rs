@@ -103,3 +103,58 @@ impl PayloadCapture {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(kind: DescKind, buf: u64, bytes: u64, rbuf: u64, rbytes: u64) -> Descriptor {
+        Descriptor {
+            kind: kind as u8,
+            buf,
+            bytes,
+            rbuf,
+            rbytes,
+            ..Descriptor::default()
+        }
+    }
+
+    fn done(bytes: u64, flags: u32) -> Completion {
+        Completion {
+            bytes,
+            flags,
+            ..Completion::default()
+        }
+    }
+
+    #[test]
+    fn result_regions_follow_the_helpers_buffer_conventions() {
+        // A receive: its buffer up to the bytes received (never past its capacity).
+        let r = desc(DescKind::Recv, 0x1000, 64, 0, 0);
+        assert_eq!(result_region(&r, &done(16, 0)), Some((0x1000, 16)));
+        assert_eq!(result_region(&r, &done(99, 0)), Some((0x1000, 64)));
+        assert_eq!(result_region(&r, &done(0, 0)), None);
+        assert_eq!(result_region(&r, &done(16, COMPLETION_CANCELLED)), None);
+        // A broadcast: `buf` on every member; other collectives: `rbuf`.
+        let b = desc(DescKind::Bcast, 0x2000, 32, 0, 0);
+        assert_eq!(result_region(&b, &done(0, 0)), Some((0x2000, 32)));
+        let a = desc(DescKind::Allreduce, 0x3000, 8, 0x4000, 8);
+        assert_eq!(result_region(&a, &done(0, 0)), Some((0x4000, 8)));
+        let s = desc(DescKind::CommSplit, 0, 0, 0x5000, 12);
+        assert_eq!(result_region(&s, &done(0, 0)), Some((0x5000, 12)));
+        // A non-root reduce without a receive buffer, sends, barriers: nothing.
+        let n = desc(DescKind::Reduce, 0x3000, 8, 0, 8);
+        assert_eq!(result_region(&n, &done(0, 0)), None);
+        for k in [
+            DescKind::Send,
+            DescKind::Barrier,
+            DescKind::Finalize,
+            DescKind::Iprobe,
+        ] {
+            assert_eq!(
+                result_region(&desc(k, 0x1000, 8, 0x2000, 8), &done(8, 0)),
+                None
+            );
+        }
+    }
+}
