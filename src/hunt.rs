@@ -88,6 +88,7 @@ pub fn record_quietly(
         output: Some(tmp.path().to_path_buf()),
         sink,
         quiet: true,
+        ..Extras::default()
     };
     let code = record::record_to(
         job,

@@ -43,6 +43,12 @@ pub struct RecordArgs {
     /// $STROBE_HISTOGRAM_RESOLUTION, else 4). MMDS is part of the metrics layer: off with it.
     #[arg(long, value_name = "N", value_parser = strobe_runtime::mmds::parse_resolution)]
     histogram_resolution: Option<u32>,
+    /// Also store the bytes delivered to these ranks (every receive's payload, every
+    /// collective's result), so each can be replayed alone (`strobe replay FILE --rank R`):
+    /// a comma-separated list of ranks and ranges (`2`, `0,3`, `4-7`) or `all`.
+    /// Costs about one byte of recording per byte received (docs/recording.md).
+    #[arg(long, value_name = "RANKS", value_parser = parse_capture)]
+    capture_payloads: Option<CaptureRanks>,
     #[command(flatten)]
     job: JobArgs,
     /// The program and its arguments.
@@ -66,8 +72,63 @@ pub fn record(a: &RecordArgs) -> Result<i32> {
             metrics: a.metrics,
             histogram_resolution: a.histogram_resolution,
         },
-        &Extras::default(),
+        &Extras {
+            capture_payloads: a.capture_payloads.clone(),
+            ..Extras::default()
+        },
     )
+}
+
+/// The ranks of `--capture-payloads`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaptureRanks {
+    All,
+    /// Ascending, without duplicates.
+    Some(Vec<u32>),
+}
+
+impl CaptureRanks {
+    /// The ranks of a `ranks`-rank job, or why the list does not fit it.
+    pub fn resolve(&self, ranks: u32) -> Result<Vec<u32>> {
+        match self {
+            CaptureRanks::All => Ok((0..ranks).collect()),
+            CaptureRanks::Some(v) => match v.iter().find(|&&r| r >= ranks) {
+                Some(r) => Err(anyhow!(
+                    "--capture-payloads: rank {r} does not exist in a {ranks}-rank job (0..={})",
+                    ranks.saturating_sub(1)
+                )),
+                None => Ok(v.clone()),
+            },
+        }
+    }
+}
+
+/// Parse `--capture-payloads`: `all`, or ranks and ranges separated by commas.
+pub fn parse_capture(s: &str) -> Result<CaptureRanks, String> {
+    if s.trim() == "all" {
+        return Ok(CaptureRanks::All);
+    }
+    let rank = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{t:?} is not a rank (give ranks like 2, 0,3, 4-7 or all)"))
+    };
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (rank(a)?, rank(b)?);
+                if a > b {
+                    return Err(format!("{part:?} is an empty range"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(rank(part)?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(CaptureRanks::Some(out))
 }
 
 /// What is recorded (`--schedule-log`, `--metrics`, `--histogram-resolution`); `None`:
@@ -89,6 +150,8 @@ pub struct Extras {
     pub output: Option<PathBuf>,
     pub sink: Option<Arc<dyn strobe_runtime::engine::SliceSink>>,
     pub quiet: bool,
+    /// `--capture-payloads`.
+    pub capture_payloads: Option<CaptureRanks>,
 }
 
 /// How the recording file is created (`--force`, `--mode`, `--no-redact`).
@@ -160,11 +223,21 @@ pub fn record_to(
     cfg.mmds_resolution = mmds_resolution(layers.histogram_resolution, opts.metrics)?;
     // The job row describes the configuration the job runs with (set above).
     info.histogram_resolution = cfg.mmds_resolution;
+    // Refused before the file is created.
+    let capture = extras
+        .capture_payloads
+        .as_ref()
+        .map(|c| c.resolve(info.ranks))
+        .transpose()?;
     // Existence, file type, the lock and --force are the recorder's (strobe_recorder::file).
     let rec = Arc::new(
         Recorder::create(out, &info, opts)
             .with_context(|| format!("creating the recording {}", out.display()))?,
     );
+    if let Some(ranks) = &capture {
+        rec.capture_payloads(ranks, info.ranks)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
     let sink: Arc<dyn strobe_runtime::engine::SliceSink> = match &extras.sink {
         Some(s) => Arc::new(crate::summary::Tee(vec![rec.clone(), s.clone()])),
         None => rec.clone(),

@@ -102,6 +102,12 @@ pub struct ReplayArgs {
     /// Run in DIR instead of the recorded working directory.
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+    /// Replay rank R alone: no other rank process, no node manager; its receives and
+    /// collective results come from the payloads `strobe record --capture-payloads`
+    /// stored, and every call it makes is checked against the recording (docs/debugging.md).
+    /// With `--gdb R` the debugger attaches to it before its first MPI call.
+    #[arg(long, value_name = "R", conflicts_with_all = ["tui", "step", "control", "record", "until_slice", "breaks", "hold_at_failure"])]
+    rank: Option<u32>,
     /// The program's arguments, replacing the recorded ones (after `--`; needed when the
     /// recording's arguments were redacted).
     #[arg(last = true, value_name = "ARGS")]
@@ -405,6 +411,9 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     if let Some(n) = a.max_ranks {
         strobe_runtime::limits::allow_ranks(n);
     }
+    if let Some(rank) = a.rank {
+        return replay_single(a, rank);
+    }
     if let Some(out) = &a.record {
         let same = matches!(
             (std::fs::canonicalize(out), std::fs::canonicalize(&a.file)),
@@ -554,6 +563,53 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
                     out.display(),
                     r.slices
                 );
+            }
+            Ok(r.exit_code())
+        }
+        Err(e) => {
+            eprintln!("strobe: cannot replay {}: {e}", a.file.display());
+            Ok(EXIT_CANNOT_START)
+        }
+    }
+}
+
+/// `strobe replay FILE --rank R`: rank R alone, fed from its captured payloads.
+fn replay_single(a: &ReplayArgs, rank: u32) -> Result<i32> {
+    let mut opts = options(a);
+    let debugger: Option<strobe_runtime::alone::Debugger> = match a.gdb {
+        Some(g) if g != rank => {
+            eprintln!(
+                "strobe: cannot replay {}: --gdb {g} with --rank {rank}: only rank {rank} runs (give --gdb {rank})",
+                a.file.display()
+            );
+            return Ok(EXIT_CANNOT_START);
+        }
+        Some(_) => {
+            if let Err(e) = gdb::ptrace_check() {
+                eprintln!("strobe: cannot replay {}: --gdb: {e}", a.file.display());
+                return Ok(EXIT_CANNOT_START);
+            }
+            opts.attachable = true;
+            let template = gdb::template(a.gdb_command.as_deref());
+            Some(Box::new(move |pid| {
+                if let Err(e) = gdb::start_pid(&template, rank, pid) {
+                    eprintln!("strobe: --gdb {rank}: {e:#}");
+                }
+            }))
+        }
+        None => None,
+    };
+    if let Some(code) = confirm(a, &mut opts)? {
+        return Ok(code);
+    }
+    match strobe_replayer::replay_rank(&opts, rank, debugger) {
+        Ok(r) => {
+            for w in &r.warnings {
+                eprintln!("strobe: {w}");
+            }
+            eprint!("{}", r.text);
+            if !r.text.ends_with('\n') {
+                eprintln!();
             }
             Ok(r.exit_code())
         }

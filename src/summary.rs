@@ -122,4 +122,14 @@ impl SliceSink for Tee {
             s.outcomes(rank, recs);
         }
     }
+
+    fn captures(&self, rank: u32) -> bool {
+        self.0.iter().any(|s| s.captures(rank))
+    }
+
+    fn payload(&self, p: &strobe_runtime::engine::Payload) {
+        for s in self.0.iter().filter(|s| s.captures(p.desc.rank)) {
+            s.payload(p);
+        }
+    }
 }

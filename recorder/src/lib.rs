@@ -22,7 +22,7 @@ use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -230,6 +230,8 @@ pub struct Recorder {
     checkpointer: Mutex<Option<(SyncSender<()>, JoinHandle<()>)>>,
     /// Held until the recorder is dropped: a second writer is refused.
     _lock: file::FileLock,
+    /// `--capture-payloads`: which ranks' deliveries are stored (index: rank).
+    capture: OnceLock<Vec<bool>>,
 }
 
 impl Recorder {
@@ -318,6 +320,7 @@ impl Recorder {
             writer: Mutex::new(Some(handle)),
             checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
             _lock: lock,
+            capture: OnceLock::new(),
         })
     }
 
@@ -339,6 +342,33 @@ impl Recorder {
             ],
         )?;
         Ok(())
+    }
+
+    /// Store the bytes delivered to `ranks` (`strobe record --capture-payloads`): every
+    /// completion of theirs gets a `payload` row, so each can be replayed alone. Call it
+    /// before the job starts, once; the list goes into `job.captured_ranks`.
+    pub fn capture_payloads(&self, ranks: &[u32], job_ranks: u32) -> Result<(), RecordError> {
+        let mut set = vec![false; job_ranks as usize];
+        for &r in ranks {
+            match set.get_mut(r as usize) {
+                Some(b) => *b = true,
+                None => {
+                    return Err(RecordError::Writer(format!(
+                        "cannot capture rank {r}: the job has {job_ranks} ranks"
+                    )))
+                }
+            }
+        }
+        let list: Vec<u32> = (0..job_ranks).filter(|&r| set[r as usize]).collect();
+        let conn = Connection::open(&self.path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.execute(
+            "UPDATE job SET captured_ranks = ?1",
+            params![serde_json::to_string(&list).map_err(|e| RecordError::Writer(e.to_string()))?],
+        )?;
+        self.capture
+            .set(set)
+            .map_err(|_| RecordError::Writer("payload capture set twice".into()))
     }
 
     fn send(&self, m: Msg) {
@@ -549,6 +579,16 @@ impl SliceSink for Recorder {
 
     fn outcomes(&self, rank: u32, recs: &[strobe_runtime::outcome::OutcomeRec]) {
         self.send(Msg::Outcomes(rank, recs.to_vec()));
+    }
+
+    fn captures(&self, rank: u32) -> bool {
+        self.capture
+            .get()
+            .is_some_and(|set| set.get(rank as usize).copied().unwrap_or(false))
+    }
+
+    fn payload(&self, p: &strobe_runtime::engine::Payload) {
+        self.send(Msg::Payload(Box::new(p.clone())));
     }
 
     fn node_metrics(&self, slice: u64, m: &LocalMetrics) {

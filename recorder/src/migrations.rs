@@ -383,6 +383,39 @@ BEGIN
 END;
 "#;
 
+/// Payload capture (`strobe record --capture-payloads RANKS`, issue 17 item 4): for the
+/// captured ranks (`job.captured_ranks`, a JSON list; NULL: none), one `payload` row per
+/// completed descriptor: the call as posted, the completion the rank received, the send a
+/// receive matched, and the bytes the runtime wrote into the rank's memory for it
+/// (`runtime/src/engine/capture.rs`). Enough to replay that rank alone
+/// (`strobe replay --rank R`). A rowid table: its rows hold blobs.
+const V_PAYLOADS: &str = r#"
+ALTER TABLE job ADD COLUMN captured_ranks TEXT;
+
+CREATE TABLE payload (
+    rank          INTEGER NOT NULL,
+    seq           INTEGER NOT NULL,
+    slice         INTEGER NOT NULL,
+    kind          INTEGER NOT NULL,
+    peer          INTEGER NOT NULL,
+    tag           INTEGER NOT NULL,
+    comm          INTEGER NOT NULL,
+    bytes         INTEGER NOT NULL,
+    source        INTEGER NOT NULL,
+    status_tag    INTEGER NOT NULL,
+    status_bytes  INTEGER NOT NULL,
+    error         INTEGER NOT NULL,
+    flags         INTEGER NOT NULL,
+    value         INTEGER NOT NULL,
+    value2        INTEGER NOT NULL,
+    send_rank     INTEGER,
+    send_seq      INTEGER,
+    data          BLOB NOT NULL,
+    PRIMARY KEY (rank, seq)
+);
+CREATE INDEX payload_send ON payload(send_rank, send_seq) WHERE send_rank IS NOT NULL;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -391,10 +424,34 @@ pub const MIGRATIONS: &[&str] = &[
     V_REPLAY_LOG,
     V_SCHEDULER_VERSION,
     V_BLOCKED_SPANS,
+    V_PAYLOADS,
 ];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The version a migration script brings a file to (its position in [`MIGRATIONS`], from
+/// 1), so no version number is written down twice.
+const fn version_of(script: &str) -> i64 {
+    let mut i = 0;
+    while i < MIGRATIONS.len() {
+        let (a, b) = (MIGRATIONS[i].as_bytes(), script.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i as i64 + 1;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a migration script")
+}
+
+/// The first format with payload capture (`payload`, `job.captured_ranks`).
+pub const PAYLOADS_VERSION: i64 = version_of(V_PAYLOADS);
 
 /// The first format whose blocked sets are spans (`blocked_span`; `blocked` is a view).
 pub const BLOCKED_SPANS_VERSION: i64 = 6;

@@ -437,3 +437,4 @@ fn recorded_env_keeps_only_what_matters() {
 
 mod blocked_spans;
 mod decision_rows;
+mod payloads;

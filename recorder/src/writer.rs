@@ -27,6 +27,8 @@ pub(crate) enum Msg {
     Mmds(Vec<RankMmds>),
     /// Timing-dependent outcomes of one rank (replay log).
     Outcomes(u32, Vec<strobe_runtime::outcome::OutcomeRec>),
+    /// What a captured rank was handed for one descriptor (`--capture-payloads`).
+    Payload(Box<strobe_runtime::engine::Payload>),
 }
 
 /// One slice, reduced to what the enabled layers record.
@@ -143,6 +145,7 @@ pub(crate) fn run(
                 enc.outcomes(*rank, recs);
                 Ok(())
             }
+            Msg::Payload(p) => write_payload(&conn, p),
         };
         if let Err(e) = res {
             error = Some(e.into());
@@ -197,6 +200,37 @@ fn commit(
 
 fn ns(d: Duration) -> i64 {
     d.as_nanos() as i64
+}
+
+fn write_payload(conn: &Connection, p: &strobe_runtime::engine::Payload) -> rusqlite::Result<()> {
+    let (d, c) = (&p.desc, &p.completion);
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO payload (rank, seq, slice, kind, peer, tag, comm, bytes, source,
+            status_tag, status_bytes, error, flags, value, value2, send_rank, send_seq, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+    )?
+    .execute(params![
+        d.rank,
+        d.seq as i64,
+        p.slice as i64,
+        d.kind,
+        d.peer,
+        d.tag,
+        d.comm,
+        d.bytes as i64,
+        c.source,
+        c.tag,
+        c.bytes as i64,
+        c.error,
+        c.flags,
+        // Bit patterns (u64::MAX is "none"): SQLite integers are signed 64-bit.
+        c.value as i64,
+        c.value2 as i64,
+        p.matched_send.map(|s| s.rank),
+        p.matched_send.map(|s| s.seq as i64),
+        p.data,
+    ])?;
+    Ok(())
 }
 
 fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {

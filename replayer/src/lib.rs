@@ -14,6 +14,7 @@ pub mod control;
 pub mod recording;
 mod report;
 pub mod safety;
+pub mod single;
 pub mod socket;
 pub mod source;
 
@@ -30,6 +31,7 @@ use strobe_runtime::outcome::encode_file;
 pub use control::{Bounds, Break, Controller, Event, Pause};
 pub use recording::Recording;
 pub use safety::{HashVerdict, LaunchPlan};
+pub use single::replay_rank;
 pub use source::{Divergence, ReplaySource, Verifier};
 /// The outcome of a job report as the recorder names it.
 pub use strobe_recorder::outcome_name;
@@ -73,6 +75,9 @@ pub enum ReplayError {
     RegenerateInPlace(PathBuf),
     #[error("{0}")]
     Breakpoint(String),
+    /// `--rank R` for a rank whose payloads were not captured (the text says how to).
+    #[error("{0}")]
+    NotCaptured(String),
     #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
     SchedulerVersion { recorded: u32, running: u32 },
 }

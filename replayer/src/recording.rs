@@ -57,6 +57,11 @@ impl Recording {
         })
     }
 
+    /// The reading API underneath (payloads for single-rank replay).
+    pub fn reader(&self) -> &strobe_recorder::Recording {
+        &self.reader
+    }
+
     /// The recorded descriptors of `slice` as comparable text lines `(rank, line)` (the
     /// format of `source::descriptor_text`), if the schedule log covers it.
     pub fn descriptors(&self, slice: u64) -> Option<Vec<(u32, String)>> {

@@ -185,13 +185,13 @@ pub enum LaunchError {
     Limit(String),
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_interrupt(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-fn install_interrupt_handlers() {
+pub(crate) fn install_interrupt_handlers() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
         unsafe {
@@ -600,7 +600,7 @@ fn forward_stdin(mut pipe: std::process::ChildStdin) {
 }
 
 /// Copy a rank's output line by line with a `[rank] ` prefix.
-fn forward<R: std::io::Read + Send + 'static>(
+pub(crate) fn forward<R: std::io::Read + Send + 'static>(
     pipe: Option<R>,
     rank: u32,
     to_stderr: bool,

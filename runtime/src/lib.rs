@@ -14,6 +14,7 @@
 // clock); it is re-exported under its old paths so `strobe_runtime::sched` keeps working.
 pub use strobe_core::{datatype, descriptor, ops, sched, slice, waitfor};
 
+pub mod alone;
 pub mod api;
 pub mod calls;
 pub mod chaos;

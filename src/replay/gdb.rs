@@ -75,12 +75,17 @@ pub fn start(template: &str, rank: u32, pause: &Pause) -> Result<()> {
     if view.pid == 0 || view.state == "exited" {
         bail!("rank {rank} has exited: there is no process to attach to");
     }
-    let cmd = command_for(template, view.pid, rank);
+    start_pid(template, rank, view.pid)
+}
+
+/// Start the debugger on `pid` (rank `rank`): in a tmux window inside tmux, else in the
+/// foreground until it exits.
+pub fn start_pid(template: &str, rank: u32, pid: u32) -> Result<()> {
+    let cmd = command_for(template, pid, rank);
     let in_tmux = std::env::var_os("TMUX").is_some_and(|t| !t.is_empty());
     if in_tmux {
         eprintln!(
-            "strobe: gdb on rank {rank} (pid {}) in tmux window \"gdb rank {rank}\": {cmd}",
-            view.pid
+            "strobe: gdb on rank {rank} (pid {pid}) in tmux window \"gdb rank {rank}\": {cmd}"
         );
         let st = Command::new("tmux")
             .args(["new-window", "-n", &format!("gdb rank {rank}"), &cmd])
@@ -94,10 +99,7 @@ pub fn start(template: &str, rank: u32, pause: &Pause) -> Result<()> {
         );
         return Ok(());
     }
-    eprintln!(
-        "strobe: gdb on rank {rank} (pid {}): {cmd}; the replay ends when gdb exits",
-        view.pid
-    );
+    eprintln!("strobe: gdb on rank {rank} (pid {pid}): {cmd}; the replay ends when gdb exits");
     let st = Command::new("sh")
         .args(["-c", &cmd])
         .status()

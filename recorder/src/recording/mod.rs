@@ -14,6 +14,7 @@
 
 mod browse;
 mod job;
+mod payloads;
 mod stats;
 pub mod validate;
 

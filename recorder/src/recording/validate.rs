@@ -284,6 +284,24 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
                 FROM blocked_span) WHERE first_slice <= prev
          LIMIT 1",
     ),
+    // Payload capture (`--capture-payloads`): what a lone rank is fed. Kinds are
+    // `DescKind` codes, errors `RtError` codes; a receive's bytes fit its buffer.
+    (
+        "the payload table",
+        "SELECT rank FROM payload WHERE typeof(rank) != 'integer' OR rank < 0
+         OR rank >= (SELECT ranks FROM job) OR typeof(seq) != 'integer' OR seq < 0
+         OR typeof(slice) != 'integer' OR slice < 1
+         OR kind NOT IN (1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                         21, 22, 23, 24, 25, 30, 31, 32, 40)
+         OR typeof(bytes) != 'integer' OR bytes < 0
+         OR typeof(status_bytes) != 'integer' OR status_bytes < 0
+         OR typeof(error) != 'integer' OR error < 0 OR error > 9
+         OR typeof(flags) != 'integer' OR flags < 0
+         OR (send_rank IS NOT NULL AND (typeof(send_rank) != 'integer' OR send_rank < 0
+             OR send_rank >= (SELECT ranks FROM job) OR typeof(send_seq) != 'integer'
+             OR send_seq < 0))
+         OR typeof(data) != 'blob' OR (kind = 4 AND length(data) > bytes) LIMIT 1",
+    ),
     // The per-process statistics `stats` prints (formats with the metrics tables). A
     // rank's wall, compute and communication times are not bounded here: they must add
     // up, which `stats`' accuracy check verifies and reports (exit 2 with a warning).

@@ -5,6 +5,7 @@
 //! Nodes talk to each other only through the [`Transport`](crate::transport::Transport)
 //! trait. Ranks talk to their node manager through the [`JobSegment`].
 
+pub mod capture;
 mod deadlock;
 mod direct;
 pub mod eager;
@@ -20,7 +21,8 @@ pub use deadlock::{
     EXIT_LIVELOCK,
 };
 pub use sink::{
-    Gate, GlobalMetrics, LocalMetrics, NullSink, SliceRecord, SliceSink, SliceSource, StartReason,
+    Gate, GlobalMetrics, LocalMetrics, NullSink, Payload, SliceRecord, SliceSink, SliceSource,
+    StartReason,
 };
 pub use strobe::Phase;
 

@@ -65,6 +65,8 @@ pub struct NodeManager {
     livelock: super::LivelockWatch,
     /// Node 0: every rank's queues, to see a post that raced with stretching the timer.
     watch: Vec<RankQueues>,
+    /// `--capture-payloads`: what captured ranks were handed (`capture.rs`).
+    capture: super::capture::PayloadCapture,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -144,6 +146,7 @@ impl NodeManager {
             idle_slices: 0,
             livelock: Default::default(),
             watch,
+            capture: Default::default(),
         }
     }
 
@@ -307,6 +310,10 @@ impl NodeManager {
                 helpers::apply_writes(std::mem::take(&mut w.writes), &mut mem, &mut w.errs);
                 w.local.t_rm = w.t_rm.map_or(Duration::ZERO, |t| t.elapsed());
                 let td = Instant::now();
+                let is_local = &*self.is_local;
+                let sink = &*self.sink;
+                self.capture
+                    .observe(&w.dec, &w.errs, &self.pids, sink, is_local);
                 self.deliver(&w.dec, &w.errs);
                 w.local.t_deliver = td.elapsed();
                 Phase::Rm

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 pub use strobe_core::slice::StartReason;
 
-use crate::descriptor::Descriptor;
+use crate::descriptor::{Completion, DescRef, Descriptor};
 use crate::mmds::RankMmds;
 use crate::outcome::OutcomeRec;
 use crate::sched::SliceDecisions;
@@ -96,6 +96,37 @@ pub trait SliceSink: Send + Sync {
     fn outcomes(&self, rank: u32, recs: &[OutcomeRec]) {
         let _ = (rank, recs);
     }
+
+    /// Whether the bytes delivered to `rank` are captured (`strobe record
+    /// --capture-payloads`): then every completion of one of its descriptors reaches
+    /// [`SliceSink::payload`]. Asked on the slice path: keep it a lookup.
+    fn captures(&self, rank: u32) -> bool {
+        let _ = rank;
+        false
+    }
+
+    /// One completion of a captured rank, with the bytes its call received (`capture.rs`),
+    /// from the rank's node thread just before the completion is delivered.
+    fn payload(&self, p: &Payload) {
+        let _ = p;
+    }
+}
+
+/// What a captured rank was handed for one descriptor: enough to replay the rank alone
+/// (`alone.rs`) without the other ranks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payload {
+    /// The slice whose decisions completed the descriptor.
+    pub slice: u64,
+    /// The descriptor as the rank posted it (its addresses mean nothing in another run).
+    pub desc: Descriptor,
+    /// The completion the rank received (errors found while executing included).
+    pub completion: Completion,
+    /// For a receive: the send it matched.
+    pub matched_send: Option<DescRef>,
+    /// The bytes the runtime wrote into the rank's memory for this call
+    /// ([`crate::engine::capture::result_region`]); empty when it writes none.
+    pub data: Vec<u8>,
 }
 
 /// Discards everything.
