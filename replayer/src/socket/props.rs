@@ -43,7 +43,19 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 const CMDS: &[&str] = &[
-    "status", "continue", "step", "pause", "run_to", "break", "quit", "", "STATUS", "run",
+    "status",
+    "continue",
+    "step",
+    "pause",
+    "run_to",
+    "break",
+    "quit",
+    "",
+    "STATUS",
+    "run",
+    "goto",
+    "back",
+    "reverse_step",
 ];
 
 proptest! {
@@ -59,11 +71,14 @@ proptest! {
     fn arbitrary_requests_get_a_json_answer(
         cmd in proptest::sample::select(CMDS),
         slice in json_value(),
+        slices in json_value(),
         spec in json_value(),
         extra in json_value(),
     ) {
         let ctl = Controller::new();
-        let req = serde_json::json!({ "cmd": cmd, "slice": slice, "spec": spec, "x": extra });
+        let req = serde_json::json!({
+            "cmd": cmd, "slice": slice, "slices": slices, "spec": spec, "x": extra
+        });
         check(&answer(&req.to_string(), &ctl));
         // And the controller still answers afterwards.
         check(&answer(r#"{"cmd":"status"}"#, &ctl));
