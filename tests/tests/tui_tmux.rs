@@ -372,3 +372,53 @@ fn a_person_drives_a_live_replay_in_tmux() {
         .collect();
     assert!(left.is_empty(), "ranks left behind: {left:?}");
 }
+
+/// Issue 17, item 3, in the live UI: `t` travels to the cursor's slice (forward, then back:
+/// the job runs again from the start), `<` one slice back; the ranks' output file holds
+/// every line of the program once.
+#[test]
+fn a_person_travels_back_in_time_in_a_live_replay_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture_into(dir.path(), "steps", 3);
+    let out = dir.path().join("ranks.out");
+    let cmd = format!(
+        "{} replay {} --tui --output {}; echo strobe-exited-$?; sleep 60",
+        strobe().display(),
+        db.display(),
+        out.display()
+    );
+    let t = Tmux::start(&cmd, 160, 40);
+    t.wait_for(&["[replay paused before slice 1]", "GETTS"], "start");
+    t.keys(&["?"]);
+    t.wait_for(&["time travel"], "the help lists the time-travel keys");
+    t.keys(&["Escape"]);
+
+    t.keys(&["/15", "Enter", "t"]);
+    t.wait_for(
+        &["[replay paused before slice 15]", " slice 15/"],
+        "forward",
+    );
+    t.keys(&["/6", "Enter", "t"]);
+    t.wait_for(
+        &["[replay paused before slice 6]", " slice 6/"],
+        "back to 6",
+    );
+    t.keys(&["<"]);
+    t.wait_for(&["[replay paused before slice 5]", " slice 5/"], "one back");
+
+    t.keys(&["Space"]);
+    t.wait_for(&["[replay finished]"], "to the end");
+    t.keys(&["q"]);
+    t.wait_for(&["strobe-exited-0"], "quit");
+    let mut lines: Vec<String> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    let mut want: Vec<String> = (0..3)
+        .flat_map(|r| (0..20).map(move |i| format!("rank {r} step {i}")))
+        .collect();
+    want.sort();
+    assert_eq!(lines, want, "every line once in {}", out.display());
+}
