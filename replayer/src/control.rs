@@ -753,4 +753,67 @@ mod tests {
         assert_eq!(c.delete_break(1), Ok(Break::Slice(7)));
         assert_eq!(c.breaks(), vec!["rank=1,call=MPI_Recv".parse().unwrap()]);
     }
+
+    /// Drive the controller as the Strobe Sender does, slice after slice, until it holds
+    /// (or stops): the slices it let start, and the gate that ended the walk.
+    fn walk(c: &Controller, seg: &JobSegment, from: u64) -> (Vec<u64>, Gate) {
+        let mut started = Vec::new();
+        for next in from..=50 {
+            match c.before_slice(next, seg) {
+                Gate::Open => started.push(next),
+                g => return (started, g),
+            }
+        }
+        (started, Gate::Open)
+    }
+
+    #[test]
+    fn time_travel_lands_before_the_slice_asked_for_and_keeps_breakpoints() {
+        let seg = strobe_runtime::rank::create_segment(2, 1).unwrap();
+        for r in 0..2 {
+            seg.slot(r).pid.store(100 + r, Ordering::Release);
+        }
+        let c = Controller::new();
+        c.set_bounds(bounds());
+        c.add_break(Break::Slice(3)).unwrap();
+        c.run_to(10);
+        let (ran, g) = walk(&c, &seg, 1);
+        assert_eq!((ran.len(), g), (2, Gate::Wait), "the breakpoint at 3 first");
+        c.run_to(10);
+        let (ran, g) = walk(&c, &seg, 3);
+        assert_eq!((ran, g), ((3..10).collect::<Vec<_>>(), Gate::Wait));
+        assert_eq!(c.status().paused.unwrap().slice, 10);
+
+        // Back: this run stops, the next one lands at 5 without stopping at 3 on the way.
+        assert_eq!(c.goto(5, "goto 5".into()), Ok(Travel::Back));
+        assert!(matches!(c.before_slice(10, &seg), Gate::Stop(_)));
+        assert_eq!(c.take_travel(), Some(5));
+        assert_eq!(c.take_travel(), None, "once");
+        let (ran, g) = walk(&c, &seg, 1);
+        assert_eq!((ran, g), (vec![1, 2, 3, 4], Gate::Wait));
+        let p = c.status().paused.unwrap();
+        assert_eq!((p.slice, p.reason.as_str()), (5, "goto 5"));
+        assert_eq!(c.reruns(), 1);
+
+        // Where it is: nothing to do. One back, then N back from there.
+        assert_eq!(c.goto(5, "goto 5".into()), Ok(Travel::Here));
+        assert_eq!(c.reverse_step(), Ok(Travel::Back));
+        assert_eq!(c.take_travel(), Some(4));
+        assert_eq!(walk(&c, &seg, 1).0, vec![1, 2, 3]);
+        assert_eq!(c.status().paused.unwrap().reason, "reverse-step");
+        assert!(c.back(4, "back 4".into()).is_err(), "before slice 1");
+        assert!(c.goto(0, "goto 0".into()).is_err());
+        assert!(c.goto(51, "goto 51".into()).is_err());
+
+        // Forward: runs on over the breakpoint and lands; then the breakpoint is kept.
+        assert_eq!(c.goto(20, "goto 20".into()), Ok(Travel::Forward));
+        assert_eq!(walk(&c, &seg, 4).0, (4..20).collect::<Vec<_>>());
+        assert_eq!(c.status().paused.unwrap().reason, "goto 20");
+        assert_eq!(c.breaks(), vec![Break::Slice(3)]);
+
+        c.forbid_travel("--record".into());
+        assert!(c.goto(2, "goto 2".into()).unwrap_err().contains("--record"));
+        c.stop("stopped by the user".into());
+        assert!(c.goto(30, "goto 30".into()).is_err());
+    }
 }
