@@ -480,6 +480,17 @@ impl Controller {
         self.lock().stop.clone()
     }
 
+    /// Why the run of the job under way must end now: a stop, or a time travel back
+    /// (checked first thing at every gate, so ranks computing long do not delay it).
+    pub(crate) fn run_ends(&self) -> Option<String> {
+        let st = self.lock();
+        st.stop.clone().or_else(|| {
+            st.travel
+                .as_ref()
+                .map(|t| format!("time travel to slice {}", t.slice))
+        })
+    }
+
     /// A call breakpoint fired in slice `s - 1`: hold before `s`.
     pub(crate) fn pause_before(&self, s: u64, reason: String) {
         self.lock().pending.push((s, reason));
