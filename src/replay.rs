@@ -536,6 +536,13 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
                         "strobe: send {{\"cmd\":\"continue\"}} to the control socket to go on, or press Ctrl-C"
                     );
                 }
+            } else if let Event::Travelling { to } = e {
+                // The stepper says it when the command is typed.
+                if !terminal_stepper {
+                    eprintln!(
+                        "strobe: going back to slice {to}: re-executing the job from the start"
+                    );
+                }
             }
         }
     });
