@@ -322,6 +322,8 @@ impl Controller {
     /// Hold the replay before slice `s` (`--until-slice`, "run to slice N").
     pub fn run_to(&self, s: u64) {
         let mut st = self.lock();
+        // A newer command replaces a time travel's landing still on its way.
+        st.landing = None;
         st.run_to = Some(s);
         st.step = false;
         Self::release(&mut st);
@@ -332,6 +334,7 @@ impl Controller {
     /// Run one slice, then hold again.
     pub fn step(&self) {
         let mut st = self.lock();
+        st.landing = None;
         st.step = true;
         Self::release(&mut st);
         drop(st);
@@ -341,6 +344,7 @@ impl Controller {
     /// Run until a breakpoint, the end, or a divergence.
     pub fn resume(&self) {
         let mut st = self.lock();
+        st.landing = None;
         st.step = false;
         st.run_to = None;
         Self::release(&mut st);
@@ -350,7 +354,9 @@ impl Controller {
 
     /// Pause before the next slice (from a client).
     pub fn pause(&self) {
-        self.lock().step = true;
+        let mut st = self.lock();
+        st.landing = None;
+        st.step = true;
     }
 
     /// Where the replay is: the slice it is held before, or (running) the next to start.
@@ -821,6 +827,14 @@ mod tests {
         assert_eq!(walk(&c, &seg, 4).0, (4..20).collect::<Vec<_>>());
         assert_eq!(c.status().paused.unwrap().reason, "goto 20");
         assert_eq!(c.breaks(), vec![Break::Slice(3)]);
+
+        // A pause while a goto runs on holds at the next slice instead.
+        assert_eq!(c.goto(40, "goto 40".into()), Ok(Travel::Forward));
+        assert_eq!(c.before_slice(20, &seg), Gate::Open);
+        assert_eq!(c.before_slice(21, &seg), Gate::Open);
+        c.pause();
+        assert_eq!(c.before_slice(22, &seg), Gate::Wait);
+        assert_eq!(c.status().paused.unwrap().reason, "step");
 
         c.forbid_travel("--record".into());
         assert!(c.goto(2, "goto 2".into()).unwrap_err().contains("--record"));
