@@ -3,9 +3,10 @@
 # docs/benchmarks-detail.md, "Time travel"). Records the `steps` fixture (a barrier and a
 # printed line per round: a few thousand slices), then for each case: the plain replay's
 # time (slices per second: the cost model of going back), and, on a replay held near the
-# end through the control socket, how long `goto S` takes from the request to the `paused`
+# end (10 slices before it) through the control socket, how long `goto S` takes from the request to the `paused`
 # event of the landing (every rank held before S), REPS times each, median and maximum.
-# Usage: scripts/bench-travel.sh [ROUNDS] (default 5000). T=target/debug for a debug build.
+# Usage: scripts/bench-travel.sh [ROUNDS] (default 5000). T=target/debug for a debug build,
+# RANKS="2 4" the rank counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${T:-target/release}
@@ -21,25 +22,29 @@ echo "strobe: $S, steps $ROUNDS, $REPS repetitions, $(nproc) cores, load $(cut -
 echo
 echo "| ranks | slices | plain replay (s) | slices/s | goto | from | median (s) | max (s) |"
 echo "|---:|---:|---:|---:|---|---:|---:|---:|"
-for ranks in 2 4; do
+for ranks in ${RANKS:-2 4}; do
     db=$DIR/steps-$ranks.db
     $S record -o "$db" --force -n "$ranks" -- "$T/steps" "$ROUNDS" >/dev/null 2>"$DIR/rec.err" ||
         { cat "$DIR/rec.err" >&2; exit 1; }
-    last=$(sed -n 's/.*recorded \([0-9]*\) slices.*/\1/p' "$DIR/rec.err")
+    # Held 10 slices before the end: at the very last slices the ranks finalize and exit,
+    # and a job whose ranks are all gone ends even while held.
+    last=$(( $(sed -n 's/.*recorded \([0-9]*\) slices.*/\1/p' "$DIR/rec.err") - 10 ))
     t0=$(now)
     $S replay "$db" >/dev/null 2>"$DIR/rep.err" || { cat "$DIR/rep.err" >&2; exit 1; }
     plain=$(echo "$(now) - $t0" | bc -l)
     sock=$DIR/ctl-$ranks.sock
     $S replay "$db" --until-slice "$last" --control "$sock" >/dev/null 2>"$DIR/held.err" &
     pid=$!
-    python3 - "$sock" "$last" "$REPS" "$ranks" "$plain" <<'PY'
+    python3 - "$sock" "$last" "$REPS" "$ranks" "$plain" <<'PY' || { cat "$DIR/held.err" >&2; kill "$pid" 2>/dev/null; exit 1; }
 import json, socket, statistics, sys, time
 path, last, reps, ranks, plain = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
-for _ in range(600):
+for _ in range(1200):
     try:
         s = socket.socket(socket.AF_UNIX); s.connect(path); break
     except OSError:
         time.sleep(0.05)
+else:
+    sys.exit("the replay's control socket never appeared")
 f = s.makefile("rw")
 def req(o):
     f.write(json.dumps(o) + "\n"); f.flush()
