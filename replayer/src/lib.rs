@@ -77,6 +77,10 @@ pub enum ReplayError {
     SchedulerVersion { recorded: u32, running: u32 },
 }
 
+/// Up to this many ranks, a replay that can travel in time relays its ranks' output so that
+/// none of it is shown twice.
+pub const RELAY_MAX_RANKS: u32 = 256;
+
 /// What to replay and how.
 #[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
@@ -244,7 +248,10 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         output: opts.output.clone(),
         // A replay that can travel back in time runs the job again from the start: its
         // ranks' output goes through strobe, which shows each byte once (rank_output).
-        output_marks: (opts.attachable && regen_path.is_none())
+        // Decision: not beyond RELAY_MAX_RANKS ranks, where two descriptors and two
+        // threads per rank would press on the open-file limit (1024 by default); such a
+        // job's output is printed again after a travel back (docs/replay-control.md).
+        output_marks: (opts.attachable && regen_path.is_none() && job.ranks <= RELAY_MAX_RANKS)
             .then(strobe_runtime::rank_output::OutputMarks::new),
     };
 
