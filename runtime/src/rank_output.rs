@@ -96,7 +96,12 @@ pub(crate) fn attach(
     };
     let mut readers = Vec::with_capacity(2);
     for (stream, dest) in dests.into_iter().enumerate() {
-        let (reader, writer) = if dest.is_terminal() { pty()? } else { pipe()? };
+        // Out of pseudo-terminals (kernel.pty.max), a pipe still relays the bytes.
+        let (reader, writer) = if dest.is_terminal() {
+            pty(if stream == 0 { 1 } else { 2 }).or_else(|_| pipe())?
+        } else {
+            pipe()?
+        };
         if stream == 0 {
             cmd.stdout(Stdio::from(writer));
         } else {
@@ -123,19 +128,26 @@ fn pipe() -> std::io::Result<(File, OwnedFd)> {
     Ok(unsafe { (File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// A pseudo-terminal in raw mode: (master, to read; slave, the rank's stream). Both
-/// close-on-exec (the child gets the slave through dup2, which clears it).
-fn pty() -> std::io::Result<(File, OwnedFd)> {
+/// A pseudo-terminal in raw mode: (master, to read; slave, the rank's stream), with the
+/// window size of strobe's own terminal on `like_fd` (a program that asks for the width
+/// gets what it got writing to the terminal itself). Both close-on-exec (the child gets
+/// the slave through dup2, which clears it).
+fn pty(like_fd: i32) -> std::io::Result<(File, OwnedFd)> {
     let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two fds into the given ints; the name, termios and winsize
-    // pointers may be null.
+    // SAFETY: winsize is plain data; TIOCGWINSZ fills it or fails, leaving zeros.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: `size` is valid for writes of a winsize.
+    let sized = unsafe { libc::ioctl(like_fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    let winp: *const libc::winsize = if sized { &size } else { std::ptr::null() };
+    // SAFETY: openpty writes two fds into the given ints; the name and termios pointers
+    // may be null, `winp` is null or points to `size`, alive for the call.
     let rc = unsafe {
         libc::openpty(
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
             std::ptr::null(),
-            std::ptr::null(),
+            winp,
         )
     };
     if rc != 0 {
