@@ -428,3 +428,45 @@ fn a_person_travels_back_in_time_in_a_live_replay_in_tmux() {
     want.sort();
     assert_eq!(lines, want, "every line once in {}", out.display());
 }
+
+/// The stepper in a real terminal: the ranks' output reaches it through pseudo-terminals
+/// (line-buffered as before, no `\r` added), and a travel back prints no line twice.
+#[test]
+fn the_stepper_in_a_terminal_goes_back_and_prints_each_line_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture_into(dir.path(), "steps", 3);
+    let err = dir.path().join("stepper.err");
+    let cmd = format!(
+        "{} replay {} --step 2>{}; echo strobe-exited-$?; sleep 60",
+        strobe().display(),
+        db.display(),
+        err.display()
+    );
+    let t = Tmux::start(&cmd, 120, 40);
+    let held = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&err).is_ok_and(|e| e.contains(what)) {
+            assert!(Instant::now() < deadline, "never {what:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    held("held before slice 1 (step)");
+    t.keys(&["run 12", "Enter"]);
+    held("held before slice 12 (reached slice 12)");
+    t.keys(&["goto 5", "Enter"]);
+    held("held before slice 5 (goto 5)");
+    t.keys(&["continue", "Enter"]);
+    t.wait_for(&["strobe-exited-0"], "the end");
+    let out = t.run(&["capture-pane", "-p", "-t", "t", "-S", "-1000"]);
+    let pane = String::from_utf8_lossy(&out.stdout);
+    let mut lines: Vec<&str> = pane.lines().filter(|l| l.contains(" step ")).collect();
+    lines.sort();
+    let want: Vec<String> = {
+        let mut w: Vec<String> = (0..3)
+            .flat_map(|r| (0..20).map(move |i| format!("rank {r} step {i}")))
+            .collect();
+        w.sort();
+        w
+    };
+    assert_eq!(lines, want, "each line once, from column 0:\n{pane}");
+}
