@@ -357,6 +357,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
         },
         mmds_resolution: 0,
         output: None,
+        output_marks: None,
     })
 }
 

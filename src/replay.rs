@@ -366,14 +366,37 @@ fn stepper(ctl: Arc<Controller>) {
                 },
                 Err(_) => eprintln!("delete N: N is a breakpoint number (list them with break)"),
             },
+            (Some("rs" | "reverse-step"), _) => travelled(ctl.reverse_step()),
+            (Some("back"), n) => match n.map(str::parse::<u64>) {
+                None => travelled(ctl.reverse_step()),
+                Some(Ok(n)) => travelled(ctl.back(n, format!("back {n}"))),
+                Some(Err(_)) => eprintln!("back N: N is a number of slices"),
+            },
+            (Some("g" | "goto"), Some(n)) => match n.parse::<u64>() {
+                Ok(s) => travelled(ctl.goto(s, format!("goto {s}"))),
+                Err(_) => eprintln!("goto S: S is a slice number"),
+            },
             (Some("q" | "quit"), _) => {
                 ctl.stop("stopped by the user".into());
                 return;
             }
             _ => eprintln!(
-                "commands: next (n, or empty), continue (c), run N (r N), print (p), break SPEC (b SPEC), list breakpoints (b), delete N (d N), quit (q)"
+                "commands: next (n, or empty), continue (c), run N (r N), goto S (g S), reverse-step (rs), back N, print (p), break SPEC (b SPEC), list breakpoints (b), delete N (d N), quit (q)"
             ),
         }
+    }
+}
+
+/// What the stepper says after a time-travel command (the pause report follows once
+/// every rank is held at the landing slice).
+fn travelled(r: Result<strobe_replayer::Travel, String>) {
+    match r {
+        Ok(strobe_replayer::Travel::Here) => eprintln!("already held there"),
+        Ok(strobe_replayer::Travel::Forward) => {}
+        Ok(strobe_replayer::Travel::Back) => {
+            eprintln!("strobe: going back: re-executing the job from the start (new pids)")
+        }
+        Err(e) => eprintln!("{e}"),
     }
 }
 
@@ -520,6 +543,13 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
                 if !terminal_stepper {
                     eprintln!(
                         "strobe: send {{\"cmd\":\"continue\"}} to the control socket to go on, or press Ctrl-C"
+                    );
+                }
+            } else if let Event::Travelling { to } = e {
+                // The stepper says it when the command is typed.
+                if !terminal_stepper {
+                    eprintln!(
+                        "strobe: going back to slice {to}: re-executing the job from the start"
                     );
                 }
             }

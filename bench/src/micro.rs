@@ -104,6 +104,7 @@ fn run_job(
         env: Vec::new(),
         mmds_resolution: 0,
         output: None,
+        output_marks: None,
     };
     let report = launcher::launch(&cfg, sink.clone(), None)?;
     if let Some(m) = report.message() {

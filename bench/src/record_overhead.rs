@@ -108,6 +108,7 @@ fn run_once(ranks: u32, w: &Workload, mode: Mode, db: &Path) -> Result<Sample> {
         env: Vec::new(),
         mmds_resolution: 0,
         output: None,
+        output_marks: None,
     };
     let Some((schedule_log, metrics)) = mode.record else {
         let report = launcher::launch(&cfg, Arc::new(NullSink), None)?;

@@ -169,6 +169,12 @@ pub enum Event {
     Resumed {
         slice: u64,
     },
+    /// The replay is going back (or forward) to slice `to` by re-executing the job from
+    /// the start (time travel, docs/replay-control.md): the ranks of the run so far are
+    /// stopped; a `Paused` event follows when every rank is held before `to`.
+    Travelling {
+        to: u64,
+    },
     /// The replay ended; the text is the verdict line.
     Finished(String),
 }
@@ -188,6 +194,22 @@ struct State {
     finished: Option<String>,
     /// Set once the recording is open: later breakpoints are checked against it.
     bounds: Option<Bounds>,
+    /// Time travel asked for: end this run of the job and start again, landing here.
+    travel: Option<Landing>,
+    /// The run under way is a re-execution that must hold before this slice; slice and
+    /// call breakpoints before it do not fire (the user already went past them).
+    landing: Option<Landing>,
+    /// Why time travel is refused in this replay (`--record` writes the run as it goes).
+    no_travel: Option<String>,
+    /// Re-executions of the job so far (time travels that went back).
+    runs: u64,
+}
+
+/// Where a time travel lands: held before `slice`, with `reason` as the pause's reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Landing {
+    slice: u64,
+    reason: String,
 }
 
 /// Shared between the Strobe Sender (through the replay source), the verifier and clients.
@@ -254,7 +276,7 @@ impl Controller {
             if let Break::Slice(s) = b {
                 if s <= st.last_started {
                     return Err(format!(
-                        "slice {s} has already started (the replay is at slice {}): a replay only goes forward",
+                        "slice {s} has already started (the replay is at slice {}): go back there with goto {s}",
                         st.last_started
                     ));
                 }
@@ -300,6 +322,8 @@ impl Controller {
     /// Hold the replay before slice `s` (`--until-slice`, "run to slice N").
     pub fn run_to(&self, s: u64) {
         let mut st = self.lock();
+        // A newer command replaces a time travel's landing still on its way.
+        st.landing = None;
         st.run_to = Some(s);
         st.step = false;
         Self::release(&mut st);
@@ -310,6 +334,7 @@ impl Controller {
     /// Run one slice, then hold again.
     pub fn step(&self) {
         let mut st = self.lock();
+        st.landing = None;
         st.step = true;
         Self::release(&mut st);
         drop(st);
@@ -319,6 +344,7 @@ impl Controller {
     /// Run until a breakpoint, the end, or a divergence.
     pub fn resume(&self) {
         let mut st = self.lock();
+        st.landing = None;
         st.step = false;
         st.run_to = None;
         Self::release(&mut st);
@@ -328,7 +354,112 @@ impl Controller {
 
     /// Pause before the next slice (from a client).
     pub fn pause(&self) {
-        self.lock().step = true;
+        let mut st = self.lock();
+        st.landing = None;
+        st.step = true;
+    }
+
+    /// Where the replay is: the slice it is held before, or (running) the next to start.
+    fn position(st: &State) -> u64 {
+        st.paused.as_ref().map_or(st.last_started + 1, |p| p.slice)
+    }
+
+    /// Time travel: hold every rank before slice `s`, earlier or later than where the
+    /// replay is, exactly as `--until-slice s` holds a fresh replay. Forward, the replay
+    /// runs on to `s`; backward (or to where a running replay already is), the job is
+    /// stopped and re-executed from the start with a hold at `s` (the mechanism and its
+    /// cost: docs/replay-control.md, "Time travel"). Breakpoints stay set; slice and call
+    /// breakpoints before `s` do not fire on the way. `reason` becomes the pause's reason
+    /// (`goto 12`, `reverse-step`, `back 3`).
+    pub fn goto(&self, s: u64, reason: String) -> Result<Travel, String> {
+        let mut st = self.lock();
+        if let Some(v) = &st.finished {
+            return Err(format!("the replay has ended ({v})"));
+        }
+        if st.stop.is_some() {
+            return Err("the replay is stopping".into());
+        }
+        if let Some(bounds) = &st.bounds {
+            bounds.check_slice(s)?;
+        }
+        let here = Self::position(&st);
+        let held = st.paused.is_some();
+        if st.travel.is_none() {
+            if held && s == here {
+                return Ok(Travel::Here);
+            }
+            if s > here || (s == here && !held) {
+                // Forward: run on and land at `s` (breakpoints on the way do not fire:
+                // a goto lands where it was asked to; `run N` stops at them).
+                st.landing = Some(Landing { slice: s, reason });
+                st.step = false;
+                st.run_to = None;
+                Self::release(&mut st);
+                drop(st);
+                self.resumed();
+                return Ok(Travel::Forward);
+            }
+        }
+        if let Some(why) = &st.no_travel {
+            return Err(format!("cannot go back to slice {s}: {why}"));
+        }
+        st.travel = Some(Landing { slice: s, reason });
+        st.step = false;
+        st.run_to = None;
+        Self::release(&mut st);
+        drop(st);
+        self.publish(Event::Travelling { to: s });
+        Ok(Travel::Back)
+    }
+
+    /// `reverse-step`: back to the slice before the one the replay holds before.
+    pub fn reverse_step(&self) -> Result<Travel, String> {
+        self.back(1, "reverse-step".into())
+    }
+
+    /// `back N`: N slices before where the replay holds (or, running, the next slice).
+    pub fn back(&self, n: u64, reason: String) -> Result<Travel, String> {
+        let here = Self::position(&self.lock());
+        if n == 0 {
+            return Err("back N: N is at least 1".into());
+        }
+        match here.checked_sub(n).filter(|&s| s >= 1) {
+            Some(s) => self.goto(s, reason),
+            None => Err(format!(
+                "cannot go {n} slice{} back from slice {here}: slices are numbered from 1 (goto 1 goes to the start)",
+                if n == 1 { "" } else { "s" }
+            )),
+        }
+    }
+
+    /// Refuse time travel back in this replay, saying why.
+    pub fn forbid_travel(&self, why: String) {
+        self.lock().no_travel = Some(why);
+    }
+
+    /// How many times the job was re-executed for time travel.
+    pub fn reruns(&self) -> u64 {
+        self.lock().runs
+    }
+
+    /// The replay loop, after a run of the job ended: `Some(S)` if it ended for a time
+    /// travel to S, with the per-run state reset for the next run (breakpoints kept).
+    pub(crate) fn take_travel(&self) -> Option<u64> {
+        let mut st = self.lock();
+        if st.stop.is_some() {
+            return None;
+        }
+        let to = st.travel.take()?;
+        let s = to.slice;
+        st.landing = Some(to);
+        st.runs += 1;
+        st.paused = None;
+        st.released = None;
+        st.pending.clear();
+        st.step = false;
+        st.run_to = None;
+        st.last_started = 0;
+        Some(s)
     }
 
     fn release(st: &mut State) {
@@ -353,6 +484,17 @@ impl Controller {
 
     pub fn stop_reason(&self) -> Option<String> {
         self.lock().stop.clone()
+    }
+
+    /// Why the run of the job under way must end now: a stop, or a time travel back
+    /// (checked first thing at every gate, so ranks computing long do not delay it).
+    pub(crate) fn run_ends(&self) -> Option<String> {
+        let st = self.lock();
+        st.stop.clone().or_else(|| {
+            st.travel
+                .as_ref()
+                .map(|t| format!("time travel to slice {}", t.slice))
+        })
     }
 
     /// A call breakpoint fired in slice `s - 1`: hold before `s`.
@@ -396,32 +538,34 @@ impl Controller {
         if let Some(why) = &st.stop {
             return Gate::Stop(why.clone());
         }
+        if let Some(t) = &st.travel {
+            // The replay loop starts the job again and lands at `t.slice`.
+            return Gate::Stop(format!("time travel to slice {}", t.slice));
+        }
         if st.paused.is_some() {
             return Gate::Wait;
         }
-        let mut reason = None;
-        if st.released != Some(next) {
-            if st.step {
-                reason = Some("step".to_string());
-            } else if st.run_to == Some(next) {
-                reason = Some(format!("reached slice {next}"));
-            } else if st.breaks.contains(&Break::Slice(next)) {
-                reason = Some(format!("breakpoint slice={next}"));
-            } else if let Some(i) = st.pending.iter().position(|(s, _)| *s == next) {
-                reason = Some(st.pending.remove(i).1);
-            }
-        }
+        let reason = Self::stop_before(&st, next);
         // The first hold (before slice 1) used to come before the launcher had spawned
         // every rank: it printed "pid 0 ... gdb -p 0" (issue 12, item 8). Hold only once
         // every rank has a pid; until then ask again shortly.
         if reason.is_some() && !every_rank_spawned(seg) {
             return Gate::Wait;
         }
+        if st.landing.as_ref().is_some_and(|l| l.slice > next) {
+            // Re-executing towards a time travel's landing: what would stop before it
+            // was already seen on the way there.
+            st.pending.retain(|(s, _)| *s > next);
+        }
         match reason {
             Some(reason) => {
                 st.step = false;
+                st.landing = None;
                 if st.run_to == Some(next) {
                     st.run_to = None;
+                }
+                if let Some(i) = st.pending.iter().position(|(s, _)| *s == next) {
+                    st.pending.remove(i);
                 }
                 let p = Pause {
                     slice: next,
@@ -440,6 +584,39 @@ impl Controller {
             }
         }
     }
+
+    /// Why the replay holds before `next`, if it does (nothing changed).
+    fn stop_before(st: &State, next: u64) -> Option<String> {
+        if let Some(l) = &st.landing {
+            return (l.slice == next).then(|| l.reason.clone());
+        }
+        if st.released == Some(next) {
+            return None;
+        }
+        if st.step {
+            Some("step".to_string())
+        } else if st.run_to == Some(next) {
+            Some(format!("reached slice {next}"))
+        } else if st.breaks.contains(&Break::Slice(next)) {
+            Some(format!("breakpoint slice={next}"))
+        } else {
+            st.pending
+                .iter()
+                .find(|(s, _)| *s == next)
+                .map(|(_, r)| r.clone())
+        }
+    }
+}
+
+/// What a time travel did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Travel {
+    /// The replay already holds there.
+    Here,
+    /// Later than where the replay is: it runs on to it.
+    Forward,
+    /// Earlier: the job is re-executed from the start up to it.
+    Back,
 }
 
 /// Where `--hold-at-failure` (and `--gdb`) holds a replay of a recording that ended in
@@ -592,5 +769,76 @@ mod tests {
         assert!(c.delete_break(3).is_err());
         assert_eq!(c.delete_break(1), Ok(Break::Slice(7)));
         assert_eq!(c.breaks(), vec!["rank=1,call=MPI_Recv".parse().unwrap()]);
+    }
+
+    /// Drive the controller as the Strobe Sender does, slice after slice, until it holds
+    /// (or stops): the slices it let start, and the gate that ended the walk.
+    fn walk(c: &Controller, seg: &JobSegment, from: u64) -> (Vec<u64>, Gate) {
+        let mut started = Vec::new();
+        for next in from..=50 {
+            match c.before_slice(next, seg) {
+                Gate::Open => started.push(next),
+                g => return (started, g),
+            }
+        }
+        (started, Gate::Open)
+    }
+
+    #[test]
+    fn time_travel_lands_before_the_slice_asked_for_and_keeps_breakpoints() {
+        let seg = strobe_runtime::rank::create_segment(2, 1).unwrap();
+        for r in 0..2 {
+            seg.slot(r).pid.store(100 + r, Ordering::Release);
+        }
+        let c = Controller::new();
+        c.set_bounds(bounds());
+        c.add_break(Break::Slice(3)).unwrap();
+        c.run_to(10);
+        let (ran, g) = walk(&c, &seg, 1);
+        assert_eq!((ran.len(), g), (2, Gate::Wait), "the breakpoint at 3 first");
+        c.run_to(10);
+        let (ran, g) = walk(&c, &seg, 3);
+        assert_eq!((ran, g), ((3..10).collect::<Vec<_>>(), Gate::Wait));
+        assert_eq!(c.status().paused.unwrap().slice, 10);
+
+        // Back: this run stops, the next one lands at 5 without stopping at 3 on the way.
+        assert_eq!(c.goto(5, "goto 5".into()), Ok(Travel::Back));
+        assert!(matches!(c.before_slice(10, &seg), Gate::Stop(_)));
+        assert_eq!(c.take_travel(), Some(5));
+        assert_eq!(c.take_travel(), None, "once");
+        let (ran, g) = walk(&c, &seg, 1);
+        assert_eq!((ran, g), (vec![1, 2, 3, 4], Gate::Wait));
+        let p = c.status().paused.unwrap();
+        assert_eq!((p.slice, p.reason.as_str()), (5, "goto 5"));
+        assert_eq!(c.reruns(), 1);
+
+        // Where it is: nothing to do. One back, then N back from there.
+        assert_eq!(c.goto(5, "goto 5".into()), Ok(Travel::Here));
+        assert_eq!(c.reverse_step(), Ok(Travel::Back));
+        assert_eq!(c.take_travel(), Some(4));
+        assert_eq!(walk(&c, &seg, 1).0, vec![1, 2, 3]);
+        assert_eq!(c.status().paused.unwrap().reason, "reverse-step");
+        assert!(c.back(4, "back 4".into()).is_err(), "before slice 1");
+        assert!(c.goto(0, "goto 0".into()).is_err());
+        assert!(c.goto(51, "goto 51".into()).is_err());
+
+        // Forward: runs on over the breakpoint and lands; then the breakpoint is kept.
+        assert_eq!(c.goto(20, "goto 20".into()), Ok(Travel::Forward));
+        assert_eq!(walk(&c, &seg, 4).0, (4..20).collect::<Vec<_>>());
+        assert_eq!(c.status().paused.unwrap().reason, "goto 20");
+        assert_eq!(c.breaks(), vec![Break::Slice(3)]);
+
+        // A pause while a goto runs on holds at the next slice instead.
+        assert_eq!(c.goto(40, "goto 40".into()), Ok(Travel::Forward));
+        assert_eq!(c.before_slice(20, &seg), Gate::Open);
+        assert_eq!(c.before_slice(21, &seg), Gate::Open);
+        c.pause();
+        assert_eq!(c.before_slice(22, &seg), Gate::Wait);
+        assert_eq!(c.status().paused.unwrap().reason, "step");
+
+        c.forbid_travel("--record".into());
+        assert!(c.goto(2, "goto 2".into()).unwrap_err().contains("--record"));
+        c.stop("stopped by the user".into());
+        assert!(c.goto(30, "goto 30".into()).is_err());
     }
 }

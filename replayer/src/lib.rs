@@ -25,10 +25,10 @@ use std::time::Duration;
 
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
 use strobe_runtime::engine::SliceSink;
-use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
+use strobe_runtime::launcher::{self, JobOutcome, JobReport, LaunchConfig, LaunchError};
 use strobe_runtime::outcome::encode_file;
 
-pub use control::{Bounds, Break, Controller, Event, Pause};
+pub use control::{Bounds, Break, Controller, Event, Pause, Travel};
 pub use recording::Recording;
 pub use safety::{HashVerdict, LaunchPlan};
 pub use single::replay_rank;
@@ -81,6 +81,10 @@ pub enum ReplayError {
     #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
     SchedulerVersion { recorded: u32, running: u32 },
 }
+
+/// Up to this many ranks, a replay that can travel in time relays its ranks' output so that
+/// none of it is shown twice.
+pub const RELAY_MAX_RANKS: u32 = 256;
 
 /// What to replay and how.
 #[derive(Clone, Debug, Default)]
@@ -247,6 +251,13 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             0
         },
         output: opts.output.clone(),
+        // A replay that can travel back in time runs the job again from the start: its
+        // ranks' output goes through strobe, which shows each byte once (rank_output).
+        // Decision: not beyond RELAY_MAX_RANKS ranks, where two descriptors and two
+        // threads per rank would press on the open-file limit (1024 by default); such a
+        // job's output is printed again after a travel back (docs/replay-control.md).
+        output_marks: (opts.attachable && regen_path.is_none() && job.ranks <= RELAY_MAX_RANKS)
+            .then(strobe_runtime::rank_output::OutputMarks::new),
     };
 
     let regen = match &regen_path {
@@ -283,23 +294,42 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     if let Some(s) = opts.until_slice {
         ctl.run_to(s);
     }
-    let shared = Arc::new(source::Shared::new(ctl.clone(), job.ranks));
-    let src = Arc::new(ReplaySource::new(
-        &rec.log,
-        job.outcome.as_deref(),
-        shared.clone(),
-    ));
-    let verifier = Arc::new(Verifier::new(
-        &rec.log,
-        shared.clone(),
-        regen.clone().map(|r| r as Arc<dyn SliceSink>),
-        engine.node_of_rank(),
-    ));
     for b in &opts.breaks {
         ctl.add_break(b.clone())
             .map_err(|e| ReplayError::Breakpoint(format!("--break {b}: {e}")))?;
     }
-    let report = launcher::launch(&cfg, verifier, Some(src))?;
+    if regen.is_some() {
+        ctl.forbid_travel(
+            "--record writes the replay as it runs, and going back would cut it short".into(),
+        );
+    }
+    // Time travel back (control.rs, `Controller::goto`) ends a run of the job; the job is
+    // then executed again from the start with a hold at the landing slice (decision and
+    // numbers: docs/replay-control.md, "Time travel"). Each run gets a fresh source and
+    // verifier; the controller (breakpoints, clients) and the output filter carry over.
+    let (report, shared) = loop {
+        let shared = Arc::new(source::Shared::new(ctl.clone(), job.ranks));
+        let src = Arc::new(ReplaySource::new(
+            &rec.log,
+            job.outcome.as_deref(),
+            shared.clone(),
+        ));
+        let verifier = Arc::new(Verifier::new(
+            &rec.log,
+            shared.clone(),
+            regen.clone().map(|r| r as Arc<dyn SliceSink>),
+            engine.node_of_rank(),
+        ));
+        let report = launcher::launch(&cfg, verifier, Some(src))?;
+        let user_ended = matches!(
+            report.outcome,
+            JobOutcome::Interrupted | JobOutcome::Timeout
+        );
+        if !user_ended && ctl.take_travel().is_some() {
+            continue;
+        }
+        break (report, shared);
+    };
     if let Some(r) = &regen {
         r.finish(&report).map_err(ReplayError::Regenerate)?;
     }

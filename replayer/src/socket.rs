@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::control::{Break, Controller, Event, Pause};
+use crate::control::{Break, Controller, Event, Pause, Travel};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -296,13 +296,44 @@ fn handle(req: &Value, ctl: &Controller) -> String {
             Some(Err(e)) => err(&e),
             None => err("break needs \"spec\": \"slice=S\" or \"rank=R,call=MPI_Name\""),
         },
+        "goto" => match req.get("slice").and_then(Value::as_u64) {
+            Some(s) => travel_reply(ctl.goto(s, format!("goto {s}"))),
+            None => err("goto needs \"slice\": S"),
+        },
+        "reverse_step" => travel_reply(ctl.reverse_step()),
+        "back" => match req.get("slices").map(Value::as_u64) {
+            None => travel_reply(ctl.reverse_step()),
+            Some(Some(n)) => travel_reply(ctl.back(n, format!("back {n}"))),
+            Some(None) => err("back takes \"slices\": N (a positive integer)"),
+        },
         "quit" => {
             ctl.stop("stopped by the user".into());
             OK.into()
         }
         other => err(&format!(
-            "unknown command {other:?} (status, continue, step, pause, run_to, break, quit)"
+            "unknown command {other:?} (status, continue, step, pause, run_to, goto, back, reverse_step, break, quit)"
         )),
+    }
+}
+
+#[derive(Serialize)]
+struct TravelReply {
+    ok: bool,
+    /// `here` (already held there), `forward` (runs on to it) or `back` (re-executes).
+    travel: &'static str,
+}
+
+fn travel_reply(r: Result<Travel, String>) -> String {
+    match r {
+        Ok(t) => to_line(&TravelReply {
+            ok: true,
+            travel: match t {
+                Travel::Here => "here",
+                Travel::Forward => "forward",
+                Travel::Back => "back",
+            },
+        }),
+        Err(e) => err(&e),
     }
 }
 
@@ -358,6 +389,7 @@ impl<'a> PauseBody<'a> {
 enum EventBody<'a> {
     Paused(PauseBody<'a>),
     Resumed { slice: u64 },
+    Travelling { to: u64 },
     Finished { verdict: &'a str },
 }
 
@@ -374,6 +406,7 @@ pub fn event_json(e: &Event) -> String {
     to_line(&match e {
         Event::Paused(p) => EventBody::Paused(PauseBody::of(p)),
         Event::Resumed { slice } => EventBody::Resumed { slice: *slice },
+        Event::Travelling { to } => EventBody::Travelling { to: *to },
         Event::Finished(v) => EventBody::Finished { verdict: v },
     })
 }
@@ -388,6 +421,10 @@ mod tests {
         assert_eq!(
             event_json(&Event::Resumed { slice: 7 }),
             r#"{"event":"resumed","slice":7}"#
+        );
+        assert_eq!(
+            event_json(&Event::Travelling { to: 3 }),
+            r#"{"event":"travelling","to":3}"#
         );
         assert_eq!(
             event_json(&Event::Finished("matched".into())),

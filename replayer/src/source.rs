@@ -183,7 +183,7 @@ impl ReplaySource {
     }
 
     fn gate_inner(&self, next: u64, seg: &JobSegment) -> Gate {
-        if let Some(why) = self.shared.ctl.stop_reason() {
+        if let Some(why) = self.shared.ctl.run_ends() {
             return Gate::Stop(why);
         }
         let now = Instant::now();

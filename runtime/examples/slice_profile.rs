@@ -51,6 +51,7 @@ fn main() {
         env: Vec::new(),
         mmds_resolution: 0,
         output: None,
+        output_marks: None,
     };
     launch(&cfg, p.clone(), None).expect("launch");
     let busy = p.busy.lock().unwrap();

@@ -63,6 +63,10 @@ pub struct LaunchConfig {
     /// terminal's stdin, instead of sharing strobe's (`strobe replay --tui`: the terminal
     /// belongs to the UI). `tag_output` still prefixes lines when both are set.
     pub output: Option<PathBuf>,
+    /// Relay every rank's stdout and stderr through strobe, skipping the bytes these marks
+    /// say were already shown (the replayer's time travel runs a job again from the start:
+    /// `rank_output`). `None`: the ranks write to the terminal (or `output`) directly.
+    pub output_marks: Option<Arc<crate::rank_output::OutputMarks>>,
 }
 
 /// How a rank died.
@@ -306,12 +310,22 @@ pub fn launch(
                 Ok(())
             });
         }
+        let relays = match &cfg.output_marks {
+            Some(marks) => Some(
+                crate::rank_output::attach(&mut cmd, rank, marks, cfg.tag_output, output.as_ref())
+                    .map_err(|source| LaunchError::Spawn {
+                        program: "(the ranks' output relay)".into(),
+                        source,
+                    })?,
+            ),
+            None => None,
+        };
         let spawned = match &output {
-            Some(f) => f
+            Some(f) if relays.is_none() => f
                 .try_clone()
                 .and_then(|o| Ok((o, f.try_clone()?)))
                 .and_then(|(o, e)| cmd.stdout(o).stderr(e).spawn()),
-            None => cmd.spawn(),
+            _ => cmd.spawn(),
         };
         match spawned {
             Ok(mut child) => {
@@ -323,7 +337,9 @@ pub fn launch(
                 if let Some(pipe) = child.stdin.take() {
                     forward_stdin(pipe);
                 }
-                if cfg.tag_output {
+                if let Some(r) = relays {
+                    forwarders.extend(r.start());
+                } else if cfg.tag_output {
                     forwarders.push(forward(child.stdout.take(), rank, false));
                     forwarders.push(forward(child.stderr.take(), rank, true));
                 }

@@ -26,6 +26,7 @@ pub mod mmds;
 pub mod outcome;
 pub mod procmem;
 pub mod rank;
+pub mod rank_output;
 pub mod ring;
 pub mod segment;
 pub mod shm_region;

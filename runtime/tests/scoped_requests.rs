@@ -40,6 +40,7 @@ fn job(ranks: u32) -> LaunchConfig {
         env: Vec::new(),
         mmds_resolution: 0,
         output: None,
+        output_marks: None,
     }
 }
 

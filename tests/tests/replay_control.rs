@@ -330,3 +330,220 @@ fn the_terminal_stepper_lists_confirms_and_deletes_breakpoints() {
         "a deleted breakpoint stopped the replay:\n{stderr}"
     );
 }
+
+/// Each rank's `(state, call, posted)` in a `paused` event, without the pids (a re-executed
+/// job has new processes): what "held exactly as a fresh --until-slice holds" compares.
+fn held_ranks(paused: &str) -> Vec<String> {
+    paused
+        .split("{\"rank\":")
+        .skip(1)
+        .map(|r| {
+            let field = |k: &str| {
+                r.split(&format!("\"{k}\":"))
+                    .nth(1)
+                    .and_then(|v| v.split([',', '}']).next())
+                    .unwrap_or("?")
+                    .to_string()
+            };
+            format!(
+                "rank {} {} {} posted {}",
+                r.split(',').next().unwrap(),
+                field("state"),
+                field("call"),
+                field("posted")
+            )
+        })
+        .collect()
+}
+
+/// The `steps` fixture's lines (`rank R step I`) for `ranks` ranks and `rounds` rounds,
+/// sorted: what the replay's stdout must hold, each line once.
+fn every_step(ranks: u32, rounds: u32) -> Vec<String> {
+    let mut v: Vec<String> = (0..ranks)
+        .flat_map(|r| (0..rounds).map(move |i| format!("rank {r} step {i}")))
+        .collect();
+    v.sort();
+    v
+}
+
+fn sorted_lines(stdout: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 17, item 3: `goto` back and forth, `reverse_step` and `back` over the socket. Every
+/// landing holds every rank where a fresh `--until-slice S` holds them (same states, calls
+/// and descriptor counts; new pids), breakpoints survive, a bad slice is refused, and the
+/// program's output is shown once although the job runs again from the start.
+#[test]
+fn goto_back_lands_where_a_fresh_until_slice_holds_and_prints_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("steps.db");
+    assert_eq!(record(&db, &["-n", "3"], "steps", &["30"], &[]).code, 0);
+    let fresh = |s: u64| {
+        let sock = dir.path().join(format!("fresh{s}.sock"));
+        let child = spawn_replay(
+            &db,
+            &[
+                "--until-slice",
+                &s.to_string(),
+                "--control",
+                &sock.display().to_string(),
+            ],
+            Stdio::null(),
+        );
+        let mut c = Client::connect(&sock);
+        let p = c.paused();
+        c.request(r#"{"cmd":"quit"}"#);
+        assert_eq!(finish(child).0, 130);
+        held_ranks(&p)
+    };
+    let (at12, at8) = (fresh(12), fresh(8));
+    assert_eq!(at12.len(), 3, "{at12:?}");
+
+    let sock = dir.path().join("ctl.sock");
+    let child = spawn_replay(
+        &db,
+        &[
+            "--until-slice",
+            "20",
+            "--break",
+            "slice=15",
+            "--control",
+            &sock.display().to_string(),
+        ],
+        Stdio::null(),
+    );
+    let mut c = Client::connect(&sock);
+    let p = c.paused();
+    assert!(p.contains("\"slice\":15"), "the breakpoint first: {p}");
+    c.request(r#"{"cmd":"run_to","slice":20}"#);
+    let p = c.paused();
+    assert!(p.contains("\"slice\":20"), "{p}");
+    let old_pids = pids(&p);
+
+    let r = c.request(r#"{"cmd":"goto","slice":12}"#);
+    assert!(r.contains("\"travel\":\"back\""), "{r}");
+    let p = c.paused();
+    assert!(
+        p.contains("\"slice\":12") && p.contains("\"reason\":\"goto 12\""),
+        "{p}"
+    );
+    assert_eq!(
+        held_ranks(&p),
+        at12,
+        "held as a fresh --until-slice 12:\n{p}"
+    );
+    assert!(
+        pids(&p).iter().all(|pid| !old_pids.contains(pid)),
+        "a new job"
+    );
+    assert!(c.events.iter().any(|e| e.contains("\"travelling\"")));
+    let st = c.request(r#"{"cmd":"status"}"#);
+    assert!(st.contains("\"paused\":{\"slice\":12"), "{st}");
+
+    assert!(c
+        .request(r#"{"cmd":"reverse_step"}"#)
+        .contains("\"travel\":\"back\""));
+    let p = c.paused();
+    assert!(
+        p.contains("\"slice\":11") && p.contains("reverse-step"),
+        "{p}"
+    );
+    assert!(c
+        .request(r#"{"cmd":"back","slices":3}"#)
+        .contains("\"travel\":\"back\""));
+    let p = c.paused();
+    assert!(p.contains("\"slice\":8") && p.contains("back 3"), "{p}");
+    assert_eq!(held_ranks(&p), at8, "held as a fresh --until-slice 8:\n{p}");
+
+    for bad in [
+        r#"{"cmd":"goto","slice":0}"#,
+        r#"{"cmd":"goto","slice":99999}"#,
+        r#"{"cmd":"back","slices":100}"#,
+        r#"{"cmd":"goto"}"#,
+    ] {
+        let r = c.request(bad);
+        assert!(r.contains("\"ok\":false"), "{bad}: {r}");
+    }
+    // The breakpoint set before the travels still fires: continue stops at slice 15.
+    c.request(r#"{"cmd":"continue"}"#);
+    let p = c.paused();
+    assert!(
+        p.contains("\"slice\":15") && p.contains("breakpoint slice=15"),
+        "{p}"
+    );
+    // Forward: runs on, over no breakpoint, to the slice.
+    let r = c.request(r#"{"cmd":"goto","slice":25}"#);
+    assert!(r.contains("\"travel\":\"forward\""), "{r}");
+    let p = c.paused();
+    assert!(p.contains("\"slice\":25") && p.contains("goto 25"), "{p}");
+    assert!(c
+        .request(r#"{"cmd":"goto","slice":25}"#)
+        .contains("\"travel\":\"here\""));
+    c.request(r#"{"cmd":"continue"}"#);
+    let mut last = String::new();
+    while !last.contains("\"finished\"") {
+        last = c.line();
+    }
+    assert!(last.contains("replay matched the recording"), "{last}");
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        sorted_lines(&o.stdout),
+        every_step(3, 30),
+        "every line once, none twice:\n{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// The terminal stepper's time-travel commands: `goto S` (`g S`) back and forward,
+/// `reverse-step` (`rs`), `back N`; breakpoints listed after the travels; output once.
+#[test]
+fn the_terminal_stepper_goes_back_and_forth_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("steps.db");
+    assert_eq!(record(&db, &["-n", "2"], "steps", &["25"], &[]).code, 0);
+    let mut child = spawn_replay(&db, &["--step", "--break", "slice=18"], Stdio::piped());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"run 14\ng 6\nrs\nback 2\nback 99\ngoto 10\nbreak\ncontinue\ncontinue\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let holds: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split("held before slice ").nth(1))
+        .map(|l| l.split(';').next().unwrap())
+        .collect();
+    assert_eq!(
+        holds,
+        [
+            "1 (step)",
+            "14 (reached slice 14)",
+            "6 (goto 6)",
+            "5 (reverse-step)",
+            "3 (back 2)",
+            "10 (goto 10)",
+            "18 (breakpoint slice=18)",
+        ],
+        "{stderr}"
+    );
+    for want in [
+        "going back: re-executing the job from the start",
+        "cannot go 99 slices back from slice 3",
+        "  1  slice=18\n",
+        "replay matched the recording",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
+    }
+    assert_eq!(sorted_lines(&o.stdout), every_step(2, 25));
+}

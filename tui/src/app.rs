@@ -545,6 +545,8 @@ impl App {
             | Action::Gdb
             | Action::ListBreaks
             | Action::DeleteBreak
+            | Action::ReverseStep
+            | Action::GotoCursor
                 if !self.live =>
             {
                 self.message = Some((
@@ -563,6 +565,10 @@ impl App {
             Action::DeleteBreak => self.commands.push(ReplayCommand::DeleteBreak {
                 at: self.view.cursor,
             }),
+            Action::ReverseStep => self.commands.push(ReplayCommand::ReverseStep),
+            Action::GotoCursor => self
+                .commands
+                .push(ReplayCommand::Goto(self.view.cursor.max(1))),
         }
     }
 

@@ -49,6 +49,10 @@ pub enum ReplayCommand {
     DeleteBreak {
         at: u64,
     },
+    /// Time travel: hold every rank before this slice, earlier or later.
+    Goto(u64),
+    /// Time travel one slice back.
+    ReverseStep,
 }
 
 pub trait Feed {

@@ -52,6 +52,10 @@ pub enum Action {
     ListBreaks,
     /// Live replay: delete the breakpoint at the cursor's slice, else the last one set.
     DeleteBreak,
+    /// Live replay: time travel one slice back (the job is re-executed up to it).
+    ReverseStep,
+    /// Live replay: time travel to the cursor's slice, earlier or later.
+    GotoCursor,
 }
 
 /// (keys as shown, what they do, the action). Order is the help screen's order.
@@ -155,6 +159,11 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         Action::ListBreaks,
     ),
     (
+        "<  t",
+        "live: back one slice / go to the cursor's slice, earlier or later (time travel)",
+        Action::GotoCursor,
+    ),
+    (
         "x",
         "live: gdb -p PID of the selected rank (when held)",
         Action::Gdb,
@@ -216,6 +225,8 @@ pub fn action_for(key: KeyEvent, live: bool) -> Option<Action> {
         KeyCode::Char('x') => Action::Gdb,
         KeyCode::Char('L') => Action::ListBreaks,
         KeyCode::Char('D') => Action::DeleteBreak,
+        KeyCode::Char('<') => Action::ReverseStep,
+        KeyCode::Char('t') => Action::GotoCursor,
         _ => return None,
     })
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use strobe_replayer::{
-    Break, Controller, Event, Pause, ReplayError, ReplayOptions, ReplayReport, Verdict,
+    Break, Controller, Event, Pause, ReplayError, ReplayOptions, ReplayReport, Travel, Verdict,
 };
 use strobe_runtime::launcher::JobOutcome;
 
@@ -33,6 +33,10 @@ pub enum LiveState {
     /// Held by a step or pause (before `slice`).
     Paused {
         slice: u64,
+    },
+    /// Re-executing the job to hold before `to` (time travel back).
+    Travelling {
+        to: u64,
     },
     /// Held by a breakpoint (before `slice`).
     AtBreakpoint {
@@ -91,7 +95,7 @@ impl ReplayFeed {
             pause: None,
             shown: 0,
             pending: vec![FeedEvent::Message(format!(
-                "live replay: space runs/pauses, n steps, b breaks at the cursor{}",
+                "live replay: space runs/pauses, n steps, < steps back, t goes to the cursor's slice, b breaks at the cursor{}",
                 output
                     .as_ref()
                     .map(|o| format!("; rank output: {}", o.display()))
@@ -209,9 +213,26 @@ impl ReplayFeed {
     }
 }
 
-/// Whether a pause's reason is a breakpoint (rather than a step, a pause or a run-to).
+/// What the status line says after a time-travel command (the landing's pause follows).
+fn travel_events(t: Travel, to: u64) -> Vec<FeedEvent> {
+    match t {
+        Travel::Here => vec![FeedEvent::Message(format!(
+            "already held before slice {to}"
+        ))],
+        Travel::Forward => vec![FeedEvent::Message(format!("running on to slice {to}"))],
+        // The `Travelling` event says it.
+        Travel::Back => Vec::new(),
+    }
+}
+
+/// Whether a pause's reason is a breakpoint (rather than a step, a pause, a run-to or a
+/// time travel's landing).
 fn is_breakpoint(reason: &str) -> bool {
-    !(reason == "step" || reason.starts_with("reached slice"))
+    !(reason == "step"
+        || reason == "reverse-step"
+        || reason.starts_with("reached slice")
+        || reason.starts_with("goto ")
+        || reason.starts_with("back "))
 }
 
 impl Feed for ReplayFeed {
@@ -220,6 +241,7 @@ impl Feed for ReplayFeed {
             LiveState::Starting => "replay starting".into(),
             LiveState::Running => "replay running".into(),
             LiveState::Paused { slice } => format!("replay paused before slice {slice}"),
+            LiveState::Travelling { to } => format!("replay going back to slice {to}"),
             LiveState::AtBreakpoint { slice } => {
                 format!("replay at breakpoint before slice {slice}")
             }
@@ -257,6 +279,13 @@ impl Feed for ReplayFeed {
                 Ok(Event::Resumed { .. }) => {
                     self.pause = None;
                     self.state = LiveState::Running;
+                }
+                Ok(Event::Travelling { to }) => {
+                    self.pause = None;
+                    self.state = LiveState::Travelling { to };
+                    out.push(FeedEvent::Message(format!(
+                        "going back to slice {to}: re-executing the job from the start"
+                    )));
                 }
                 Ok(Event::Finished(_)) => finished = true,
                 Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
@@ -303,6 +332,15 @@ impl Feed for ReplayFeed {
                 self.ctl.step();
                 Ok(Vec::new())
             }
+            ReplayCommand::Goto(s) => {
+                let t = self.ctl.goto(s, format!("goto {s}"))?;
+                Ok(travel_events(t, s))
+            }
+            ReplayCommand::ReverseStep => {
+                let t = self.ctl.reverse_step()?;
+                let here = self.pause.as_ref().map_or(self.shown, |p| p.slice);
+                Ok(travel_events(t, here.saturating_sub(1)))
+            }
             ReplayCommand::BreakAtSlice(s) => {
                 // Paused before P: slices before P have run; P itself has not started.
                 let next = match &self.pause {
@@ -311,7 +349,7 @@ impl Feed for ReplayFeed {
                 };
                 if s < next || (s == next && self.pause.is_some()) {
                     return Err(format!(
-                        "slice {s} has already run or is where the replay holds (before slice {next}): a replay only goes forward"
+                        "slice {s} has already run or is where the replay holds (before slice {next}): t goes back to the cursor's slice"
                     ));
                 }
                 let n = self.ctl.add_break(Break::Slice(s))?;

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use super::{err, handle};
-use crate::control::Controller;
+use crate::control::{Bounds, Controller};
 
 /// What `serve` does with one line.
 fn answer(line: &str, ctl: &Controller) -> String {
@@ -43,7 +43,19 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 const CMDS: &[&str] = &[
-    "status", "continue", "step", "pause", "run_to", "break", "quit", "", "STATUS", "run",
+    "status",
+    "continue",
+    "step",
+    "pause",
+    "run_to",
+    "break",
+    "quit",
+    "",
+    "STATUS",
+    "run",
+    "goto",
+    "back",
+    "reverse_step",
 ];
 
 proptest! {
@@ -59,13 +71,38 @@ proptest! {
     fn arbitrary_requests_get_a_json_answer(
         cmd in proptest::sample::select(CMDS),
         slice in json_value(),
+        slices in json_value(),
         spec in json_value(),
         extra in json_value(),
     ) {
         let ctl = Controller::new();
-        let req = serde_json::json!({ "cmd": cmd, "slice": slice, "spec": spec, "x": extra });
+        let req = serde_json::json!({
+            "cmd": cmd, "slice": slice, "slices": slices, "spec": spec, "x": extra
+        });
         check(&answer(&req.to_string(), &ctl));
         // And the controller still answers afterwards.
         check(&answer(r#"{"cmd":"status"}"#, &ctl));
+    }
+
+    /// Time-travel requests in any order, with any numbers, on a replay of 50 slices: each
+    /// gets one JSON answer; `goto S` is accepted exactly for the slices that exist.
+    #[test]
+    fn travel_requests_in_any_order(
+        reqs in proptest::collection::vec(
+            (proptest::sample::select(&["goto", "back", "reverse_step", "step", "continue",
+                                        "run_to", "pause", "status"][..]),
+             0u64..80),
+            1..12),
+    ) {
+        let ctl = Controller::new();
+        ctl.set_bounds(Bounds { ranks: 4, last_slice: 50 });
+        for (cmd, n) in reqs {
+            let req = serde_json::json!({ "cmd": cmd, "slice": n, "slices": n });
+            let reply = answer(&req.to_string(), &ctl);
+            check(&reply);
+            if cmd == "goto" {
+                prop_assert_eq!(reply.contains("\"ok\":true"), (1..=50).contains(&n), "{}", reply);
+            }
+        }
     }
 }
