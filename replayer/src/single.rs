@@ -294,6 +294,7 @@ pub fn replay_rank(
         env: safety::rank_env(&plan, opts, outfile.path()),
         mmds_resolution: 0,
         output: opts.output.clone(),
+        output_marks: None,
     };
     let report = launch_alone(&cfg, rank, &mut feed, debugger)?;
     Ok(verdict(&rec, rank, report, warnings))
