@@ -72,6 +72,9 @@ pub enum RankDeath {
     ExitCode(i32),
     /// Exited with status 0 without calling `MPI_Finalize`.
     NoFinalize,
+    /// Exited with status 0 without ever calling `MPI_Init` (not an MPI program, or one
+    /// that returned before initializing).
+    NoInit,
     Abort(i32),
 }
 
@@ -109,7 +112,7 @@ impl JobReport {
             JobOutcome::RankFailed { how, .. } => match how {
                 RankDeath::Signal(s) => 128 + s,
                 RankDeath::ExitCode(c) | RankDeath::Abort(c) => *c,
-                RankDeath::NoFinalize => 1,
+                RankDeath::NoFinalize | RankDeath::NoInit => 1,
             },
             JobOutcome::Deadlock(r) if r.livelock.is_some() => crate::engine::EXIT_LIVELOCK,
             JobOutcome::Deadlock(_) => EXIT_DEADLOCK,
@@ -134,6 +137,7 @@ impl JobReport {
                     RankDeath::Signal(s) => format!("was killed by {}", signal_name(*s)),
                     RankDeath::ExitCode(c) => format!("exited with status {c}"),
                     RankDeath::NoFinalize => "exited without calling MPI_Finalize".to_string(),
+                    RankDeath::NoInit => "exited without calling MPI_Init".to_string(),
                     RankDeath::Abort(c) => format!("called MPI_Abort with error code {c}"),
                 };
                 format!(
@@ -404,6 +408,8 @@ pub fn launch(
             Some(RankDeath::Abort(abort as i32 - 1))
         } else if st.code() != Some(0) {
             Some(RankDeath::ExitCode(st.code().unwrap_or(1)))
+        } else if !crate::mmds::called_init(&shared.seg, rank) {
+            Some(RankDeath::NoInit)
         } else if !finalized {
             Some(RankDeath::NoFinalize)
         } else {

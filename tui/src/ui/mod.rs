@@ -2,6 +2,7 @@
 //! the app (mouse hits, the width of the slice axis) and the renderer agree on geometry.
 
 pub mod chart;
+pub mod history;
 pub mod overview;
 pub mod slice;
 pub mod stats;
@@ -111,6 +112,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         Tab::Timeline => timeline::render(buf, body, app),
         Tab::Slice => slice::render(buf, body, app),
         Tab::Statistics => stats::render(buf, body, app),
+        Tab::History => history::render(buf, body, app),
     }
     render_status(buf, status, app);
     if app.help {
@@ -165,7 +167,7 @@ fn render_tabs(buf: &mut Buffer, area: Rect, app: &App) {
         let label = format!(" {} {} ", i + 1, tab.title());
         buf.set_stringn(x, area.y, &label, (area.right() - x) as usize, style);
     }
-    let (_, _, end) = tab_positions()[3];
+    let (_, _, end) = tab_positions()[Tab::ALL.len() - 1];
     let name = app
         .rec
         .path()
