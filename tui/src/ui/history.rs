@@ -15,11 +15,11 @@ fn columns(wide: bool) -> Vec<(&'static str, usize)> {
     let mut c = vec![
         ("#", 6),
         ("slice", 8),
-        ("call", 13),
-        ("asked", 9),
+        ("call", 12),
+        ("asked", 7),
         ("from", 6),
         ("tag", 7),
-        ("bytes", 10),
+        ("bytes", 9),
     ];
     if wide {
         c.extend([("recv seq", 10), ("send seq", 10)]);
