@@ -59,8 +59,8 @@ pub fn start_in_tmux(req: &DebuggerRequest) -> Result<String, String> {
         ));
     }
     Ok(format!(
-        "gdb on rank {} (pid {}) in tmux window \"{name}\"; the replay stays held before slice {}",
-        req.rank, req.pid, req.slice
+        "gdb on rank {} (pid {}) in tmux window \"{name}\"; the replay stays held",
+        req.rank, req.pid
     ))
 }
 
@@ -79,7 +79,7 @@ pub fn foreground_done(req: &DebuggerRequest, st: std::io::Result<ExitStatus>) -
     match st {
         Ok(s) if s.success() => (
             format!(
-                "gdb on rank {} exited; the replay is still held before slice {}",
+                "gdb on rank {} exited; still held before slice {}",
                 req.rank, req.slice
             ),
             false,
