@@ -210,7 +210,7 @@ fn the_deadlock_report_and_whole_messages_at_three_sizes_in_tmux() {
             t.keys(&["PageDown"]);
         }
         t.wait_for(
-            &["mouse", "live: gdb -p PID"],
+            &["mouse", "live, held: gdb on the selected"],
             &format!("{ctx} help scrolled"),
         );
         t.keys(&["Escape"]);
@@ -413,9 +413,12 @@ fn x_starts_gdb_in_a_tmux_window_on_a_held_live_replay() {
         out = dir.path().join("ranks.out").display(),
     );
     let t = Tmux::start(&cmd, 120, 40);
-    t.wait_for(&["[replay paused before slice 1]"], "start");
+    // The greeting takes the status line; after a key the mode shows.
+    t.wait_for(&["live replay: space runs/pauses"], "start");
+    t.keys(&["2"]);
+    t.wait_for(&["[replay paused before slice 1]"], "held");
     // Rank 1 (j on the Timeline selects it), then x.
-    t.keys(&["2", "j", "x"]);
+    t.keys(&["j", "x"]);
     let text = wait_for_file(&bt, "rank 1", "gdb in its tmux window");
     assert!(text.contains("#0"), "gdb printed a backtrace:\n{text}");
     assert!(
@@ -428,6 +431,10 @@ fn x_starts_gdb_in_a_tmux_window_on_a_held_live_replay() {
         "the status line says where gdb went",
     );
     assert!(s.contains("tmux window"), "{s}");
+    // The popup with every rank's pid is still open: any key closes it.
+    assert!(s.contains("gdb: rank 1"), "{s}");
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
     t.keys(&["n"]);
     t.wait_for(&["[replay paused before slice 2]"], "stepped after gdb");
     t.keys(&["q"]);
@@ -470,6 +477,8 @@ fn x_runs_gdb_in_the_foreground_outside_tmux() {
         &["gdb on rank 0 exited; still held before slice 1", "GETTS"],
         "the UI is back",
     );
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
     t.keys(&["n"]);
     t.wait_for(
         &[" slice 2/", "[replay paused before slice"],

@@ -58,7 +58,7 @@ fn start_debugger(
     req: &crate::debugger::DebuggerRequest,
 ) -> io::Result<()> {
     use crate::debugger;
-    app.popup = None;
+    // The popup (the command, every rank's pid and state) stays for when the user is back.
     if debugger::in_tmux() {
         app.message = Some(match debugger::start_in_tmux(req) {
             Ok(m) => (m, false),
