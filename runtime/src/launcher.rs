@@ -408,10 +408,13 @@ pub fn launch(
             Some(RankDeath::Abort(abort as i32 - 1))
         } else if st.code() != Some(0) {
             Some(RankDeath::ExitCode(st.code().unwrap_or(1)))
-        } else if !crate::mmds::called_init(&shared.seg, rank) {
-            Some(RankDeath::NoInit)
         } else if !finalized {
-            Some(RankDeath::NoFinalize)
+            // A finalized rank called MPI_Init; only a rank that did not finalize is asked.
+            if crate::mmds::called_init(&shared.seg, rank) {
+                Some(RankDeath::NoFinalize)
+            } else {
+                Some(RankDeath::NoInit)
+            }
         } else {
             None
         };

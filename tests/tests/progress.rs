@@ -89,3 +89,63 @@ fn record_and_replay_show_progress_on_a_terminal_only() {
         "{last}"
     );
 }
+
+/// `strobe bench record` ran for minutes without a word (issue 12, item 5): on a terminal
+/// it shows a progress line (runs done of all, the ETA, the workload, round and mode); its
+/// report on stdout stays clean, and without a terminal there is no progress line.
+#[test]
+fn bench_record_shows_progress_on_a_terminal_only() {
+    let bench = strobe_tests::target_dir().join("strobe-bench");
+    if !bench.exists() {
+        eprintln!(
+            "SKIPPED: {} is not built (cargo build -p strobe-bench)",
+            bench.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.md");
+    let s = strobe().display().to_string();
+    let cmd = format!(
+        "{s} bench record -n 2 --rounds 1 --iterations 1 --heavy-iterations 5 > {r}; echo done-$?; sleep 60",
+        r = report.display()
+    );
+    let seen = pane_shows(
+        &cmd,
+        &[
+            "strobe bench: recording overhead [",
+            "runs, ETA",
+            "barrier every 10 ms, warm-up, ",
+            "done-0",
+        ],
+    );
+    assert!(
+        seen.contains("/18 runs"),
+        "3 workloads x 2 rounds x 3 modes:\n{seen}"
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("### Recording overhead"), "{text}");
+    assert!(!text.contains("ETA"), "no progress in the report:\n{text}");
+
+    // Not a terminal: nothing on stderr but the report's own lines.
+    let out = Command::new(strobe())
+        .args([
+            "bench",
+            "record",
+            "-n",
+            "2",
+            "--rounds",
+            "1",
+            "--iterations",
+            "1",
+            "--heavy-iterations",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("runs, ETA"),
+        "{out:?}"
+    );
+}
