@@ -231,9 +231,8 @@ fn every_command_exits_as_the_table_in_docs_cli_md_says() {
     let mut failures = Vec::new();
     for c in &cases {
         let (status, stderr) = run(&c.script, d);
-        let key = if c.status >= 128 && c.status < 128 + 65 && c.what.contains("killed") {
-            "the job's".to_string()
-        } else if c.what.contains("MPI_Abort") {
+        // A job's own status (128+signal, an MPI_Abort code) is the table's "the job's" row.
+        let key = if c.what.contains("killed") || c.what.contains("MPI_Abort") {
             "the job's".to_string()
         } else {
             c.status.to_string()
