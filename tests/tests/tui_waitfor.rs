@@ -1,4 +1,4 @@
-//! Issue 12, item 2: the TUI's wait-for graph was wrong both ways: `CYCLE 0 -> 1 -> 0` in
+//! Issue 12, items 2 and 6: the TUI's wait-for graph was wrong both ways: `CYCLE 0 -> 1 -> 0` in
 //! healthy slices of a ring (a send and its receive about to match), and no cycle for a
 //! barrier-versus-receive deadlock the launcher reported. The Slice tab now shows the
 //! runtime's analysis: never a cycle in a job that ended well, and the cycle of a
@@ -126,5 +126,27 @@ fn a_barrier_versus_receive_deadlock_shows_its_cycle_at_every_size() {
             seen.contains("CYCLE 0 -> 1 -> 0"),
             "{w}x{h}: the Slice tab shows the barrier-versus-receive cycle:\n{seen}"
         );
+    }
+}
+
+/// Issue 12, item 6: a C deadlock's Overview showed "rank 0 exited with 1" (the ranks
+/// strobe stopped) instead of the deadlock report.
+#[test]
+fn a_c_deadlock_overview_shows_the_report_not_the_stopped_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = strobe_tests::tools::build_c("deadlock", dir.path());
+    let db = dir.path().join("dl.db");
+    let out = strobe_tests::tools::record_c(&db, &prog, 3, &[], &[]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    for (w, h) in SIZES {
+        let mut app = App::new(Recording::open(&db).unwrap(), Theme { color: false });
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        draw(&mut term, &mut app).unwrap();
+        let s = screen(&term);
+        assert!(s.contains("outcome deadlock"), "{w}x{h}:\n{s}");
+        assert!(s.contains("deadlock"), "{w}x{h}:\n{s}");
+        assert!(s.contains("cycle"), "{w}x{h}: the report's cycle line:\n{s}");
+        assert!(!s.contains("exited with 1"), "{w}x{h}:\n{s}");
+        assert!(!s.contains("signal 9"), "{w}x{h}:\n{s}");
     }
 }
