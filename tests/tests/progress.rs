@@ -10,7 +10,13 @@ use strobe_tests::{fixture, strobe};
 
 /// A tmux pane running `cmd`, read until it shows `what`.
 fn pane_shows(cmd: &str, what: &[&str]) -> String {
-    let sock = format!("strobe-progress-{}", std::process::id());
+    // One tmux server per call: the tests of this file run in parallel threads.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let sock = format!(
+        "strobe-progress-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let tmux = |args: &[&str]| {
         Command::new("tmux")
             .args(["-L", &sock, "-f", "/dev/null"])
@@ -162,7 +168,9 @@ fn stats_on_a_big_recording_shows_progress_on_a_terminal() {
         strobe().display(),
         db.display()
     );
+    // The verdict does not matter here, only that the reading was shown: `stats` refuses
+    // the synthetic file (exit 2: its slices name descriptors its replay log lacks).
     let seen = pane_shows(&cmd, &["strobe: reading", "MiB", "done-"]);
-    // (A synthetic recording's statistics fail the accuracy check: exit 2 with a warning.)
-    assert!(!seen.contains("damaged"), "{seen}");
+    let reading = seen.find("strobe: reading").unwrap();
+    assert!(reading < seen.find("done-").unwrap(), "{seen}");
 }

@@ -145,7 +145,10 @@ fn a_c_deadlock_overview_shows_the_report_not_the_stopped_ranks() {
         let s = screen(&term);
         assert!(s.contains("outcome deadlock"), "{w}x{h}:\n{s}");
         assert!(s.contains("deadlock"), "{w}x{h}:\n{s}");
-        assert!(s.contains("cycle"), "{w}x{h}: the report's cycle line:\n{s}");
+        assert!(
+            s.contains("cycle"),
+            "{w}x{h}: the report's cycle line:\n{s}"
+        );
         assert!(!s.contains("exited with 1"), "{w}x{h}:\n{s}");
         assert!(!s.contains("signal 9"), "{w}x{h}:\n{s}");
     }
