@@ -3,6 +3,8 @@
 //! slice. Read from the decision-set blobs (`slice_decisions`) and the `descriptor` table;
 //! the key view for wildcard (`MPI_ANY_SOURCE`) bugs (the TUI's History tab).
 
+use std::collections::HashMap;
+
 use rusqlite::{params, OptionalExtension};
 use strobe_core::descriptor::{ANY_SOURCE, ANY_TAG};
 use strobe_core::sched::Decision;
@@ -70,6 +72,10 @@ impl Recording {
             partial: self.job.schedule_log != Layer::On,
             ..MatchHistory::default()
         };
+        // Two reads per rank at most (its descriptors, by primary-key prefix), not two
+        // lookups per match: a rank of a message-heavy job matches 100,000 receives.
+        let own = self.rank_descriptors(rank)?;
+        let mut tags: HashMap<u32, HashMap<u64, i64>> = HashMap::new();
         let mut blobs = self
             .conn
             .prepare_cached("SELECT slice, decisions FROM slice_decisions ORDER BY slice")?;
@@ -87,18 +93,26 @@ impl Recording {
                     hist.truncated = true;
                     return Ok(Some(hist));
                 }
-                let recv = self.descriptor(rank, m.recv.seq)?;
-                let send = self.descriptor(m.send.rank, m.send.seq)?;
+                let recv = own.get(&m.recv.seq);
+                if !tags.contains_key(&m.send.rank) {
+                    let t = self
+                        .rank_descriptors(m.send.rank)?
+                        .into_iter()
+                        .map(|(seq, d)| (seq, d.tag))
+                        .collect();
+                    tags.insert(m.send.rank, t);
+                }
+                let tag = tags[&m.send.rank].get(&m.send.seq).copied().unwrap_or(0);
                 hist.entries.push(MatchEntry {
                     slice,
                     recv_seq: m.recv.seq,
-                    call: recv.as_ref().map_or_else(|| "?".into(), |r| r.kind.clone()),
-                    source_asked: recv.as_ref().map_or(i64::from(m.send.rank), |r| r.peer),
-                    tag_asked: recv.as_ref().map_or(0, |r| r.tag),
-                    recv_bytes: recv.as_ref().map_or(0, |r| r.bytes),
+                    call: recv.map_or_else(|| "?".into(), |r| r.kind.clone()),
+                    source_asked: recv.map_or(i64::from(m.send.rank), |r| r.peer),
+                    tag_asked: recv.map_or(0, |r| r.tag),
+                    recv_bytes: recv.map_or(0, |r| r.bytes),
                     sender: m.send.rank,
                     send_seq: m.send.seq,
-                    tag: send.as_ref().map_or(0, |s| s.tag),
+                    tag,
                     bytes: m.bytes,
                     truncated: m.truncated,
                 });
@@ -146,13 +160,15 @@ impl Recording {
         Ok(best)
     }
 
-    /// One descriptor by (rank, sequence number).
-    fn descriptor(&self, rank: u32, seq: u64) -> Result<Option<DescriptorRow>, RecordError> {
+    /// Every descriptor of `rank`, by sequence number.
+    fn rank_descriptors(&self, rank: u32) -> Result<HashMap<u64, DescriptorRow>, RecordError> {
         let mut st = self.conn.prepare_cached(&format!(
-            "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1 AND seq = ?2"
+            "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1"
         ))?;
-        Ok(st
-            .query_row(params![rank, sql_u64(seq)], descriptor_row)
-            .optional()?)
+        let rows = st
+            .query_map(params![rank], descriptor_row)?
+            .map(|r| r.map(|d| (d.seq.max(0) as u64, d)))
+            .collect::<Result<HashMap<_, _>, _>>()?;
+        Ok(rows)
     }
 }
