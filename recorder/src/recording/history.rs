@@ -3,6 +3,7 @@
 //! slice. Read from the decision-set blobs (`slice_decisions`) and the `descriptor` table;
 //! the key view for wildcard (`MPI_ANY_SOURCE`) bugs (the TUI's History tab).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension};
@@ -94,15 +95,18 @@ impl Recording {
                     return Ok(Some(hist));
                 }
                 let recv = own.get(&m.recv.seq);
-                if !tags.contains_key(&m.send.rank) {
-                    let t = self
-                        .rank_descriptors(m.send.rank)?
-                        .into_iter()
-                        .map(|(seq, d)| (seq, d.tag))
-                        .collect();
-                    tags.insert(m.send.rank, t);
+                let tag = match tags.entry(m.send.rank) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert(
+                        self.rank_descriptors(m.send.rank)?
+                            .into_iter()
+                            .map(|(seq, d)| (seq, d.tag))
+                            .collect(),
+                    ),
                 }
-                let tag = tags[&m.send.rank].get(&m.send.seq).copied().unwrap_or(0);
+                .get(&m.send.seq)
+                .copied()
+                .unwrap_or(0);
                 hist.entries.push(MatchEntry {
                     slice,
                     recv_seq: m.recv.seq,
