@@ -302,6 +302,31 @@ pub fn diff(args: &DiffArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// For `strobe tui A.db --diff B.db`: the first difference as (its slice in A, the
+/// report's text: the difference and both sides' calls), `None` when the recordings do not
+/// differ, `Err` (why) when they cannot be compared.
+pub fn first_difference(a: &Path, b: &Path) -> Result<Option<(Option<u64>, String)>, String> {
+    let (ra, rb) = (open(a), open(b));
+    let (ra, rb) = (ra.map_err(|e| e.0)?, rb.map_err(|e| e.0)?);
+    let notes = comparable(&ra, &rb).map_err(|e| e.0)?;
+    let (ca, cb) = (
+        Calls::read(&ra).map_err(|e| e.0)?,
+        Calls::read(&rb).map_err(|e| e.0)?,
+    );
+    let diffs = differences(&ca, &cb);
+    let Some(first) = diffs.first() else {
+        return Ok(None);
+    };
+    let args = DiffArgs {
+        a: a.to_path_buf(),
+        b: b.to_path_buf(),
+        all: false,
+    };
+    let mut text = String::new();
+    report(&mut text, &args, &notes, &ra, &rb, &diffs);
+    Ok(Some((first.slice_a, text)))
+}
+
 fn report(
     out: &mut String,
     args: &DiffArgs,

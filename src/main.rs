@@ -66,6 +66,10 @@ enum Cmd {
     Tui {
         /// The recording (an SQLite file written by `strobe record`; it may still be growing).
         file: PathBuf,
+        /// Compare with this recording (as `strobe diff FILE B.db`): the first slice where
+        /// they differ is marked; `m` jumps there and shows the difference.
+        #[arg(long, value_name = "B.db")]
+        diff: Option<PathBuf>,
     },
     /// The benchmark suite: strobe against MPICH and against itself, side by side, and
     /// measurements of the runtime (`strobe bench --help`). Runs `strobe-bench`, the
@@ -268,7 +272,7 @@ fn dispatch() {
         Cmd::Record(a) => record::record(&a),
         Cmd::Replay(a) => replay::replay(&a),
         Cmd::Stats { file, rank, json } => Ok(stats::stats(&file, rank, json)),
-        Cmd::Tui { file } => tui(&file),
+        Cmd::Tui { file, diff } => tui(&file, diff.as_deref()),
         Cmd::Demo { ranks, out } => demo(ranks, out),
         Cmd::Bench { args } => bench::bench(&args),
         Cmd::Export(a) => export::export(&a),
@@ -291,8 +295,33 @@ fn finish(code: Result<i32>) -> ! {
     }
 }
 
-fn tui(file: &std::path::Path) -> Result<i32> {
-    match strobe_tui::run(file) {
+fn tui(file: &std::path::Path, other: Option<&std::path::Path>) -> Result<i32> {
+    let mut marks = strobe_tui::Marks::default();
+    if let Some(b) = other {
+        // Compared before the terminal is touched: a pair that cannot be compared is a
+        // clear error, exit 2 (as `strobe diff`).
+        match diff::first_difference(file, b) {
+            Ok(Some((slice, text))) => {
+                marks.diff = Some(strobe_tui::DiffMark {
+                    other: b.to_path_buf(),
+                    slice,
+                    text,
+                })
+            }
+            Ok(None) => {
+                marks.diff = Some(strobe_tui::DiffMark {
+                    other: b.to_path_buf(),
+                    slice: None,
+                    text: String::new(),
+                })
+            }
+            Err(why) => {
+                eprintln!("strobe tui --diff: cannot compare: {why}");
+                return Ok(diff::EXIT_CANNOT_COMPARE);
+            }
+        }
+    }
+    match strobe_tui::run_with(file, marks) {
         Ok(()) => Ok(0),
         // A file that is not a recording (or a damaged one) is the user's input, not
         // strobe's failure: exit 2, as `stats` and `replay` (docs/reliability.md).

@@ -50,9 +50,9 @@ pub struct ReplayArgs {
     /// else in the foreground (the replay ends when gdb exits).
     #[arg(long, value_name = "RANK", conflicts_with = "tui")]
     gdb: Option<u32>,
-    /// The debugger command for --gdb, run by sh; {pid} and {rank} are replaced
-    /// (default: $STROBE_GDB, else `gdb -p {pid}`).
-    #[arg(long, value_name = "CMD", requires = "gdb")]
+    /// The debugger command for --gdb (and `x` in --tui), run by sh; {pid} and {rank} are
+    /// replaced (default: $STROBE_GDB, else `gdb -p {pid}`).
+    #[arg(long, value_name = "CMD")]
     gdb_command: Option<String>,
     /// Step slice by slice from the terminal (next, continue, run N, print, break, quit).
     #[arg(long)]
@@ -75,7 +75,7 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = cli_util::parse_duration)]
     timeout: Option<Duration>,
     /// Replay inside the terminal UI (docs/tui.md, "Live replay"): held before slice 1;
-    /// space runs and pauses, n steps, b and B set breakpoints, x shows gdb -p PID. The
+    /// space runs and pauses, n steps, b and B set breakpoints, x starts gdb on the rank. The
     /// ranks' output goes to --output (default $TMPDIR/strobe-replay-PID.out).
     #[arg(long, conflicts_with_all = ["step", "control"])]
     tui: bool,
@@ -273,7 +273,7 @@ fn replay_tui(a: &ReplayArgs, mut opts: ReplayOptions) -> Result<i32> {
         None => strobe_replayer::safety::private_dir()?.join("ranks.out"),
     };
     opts.output = Some(output.clone());
-    match strobe_tui::run_live(opts) {
+    match strobe_tui::run_live(opts, &gdb::template(a.gdb_command.as_deref())) {
         Ok(feed) => {
             if let Some(text) = &feed.report {
                 eprint!("{text}");
@@ -431,6 +431,10 @@ fn refuse_stops_that_never_fire(a: &ReplayArgs) -> Option<i32> {
 }
 
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
+    if a.gdb_command.is_some() && a.gdb.is_none() && !a.tui {
+        eprintln!("strobe: --gdb-command needs --gdb RANK or --tui (where x starts it)");
+        return Ok(EXIT_CANNOT_START);
+    }
     if let Some(n) = a.max_ranks {
         strobe_runtime::limits::allow_ranks(n);
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use strobe_recorder::{JobInfo, Layer, RecordOptions, Recorder};
 use strobe_runtime::engine::{EngineConfig, NullSink, StrobePolicy, DEFAULT_DIRECT_COPY_MIN};
 use strobe_runtime::launcher::{self, LaunchConfig};
@@ -179,9 +180,17 @@ pub fn record_overhead(ranks: u32, rounds: u32, iterations: u64, heavy: u64) -> 
     header.push_str(" full recording: bytes/descriptor | bytes/slice, layers off |");
     rule.push_str("---:|---:|");
     writeln!(out, "{header}\n{rule}")?;
-    for w in workloads(iterations, heavy) {
+    let workloads = workloads(iterations, heavy);
+    let bar = progress_bar((workloads.len() * (rounds as usize + 1) * MODES.len()) as u64);
+    let run = |w: &Workload, m: Mode, what: &str| {
+        bar.set_message(format!("{}, {what}, {}", w.name, m.name));
+        let s = run_once(ranks, w, m, &db);
+        bar.inc(1);
+        s
+    };
+    for w in &workloads {
         for &m in MODES {
-            run_once(ranks, &w, m, &db)?; // warm-up
+            run(w, m, "warm-up")?;
         }
         let mut samples: Vec<Vec<Sample>> = MODES.iter().map(|_| Vec::new()).collect();
         for round in 0..rounds as usize {
@@ -189,7 +198,8 @@ pub fn record_overhead(ranks: u32, rounds: u32, iterations: u64, heavy: u64) -> 
             // (the kernel writes the previous recording back to disk during the next run).
             for k in 0..MODES.len() {
                 let i = (round + k) % MODES.len();
-                samples[i].push(run_once(ranks, &w, MODES[i], &db)?);
+                let what = format!("round {}/{rounds}", round + 1);
+                samples[i].push(run(w, MODES[i], &what)?);
             }
         }
         let base: Vec<f64> = samples[0].iter().map(|s| s.elapsed.as_secs_f64()).collect();
@@ -219,6 +229,23 @@ pub fn record_overhead(ranks: u32, rounds: u32, iterations: u64, heavy: u64) -> 
         };
         writeln!(out, " {} | {} |", per(full, false), per(off, true))?;
     }
+    bar.finish_and_clear();
     let _ = std::fs::remove_dir_all(&dir);
     Ok(out)
+}
+
+/// The progress line on stderr (issue 12, item 5: `bench record` ran for minutes without a
+/// word): runs done of all, the workload, round and mode running, the ETA. Hidden when
+/// stderr is not a terminal (indicatif's default target), so reports stay clean.
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "strobe bench: recording overhead [{bar:20}] {pos}/{len} runs, ETA {eta}: {wide_msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
 }

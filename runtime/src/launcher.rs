@@ -76,6 +76,9 @@ pub enum RankDeath {
     ExitCode(i32),
     /// Exited with status 0 without calling `MPI_Finalize`.
     NoFinalize,
+    /// Exited with status 0 without ever calling `MPI_Init` (not an MPI program, or one
+    /// that returned before initializing).
+    NoInit,
     Abort(i32),
 }
 
@@ -113,7 +116,7 @@ impl JobReport {
             JobOutcome::RankFailed { how, .. } => match how {
                 RankDeath::Signal(s) => 128 + s,
                 RankDeath::ExitCode(c) | RankDeath::Abort(c) => *c,
-                RankDeath::NoFinalize => 1,
+                RankDeath::NoFinalize | RankDeath::NoInit => 1,
             },
             JobOutcome::Deadlock(r) if r.livelock.is_some() => crate::engine::EXIT_LIVELOCK,
             JobOutcome::Deadlock(_) => EXIT_DEADLOCK,
@@ -138,6 +141,7 @@ impl JobReport {
                     RankDeath::Signal(s) => format!("was killed by {}", signal_name(*s)),
                     RankDeath::ExitCode(c) => format!("exited with status {c}"),
                     RankDeath::NoFinalize => "exited without calling MPI_Finalize".to_string(),
+                    RankDeath::NoInit => "exited without calling MPI_Init".to_string(),
                     RankDeath::Abort(c) => format!("called MPI_Abort with error code {c}"),
                 };
                 format!(
@@ -421,7 +425,12 @@ pub fn launch(
         } else if st.code() != Some(0) {
             Some(RankDeath::ExitCode(st.code().unwrap_or(1)))
         } else if !finalized {
-            Some(RankDeath::NoFinalize)
+            // A finalized rank called MPI_Init; only a rank that did not finalize is asked.
+            if crate::mmds::called_init(&shared.seg, rank) {
+                Some(RankDeath::NoFinalize)
+            } else {
+                Some(RankDeath::NoInit)
+            }
         } else {
             None
         };

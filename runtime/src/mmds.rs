@@ -188,6 +188,11 @@ thread_local! {
 /// Called by [`crate::rank::RankCtx::init`] once the segment is mapped: turns measuring on
 /// if the launcher asked for it, and records `MPI_Init` itself, entered at `entered_ns`.
 pub(crate) fn attach(seg: &'static JobSegment, rank: u32, entered_ns: u64) {
+    // Always, measuring or not: the launcher tells "never called MPI_Init" from "never
+    // called MPI_Finalize" by it ([`called_init`]); `snapshot` reads nothing when off.
+    seg.mmds(rank)
+        .init_ns
+        .store(entered_ns.max(1), Ordering::Release);
     let res = seg.header().mmds_resolution.load(Ordering::Acquire);
     if res == 0 || !res.is_power_of_two() || res > MAX_RESOLUTION {
         return;
@@ -348,6 +353,11 @@ pub struct RankMmds {
     pub overhead: Vec<Bucket>,
     /// Primitives called at least once, in slot order.
     pub primitives: Vec<PrimitiveStats>,
+}
+
+/// Whether `rank` got into `MPI_Init` (launcher side, after the rank exited).
+pub fn called_init(seg: &JobSegment, rank: u32) -> bool {
+    seg.mmds(rank).init_ns.load(Ordering::Acquire) != 0
 }
 
 /// Read `rank`'s counters (launcher side, after the rank exited). `None` if the rank never

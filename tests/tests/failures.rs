@@ -113,14 +113,62 @@ fn missing_program_and_bad_arguments_are_clear_errors() {
     }
 }
 
+/// Issue 12, item 10: a program that never calls `MPI_Init` (here `/bin/true`) is reported
+/// as such, not as "exited without calling MPI_Finalize", by `run`, by `record` (the
+/// recording's report), by `stats` on that recording and in the TUI's overview.
 #[test]
-fn a_non_mpi_program_is_reported_as_not_finalizing() {
+fn a_non_mpi_program_is_reported_as_never_calling_mpi_init() {
     let r = std::process::Command::new(strobe())
         .args(["run", "-n", "2", "--", "/bin/true"])
         .output()
         .unwrap();
-    assert_eq!(r.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&r.stderr).contains("without calling MPI_Finalize"));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("exited without calling MPI_Init"), "{err}");
+    assert!(!err.contains("MPI_Finalize"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("true.db");
+    let r = std::process::Command::new(strobe())
+        .args(["record", "-n", "2", "-o"])
+        .arg(&db)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("exited without calling MPI_Init"), "{err}");
+
+    let r = std::process::Command::new(strobe())
+        .arg("stats")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        out.contains("exited without calling MPI_Init"),
+        "stats:\n{out}\n{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(!out.contains("MPI_Finalize"), "{out}");
+
+    // The TUI's overview, at the smallest size it lays out fully.
+    use strobe_tui::ratatui::{backend::TestBackend, Terminal};
+    let rec = strobe_tui::Recording::open(&db).unwrap();
+    let mut app = strobe_tui::App::new(rec, strobe_tui::Theme { color: false });
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    strobe_tui::terminal::draw(&mut term, &mut app).unwrap();
+    let screen: String = term
+        .backend()
+        .buffer()
+        .content()
+        .chunks(80)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n")
+        .collect();
+    assert!(
+        screen.contains("without calling MPI_Init"),
+        "the TUI's overview:\n{screen}"
+    );
 }
 
 #[test]

@@ -159,6 +159,11 @@ fn a_live_replay_holds_breaks_steps_shows_gdb_and_quits_cleanly() {
     l.assert_shows(&["gdb: rank 0", "gdb -p ", "rank 0 (pid "], "gdb popup");
     let pids = pids_in(&l.screen());
     assert!(!pids.is_empty(), "gdb commands with pids:\n{}", l.screen());
+    // ... and asks the event loop to start it (the real loop does: tests/tests/tui_tmux.rs).
+    let req = l.app.debugger.take().expect("x asks for a debugger");
+    assert_eq!((req.rank, req.slice), (0, 1));
+    assert_eq!(req.command, format!("gdb -p {}", req.pid));
+    assert!(pids.contains(&req.pid), "{pids:?} {req:?}");
     l.key(KeyCode::Esc);
     assert!(l.app.popup.is_none(), "any key closes the popup");
 

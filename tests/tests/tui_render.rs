@@ -481,7 +481,11 @@ fn help_scrolls_and_nothing_is_cut() {
         code(KeyCode::PageDown),
     ]);
     ui.assert_shows(
-        &["mouse", "live: gdb -p PID", "where the job went wrong"],
+        &[
+            "mouse",
+            "live, held: gdb on the selected",
+            "--diff: jump to the first",
+        ],
         "help scrolled",
     );
     assert!(ui.app.help, "scrolling keeps the help open");

@@ -210,7 +210,7 @@ fn the_deadlock_report_and_whole_messages_at_three_sizes_in_tmux() {
             t.keys(&["PageDown"]);
         }
         t.wait_for(
-            &["mouse", "live: gdb -p PID"],
+            &["mouse", "live, held: gdb on the selected"],
             &format!("{ctx} help scrolled"),
         );
         t.keys(&["Escape"]);
@@ -324,8 +324,10 @@ fn a_person_drives_a_live_replay_in_tmux() {
     let dir = tempfile::tempdir().unwrap();
     let db = record_fixture_into(dir.path(), "token_ring", 3);
     let out = dir.path().join("ranks.out");
+    // `x` starts the debugger in a tmux window: here a shell no-op that names the pid (the
+    // real gdb is the next test's).
     let cmd = format!(
-        "{} replay {} --tui --output {}; echo strobe-exited-$?; sleep 60",
+        "STROBE_GDB=': gdb -p {{pid}}' {} replay {} --tui --output {}; echo strobe-exited-$?; sleep 60",
         strobe().display(),
         db.display(),
         out.display()
@@ -469,4 +471,157 @@ fn the_stepper_in_a_terminal_goes_back_and_prints_each_line_once() {
         w
     };
     assert_eq!(lines, want, "each line once, from column 0:\n{pane}");
+/// The file `path` once it contains `what` (gdb writes it from another process).
+fn wait_for_file(path: &Path, what: &str, context: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(what) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{context}: {} never showed {what:?}: {text}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Issue 12: `x` in a live replay inside tmux starts gdb on the selected rank in a new tmux
+/// window (gdb in batch mode through `$STROBE_GDB`: it attaches, prints the backtrace of
+/// the held rank, detaches); the UI goes on, and the replay still steps and quits cleanly.
+#[test]
+fn x_starts_gdb_in_a_tmux_window_on_a_held_live_replay() {
+    if Command::new("gdb").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: gdb is not installed (scripts/ensure-tools.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture_into(dir.path(), "token_ring", 3);
+    let bt = dir.path().join("bt.txt");
+    let cmd = format!(
+        "STROBE_GDB='gdb -batch -p {{pid}} -ex \"info threads\" -ex bt > {bt} 2>&1; echo rank {{rank}} >> {bt}' \
+         {s} replay {db} --tui --output {out}; echo strobe-exited-$?; sleep 60",
+        bt = bt.display(),
+        s = strobe().display(),
+        db = db.display(),
+        out = dir.path().join("ranks.out").display(),
+    );
+    let t = Tmux::start(&cmd, 120, 40);
+    // The greeting takes the status line; after a key the mode shows.
+    t.wait_for(&["live replay: space runs/pauses"], "start");
+    t.keys(&["2"]);
+    t.wait_for(&["[replay paused before slice 1]"], "held");
+    // Rank 1 (j on the Timeline selects it), then x.
+    t.keys(&["j", "x"]);
+    let text = wait_for_file(&bt, "rank 1", "gdb in its tmux window");
+    assert!(text.contains("#0"), "gdb printed a backtrace:\n{text}");
+    assert!(
+        !text.contains("ptrace: Operation not permitted"),
+        "gdb could attach:\n{text}"
+    );
+    // The UI is still there (back in its window once gdb's closed), and steps on.
+    let s = t.wait_for(
+        &["gdb on rank 1 (pid"],
+        "the status line says where gdb went",
+    );
+    assert!(s.contains("tmux window"), "{s}");
+    // The popup with every rank's pid is still open: any key closes it.
+    assert!(s.contains("gdb: rank 1"), "{s}");
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["n"]);
+    t.wait_for(&["[replay paused before slice 2]"], "stepped after gdb");
+    t.keys(&["q"]);
+    t.wait_for(&["strobe-exited-130"], "quit");
+}
+
+/// Outside tmux `x` runs gdb in the foreground: the UI gives the terminal back, gdb runs,
+/// and the UI returns with the replay still held.
+#[test]
+fn x_runs_gdb_in_the_foreground_outside_tmux() {
+    if Command::new("gdb").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: gdb is not installed (scripts/ensure-tools.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = record_fixture_into(dir.path(), "token_ring", 3);
+    let bt = dir.path().join("bt.txt");
+    let cmd = format!(
+        "env -u TMUX {s} replay {db} --tui --output {out} \
+         --gdb-command 'gdb -batch -p {{pid}} -ex bt > {bt} 2>&1; echo gdb-in-the-foreground; sleep 2'; \
+         echo strobe-exited-$?; sleep 60",
+        bt = bt.display(),
+        s = strobe().display(),
+        db = db.display(),
+        out = dir.path().join("ranks.out").display(),
+    );
+    let t = Tmux::start(&cmd, 80, 24);
+    // At 80 columns the greeting takes the whole status line; the mode shows after a key.
+    t.wait_for(&["live replay: space runs/pauses"], "start");
+    t.keys(&["x"]);
+    // The terminal is the debugger's while it runs: strobe's line, then gdb's output.
+    t.wait_for(
+        &["strobe: gdb on rank 0 (pid", "gdb-in-the-foreground"],
+        "gdb in the foreground",
+    );
+    let text = wait_for_file(&bt, "#0", "gdb's backtrace");
+    assert!(!text.contains("Operation not permitted"), "{text}");
+    // Then the UI is back, still held.
+    t.wait_for(
+        &["gdb on rank 0 exited; still held before slice 1", "GETTS"],
+        "the UI is back",
+    );
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["n"]);
+    t.wait_for(
+        &[" slice 2/", "[replay paused before slice"],
+        "stepped after gdb",
+    );
+    t.keys(&["q"]);
+    t.wait_for(&["strobe-exited-130"], "quit");
+}
+
+/// Issue 17, item 9, in a real terminal at three sizes: `strobe tui FAIL.db --diff
+/// PASS.db` on the C heisenbug (a wildcard receive order decides the outcome): the status
+/// line names the first difference, `m` opens it, `5` shows the match history with the
+/// wildcard receives, `/rank=0 call=MPI_Recv` finds rank 0's receive.
+#[test]
+fn history_and_diff_in_tmux_at_three_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = strobe_tests::tools::build_c("heisenbug", dir.path());
+    let pass = dir.path().join("pass.db");
+    let fail = dir.path().join("fail.db");
+    strobe_tests::tools::record_heisenbug(&pass, &prog, true, 20);
+    strobe_tests::tools::record_heisenbug(&fail, &prog, false, 40);
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let ctx = format!("{w}x{h}");
+        let cmd = format!(
+            "{} tui {} --diff {}; echo strobe-exited-$?; sleep 60",
+            strobe().display(),
+            fail.display(),
+            pass.display()
+        );
+        let t = Tmux::start(&cmd, w, h);
+        t.wait_for(&["first difference from pass.db in slice"], &ctx);
+        t.keys(&["m"]);
+        t.wait_for(&["First difference from", "MPI_Recv"], &ctx);
+        // Escape then 5 at once would read as Alt-5: any key closes the popup anyway.
+        t.keys(&["Escape"]);
+        std::thread::sleep(Duration::from_millis(300));
+        t.keys(&["5"]);
+        let s = t.wait_for(&["5 History", "with MPI_ANY_SOURCE (*)", "ANY*"], &ctx);
+        // The failing run aborted after its first receive: rank 2's message came first.
+        assert!(
+            s.contains("rank 0: 1 receive matched, 1 with"),
+            "{ctx}:\n{s}"
+        );
+        assert!(s.contains("<- first difference (m)"), "{ctx}:\n{s}");
+        t.keys(&["/", "rank=0 call=MPI_Recv", "Enter"]);
+        t.wait_for(&["rank 0"], &ctx);
+        t.keys(&["q"]);
+        t.wait_for(&["strobe-exited-0"], &ctx);
+    }
 }

@@ -11,6 +11,8 @@ use ratatui::layout::Rect;
 use crate::data::{BlockedGrid, Column, Notable, ProcessStats, Recording, SliceDetail};
 use crate::feed::{FeedEvent, ReplayCommand};
 use crate::keys::{action_for, Action};
+use crate::marks::Marks;
+use crate::query::Query;
 use crate::theme::Theme;
 use crate::ui;
 
@@ -20,16 +22,25 @@ pub enum Tab {
     Timeline,
     Slice,
     Statistics,
+    /// The selected rank's matched receives in order (the key view for wildcard bugs).
+    History,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Overview, Tab::Timeline, Tab::Slice, Tab::Statistics];
+    pub const ALL: [Tab; 5] = [
+        Tab::Overview,
+        Tab::Timeline,
+        Tab::Slice,
+        Tab::Statistics,
+        Tab::History,
+    ];
     pub fn title(self) -> &'static str {
         match self {
             Tab::Overview => "Overview",
             Tab::Timeline => "Timeline",
             Tab::Slice => "Slice",
             Tab::Statistics => "Statistics",
+            Tab::History => "History",
         }
     }
     fn index(self) -> usize {
@@ -88,13 +99,6 @@ impl SortKey {
     ];
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Query {
-    Slice(u64),
-    Rank(u32),
-    Call(String),
-}
-
 /// What a view's data depends on: the tab, (first slice, slices per column, the cursor
 /// or the statistics' rank where they matter), the axis width and the slice count.
 type DataKey = (Tab, (u64, u64, u64), usize, u64);
@@ -108,6 +112,8 @@ pub struct ViewData {
     pub detail: SliceDetail,
     pub stats: Option<ProcessStats>,
     pub stats_ranks: Vec<u32>,
+    /// History: the selected rank's matched receives (`None`: the recording cannot say).
+    pub history: Option<crate::data::MatchHistory>,
 }
 
 pub struct App {
@@ -145,6 +151,15 @@ pub struct App {
     pub commands: Vec<ReplayCommand>,
     /// A report to read: (title, text); any key closes it.
     pub popup: Option<(String, String)>,
+    /// History: the selected row (a matched receive).
+    pub history_row: usize,
+    /// Show only these ranks (`/ranks=0,2-3`; `None`: all): the Timeline's rows and the
+    /// History's rank cycle.
+    pub rank_filter: Option<std::collections::BTreeSet<u32>>,
+    /// What other commands found (`--diff`).
+    pub marks: Marks,
+    /// A debugger `x` asked for, started by the event loop (it owns the terminal).
+    pub debugger: Option<crate::debugger::DebuggerRequest>,
     pub quit: bool,
     pub data: ViewData,
     /// The slice count the viewport was last fitted to (to follow a growing recording).
@@ -181,6 +196,10 @@ impl App {
             live: false,
             commands: Vec::new(),
             popup: None,
+            debugger: None,
+            history_row: 0,
+            rank_filter: None,
+            marks: Marks::default(),
             quit: false,
             data: ViewData::default(),
             seen_slices: 0,
@@ -231,6 +250,7 @@ impl App {
         let extra = match self.tab {
             Tab::Slice => self.view.cursor,
             Tab::Statistics => self.stats_rank.map_or(0, |r| r as u64 + 1),
+            Tab::History => self.rank as u64,
             _ => 0,
         };
         let key = (
@@ -255,6 +275,10 @@ impl App {
                 .rec
                 .slice_detail(self.view.cursor)
                 .map(|d| self.data.detail = d),
+            Tab::History => self
+                .rec
+                .match_history(self.rank, crate::history::LIMIT)
+                .map(|h| self.data.history = h),
             Tab::Statistics => self.rec.mmds_ranks().and_then(|ranks| {
                 self.data.stats_ranks = ranks;
                 self.rec
@@ -268,7 +292,7 @@ impl App {
         }
     }
 
-    fn invalidate(&mut self) {
+    pub(crate) fn invalidate(&mut self) {
         self.data.key = None;
     }
 
@@ -314,6 +338,7 @@ impl App {
             }
             FeedEvent::Popup { title, text } => self.popup = Some((title, text)),
             FeedEvent::Message(m) => self.message = Some((m, false)),
+            FeedEvent::Debugger(d) => self.debugger = Some(d),
         }
     }
 
@@ -371,7 +396,7 @@ impl App {
         }
     }
 
-    fn set_tab(&mut self, t: Tab) {
+    pub(crate) fn set_tab(&mut self, t: Tab) {
         if t != self.tab {
             self.back.push(self.tab);
             self.tab = t;
@@ -412,10 +437,28 @@ impl App {
                     self.invalidate();
                 }
             }
+            Action::DrillDown if self.tab == Tab::History => self.history_drill_down(),
             Action::DrillDown => self.set_tab(Tab::Slice),
-            Action::NextTab => self.set_tab(Tab::ALL[(self.tab.index() + 1) % 4]),
-            Action::PrevTab => self.set_tab(Tab::ALL[(self.tab.index() + 3) % 4]),
+            Action::NextTab => self.set_tab(Tab::ALL[(self.tab.index() + 1) % Tab::ALL.len()]),
+            Action::PrevTab => {
+                let n = Tab::ALL.len();
+                self.set_tab(Tab::ALL[(self.tab.index() + n - 1) % n])
+            }
             Action::Tab(t) => self.set_tab(t),
+            Action::Left | Action::Right if self.tab == Tab::History => {
+                self.history_rank(a == Action::Right)
+            }
+            Action::Up
+            | Action::Down
+            | Action::First
+            | Action::Last
+            | Action::HalfPageBack
+            | Action::HalfPageForward
+                if self.tab == Tab::History =>
+            {
+                self.history_move(a)
+            }
+            Action::Mark => self.jump_to_mark(),
             Action::Left | Action::Right if self.tab == Tab::Statistics => {
                 let ranks = &self.data.stats_ranks;
                 // Cycle: all ranks, then each rank with statistics.
@@ -442,14 +485,7 @@ impl App {
             Action::Up | Action::Down => {
                 let down = a == Action::Down;
                 match self.tab {
-                    Tab::Timeline => {
-                        let max = self.rec.job().ranks.saturating_sub(1);
-                        self.rank = if down {
-                            (self.rank + 1).min(max)
-                        } else {
-                            self.rank.saturating_sub(1)
-                        };
-                    }
+                    Tab::Timeline => self.rank = self.next_shown_rank(down),
                     Tab::Slice => {
                         self.detail_scroll = if down {
                             self.detail_scroll.saturating_add(1)
@@ -465,7 +501,7 @@ impl App {
                             self.stats_row.saturating_sub(1)
                         };
                     }
-                    Tab::Overview => {}
+                    Tab::Overview | Tab::History => {}
                 }
             }
             Action::HalfPageBack => self.move_cursor(-half.max(1)),
@@ -603,20 +639,14 @@ impl App {
             }
             return;
         }
-        let lower = t.to_ascii_lowercase();
-        let q = if let Ok(s) = t.parse::<u64>() {
-            Query::Slice(s)
-        } else if let Some(r) = lower
-            .strip_prefix("rank")
-            .or_else(|| lower.strip_prefix('r'))
-            .and_then(|r| r.trim().parse::<u32>().ok())
-        {
-            Query::Rank(r)
-        } else {
-            Query::Call(t.to_string())
-        };
-        self.last_query = Some(q.clone());
-        self.run_query(&q, true);
+        match crate::query::parse(t) {
+            Ok(Query::Filter(set)) => self.set_rank_filter(set),
+            Ok(q) => {
+                self.last_query = Some(q.clone());
+                self.run_query(&q, true);
+            }
+            Err(e) => self.message = Some((e, true)),
+        }
     }
 
     fn run_query(&mut self, q: &Query, forward: bool) {
@@ -641,8 +671,35 @@ impl App {
                 } else {
                     self.rank = *r;
                     self.collapse = false;
-                    self.set_tab(Tab::Timeline);
+                    // In History the rank's history is what was asked for.
+                    if self.tab != Tab::History {
+                        self.set_tab(Tab::Timeline);
+                    }
                 }
+            }
+            Query::Filter(set) => self.set_rank_filter(set.clone()),
+            Query::RankCall { rank, call } => {
+                if *rank >= self.rec.job().ranks {
+                    self.message = Some((
+                        format!("no rank {rank}: the job has {} ranks", self.rec.job().ranks),
+                        true,
+                    ));
+                    return;
+                }
+                self.rank = *rank;
+                let r = self.rec.search_rank_call(
+                    *rank,
+                    &format!("%{call}%"),
+                    self.view.cursor,
+                    forward,
+                );
+                self.jump(
+                    r,
+                    &format!(
+                        "{} slice where rank {rank} is in {call}",
+                        if forward { "later" } else { "earlier" }
+                    ),
+                );
             }
             Query::Call(c) => {
                 let pattern = format!("%{c}%");

@@ -27,6 +27,8 @@ pub enum FeedEvent {
     Popup { title: String, text: String },
     /// A line for the status line (a breakpoint was set).
     Message(String),
+    /// Start a debugger on a held rank (`x`); the event loop does it.
+    Debugger(crate::debugger::DebuggerRequest),
 }
 
 /// What a live replay can be asked to do.
@@ -39,7 +41,7 @@ pub enum ReplayCommand {
         rank: u32,
         call: String,
     },
-    /// Show how to attach gdb to this rank.
+    /// Start gdb attached to this rank (the replay must be held).
     Gdb {
         rank: u32,
     },

@@ -46,7 +46,7 @@ pub enum Action {
     /// Live replay: hold after the slice that handles the selected rank's call (the call it
     /// is blocked in at the cursor).
     BreakOnCall,
-    /// Live replay: show `gdb -p PID` for the selected rank.
+    /// Live replay, held: start gdb attached to the selected rank (`crate::debugger`).
     Gdb,
     /// Live replay: list the breakpoints.
     ListBreaks,
@@ -56,6 +56,8 @@ pub enum Action {
     ReverseStep,
     /// Live replay: time travel to the cursor's slice, earlier or later.
     GotoCursor,
+    /// `--diff`: jump to the first difference and show it.
+    Mark,
 }
 
 /// (keys as shown, what they do, the action). Order is the help screen's order.
@@ -68,13 +70,13 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     ("Tab  Shift-Tab", "next / previous tab", Action::NextTab),
     (
-        "1 2 3 4",
-        "Overview, Timeline, Slice, Statistics",
+        "1 2 3 4 5",
+        "Overview, Timeline, Slice, Statistics, History",
         Action::Tab(Tab::Overview),
     ),
     (
         "Enter",
-        "drill down: the slice under the cursor",
+        "drill down: the slice under the cursor (History: the selected receive's)",
         Action::DrillDown,
     ),
     (
@@ -84,12 +86,12 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     (
         "h l  Left Right",
-        "cursor one column (one slice in Slice); Statistics: rank",
+        "cursor one column (one slice in Slice); Statistics, History: rank",
         Action::Left,
     ),
     (
         "j k  Down Up",
-        "Timeline: select rank; Slice: scroll; Statistics: row",
+        "Timeline: select rank; Slice: scroll; Statistics, History: row",
         Action::Down,
     ),
     (
@@ -105,7 +107,7 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     (
         "/",
-        "search: a slice number, rank N, or a call (Barrier)",
+        "search: a slice number, rank N, a call (Barrier), both (rank=2 call=Recv); ranks=0,2-3 shows only those ranks (ranks=all)",
         Action::Search,
     ),
     (
@@ -165,8 +167,13 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     (
         "x",
-        "live: gdb -p PID of the selected rank (when held)",
+        "live, held: gdb on the selected rank (new tmux window, else in the foreground)",
         Action::Gdb,
+    ),
+    (
+        "m",
+        "--diff: jump to the first difference from the other recording, and show it",
+        Action::Mark,
     ),
     (
         "mouse",
@@ -193,6 +200,7 @@ pub fn action_for(key: KeyEvent, live: bool) -> Option<Action> {
         KeyCode::Char('2') => Action::Tab(Tab::Timeline),
         KeyCode::Char('3') => Action::Tab(Tab::Slice),
         KeyCode::Char('4') => Action::Tab(Tab::Statistics),
+        KeyCode::Char('5') => Action::Tab(Tab::History),
         KeyCode::Enter => Action::DrillDown,
         KeyCode::Esc => Action::Back,
         KeyCode::Char('h') | KeyCode::Left => Action::Left,
@@ -227,6 +235,7 @@ pub fn action_for(key: KeyEvent, live: bool) -> Option<Action> {
         KeyCode::Char('D') => Action::DeleteBreak,
         KeyCode::Char('<') => Action::ReverseStep,
         KeyCode::Char('t') => Action::GotoCursor,
+        KeyCode::Char('m') => Action::Mark,
         _ => return None,
     })
 }

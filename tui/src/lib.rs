@@ -11,9 +11,13 @@
 pub mod app;
 pub mod bench;
 pub mod data;
+pub mod debugger;
 pub mod feed;
+pub mod history;
 pub mod keys;
 pub mod live;
+pub mod marks;
+pub mod query;
 pub use strobe_recorder::synthetic;
 pub mod terminal;
 pub mod theme;
@@ -28,6 +32,7 @@ pub use ratatui;
 
 pub use app::App;
 pub use data::{DataError, Recording};
+pub use marks::{DiffMark, Marks};
 pub use theme::Theme;
 
 #[derive(Debug, thiserror::Error)]
@@ -46,12 +51,19 @@ pub const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 /// `strobe tui FILE`: open the recording (refusing what is not one before the terminal is
 /// touched), then run the UI until the user quits.
 pub fn run(path: &Path) -> Result<(), TuiError> {
+    run_with(path, Marks::default())
+}
+
+/// `strobe tui FILE [--diff B.db]`: as [`run`], with what other commands found marked.
+pub fn run_with(path: &Path, marks: Marks) -> Result<(), TuiError> {
     let rec = data::open(path)?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
     let mut feed = feed::FollowFile::new(&rec, FOLLOW_EVERY);
     let mut app = App::new(rec, Theme::from_env());
+    app.message = marks.greeting().map(|g| (g, false));
+    app.marks = marks;
     terminal::run(&mut app, &mut feed)?;
     Ok(())
 }
@@ -60,12 +72,17 @@ pub fn run(path: &Path) -> Result<(), TuiError> {
 /// terminal is touched), start the replay held before slice 1, and run the UI on it until
 /// the user quits; quitting stops the replay and reaps every rank. `opts.recording` must
 /// be absolute (the replay changes the process's working directory to the recorded one).
-pub fn run_live(opts: strobe_replayer::ReplayOptions) -> Result<live::ReplayFeed, TuiError> {
+/// `debugger`: the command `x` runs (`{pid}`, `{rank}` replaced; see [`debugger`]).
+pub fn run_live(
+    opts: strobe_replayer::ReplayOptions,
+    debugger: &str,
+) -> Result<live::ReplayFeed, TuiError> {
     let rec = data::open(&opts.recording)?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
     let mut feed = live::ReplayFeed::start(opts);
+    feed.debugger = debugger.to_string();
     let mut app = App::new(rec, Theme::from_env());
     let res = terminal::run(&mut app, &mut feed);
     // The terminal is back; now stop and reap the job.

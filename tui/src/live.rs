@@ -71,6 +71,8 @@ pub struct ReplayFeed {
     pending: Vec<FeedEvent>,
     /// The verdict report, once the replay ended.
     pub report: Option<String>,
+    /// The command `x` starts (`{pid}`, `{rank}` replaced): [`crate::debugger`].
+    pub debugger: String,
 }
 
 impl ReplayFeed {
@@ -103,6 +105,7 @@ impl ReplayFeed {
             ))],
             output,
             report: None,
+            debugger: crate::debugger::DEFAULT_COMMAND.to_string(),
         }
     }
 
@@ -399,7 +402,7 @@ impl Feed for ReplayFeed {
             }
             ReplayCommand::Gdb { rank } => {
                 let p = self.pause.as_ref().ok_or_else(|| {
-                    "the ranks' pids are shown while the replay is held: pause it (space) or step (n)"
+                    "gdb attaches while the replay is held: pause it (space) or step (n), then x"
                         .to_string()
                 })?;
                 let r = p
@@ -407,7 +410,12 @@ impl Feed for ReplayFeed {
                     .iter()
                     .find(|r| r.rank == rank)
                     .ok_or_else(|| format!("no rank {rank} in this replay"))?;
-                let cmd = format!("gdb -p {}", r.pid);
+                if r.pid == 0 || r.state == "exited" {
+                    return Err(format!(
+                        "rank {rank} has exited: there is no process to attach to"
+                    ));
+                }
+                let cmd = crate::debugger::command_for(&self.debugger, r.pid, rank);
                 let text = format!(
                     "{cmd}\n\nrank {rank} (pid {}) is {}{}; every rank is held before slice {}.\nAll ranks:\n{}",
                     r.pid,
@@ -421,11 +429,16 @@ impl Feed for ReplayFeed {
                     p.render()
                 );
                 Ok(vec![
-                    FeedEvent::Message(cmd),
                     FeedEvent::Popup {
                         title: format!("gdb: rank {rank}"),
                         text,
                     },
+                    FeedEvent::Debugger(crate::debugger::DebuggerRequest {
+                        rank,
+                        pid: r.pid,
+                        command: cmd,
+                        slice: p.slice,
+                    }),
                 ])
             }
         }

@@ -50,6 +50,32 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     Ok(())
 }
 
+/// `x`: the debugger in a tmux window, or in the foreground with the terminal given back
+/// for as long as it runs (raw mode off, the main screen), then taken again and redrawn.
+fn start_debugger(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    app: &mut App,
+    req: &crate::debugger::DebuggerRequest,
+) -> io::Result<()> {
+    use crate::debugger;
+    // The popup (the command, every rank's pid and state) stays for when the user is back.
+    if debugger::in_tmux() {
+        app.message = Some(match debugger::start_in_tmux(req) {
+            Ok(m) => (m, false),
+            Err(e) => (e, true),
+        });
+        return Ok(());
+    }
+    restore();
+    let st = debugger::run_foreground(req);
+    enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    terminal.clear()?;
+    app.message = Some(debugger::foreground_done(req, st));
+    Ok(())
+}
+
 /// Run the UI on the process's terminal until the user quits.
 pub fn run(app: &mut App, feed: &mut dyn Feed) -> io::Result<()> {
     let hook = std::panic::take_hook();
@@ -89,6 +115,9 @@ pub fn run(app: &mut App, feed: &mut dyn Feed) -> io::Result<()> {
             if let Some(ev) = ev {
                 app.handle(ev);
                 crate::feed::run_commands(app, feed);
+                if let Some(req) = app.debugger.take() {
+                    start_debugger(&mut terminal, app, &req)?;
+                }
                 dirty = true;
             }
         }

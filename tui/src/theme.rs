@@ -64,6 +64,10 @@ impl Theme {
     pub fn series(&self, i: usize) -> Style {
         self.fg([Color::Cyan, Color::Yellow, Color::Magenta, Color::Green][i % 4])
     }
+    /// A wildcard receive (`MPI_ANY_SOURCE`) in the History: the scheduler chose its sender.
+    pub fn wildcard(&self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
     pub fn status(&self) -> Style {
         Style::default().add_modifier(Modifier::REVERSED)
     }

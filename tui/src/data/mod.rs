@@ -7,8 +7,9 @@ use std::path::Path;
 
 pub use strobe_recorder::mmds_stats::PrimitiveRow;
 pub use strobe_recorder::recording::{
-    BlockedGrid, BlockedRank, Check, Column, DescriptorRow, FailedRank, Job, NodeRow, Notable,
-    ProcessStats, RankTotals, SliceDetail, SliceRow, FULL_CHECK_MAX_BYTES, GRID_SAMPLES,
+    BlockedGrid, BlockedRank, Check, Column, DescriptorRow, FailedRank, Job, MatchEntry,
+    MatchHistory, NodeRow, Notable, ProcessStats, RankTotals, SliceDetail, SliceRow,
+    FULL_CHECK_MAX_BYTES, GRID_SAMPLES,
 };
 pub use strobe_recorder::Recording;
 

@@ -2,6 +2,7 @@
 //! the app (mouse hits, the width of the slice axis) and the renderer agree on geometry.
 
 pub mod chart;
+pub mod history;
 pub mod overview;
 pub mod slice;
 pub mod stats;
@@ -111,6 +112,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         Tab::Timeline => timeline::render(buf, body, app),
         Tab::Slice => slice::render(buf, body, app),
         Tab::Statistics => stats::render(buf, body, app),
+        Tab::History => history::render(buf, body, app),
     }
     render_status(buf, status, app);
     if app.help {
@@ -165,7 +167,7 @@ fn render_tabs(buf: &mut Buffer, area: Rect, app: &App) {
         let label = format!(" {} {} ", i + 1, tab.title());
         buf.set_stringn(x, area.y, &label, (area.right() - x) as usize, style);
     }
-    let (_, _, end) = tab_positions()[3];
+    let (_, _, end) = tab_positions()[Tab::ALL.len() - 1];
     let name = app
         .rec
         .path()
@@ -213,16 +215,21 @@ fn render_status(buf: &mut Buffer, area: Rect, app: &App) {
             app.mode
         );
         // A message that does not fit beside the position replaces it (it was cut at 80
-        // and 120 columns: issue 12, item 7); the slice and the mode stay.
+        // and 120 columns: issue 12, item 7): first the short position (the slice and the
+        // mode), then, for a message longer still, the message alone.
+        let width = area.width as usize;
+        let fits = |pos: &str, m: &str| pos.chars().count() + 2 + m.chars().count() <= width;
+        let short = format!(" slice {}/{}  [{}]", v.cursor, last, app.mode);
         let position = match &app.message {
-            Some((m, _)) if full.chars().count() + 2 + m.chars().count() > area.width as usize => {
-                format!(" slice {}/{}  [{}]", v.cursor, last, app.mode)
-            }
-            _ => full,
+            Some((m, _)) if fits(&full, m) => full,
+            Some((m, _)) if fits(&short, m) => short,
+            Some(_) => String::new(),
+            None => full,
         };
+        let gap = if position.is_empty() { " " } else { "  " };
         let mut spans = vec![Span::raw(position)];
         if let Some((m, err)) = &app.message {
-            spans.push(Span::raw("  "));
+            spans.push(Span::raw(gap));
             spans.push(Span::styled(
                 m.clone(),
                 if *err { t.bad() } else { Style::default() },

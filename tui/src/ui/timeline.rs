@@ -37,10 +37,12 @@ pub fn rows(app: &App) -> Vec<RankRow> {
     let cells = &app.data.grid.cells;
     let n = app.rec.job().ranks;
     let mut out: Vec<RankRow> = Vec::new();
-    for r in 0..n {
+    // The rank filter (`/ranks=SET`) leaves the other ranks out.
+    for r in (0..n).filter(|r| app.shows_rank(*r)) {
         match out.last_mut() {
             Some(last)
                 if app.collapse
+                    && last.hi + 1 == r
                     && cells.get(r as usize).is_some()
                     && cells.get(r as usize) == cells.get(last.hi as usize) =>
             {
