@@ -471,6 +471,8 @@ fn the_stepper_in_a_terminal_goes_back_and_prints_each_line_once() {
         w
     };
     assert_eq!(lines, want, "each line once, from column 0:\n{pane}");
+}
+
 /// The file `path` once it contains `what` (gdb writes it from another process).
 fn wait_for_file(path: &Path, what: &str, context: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
