@@ -383,6 +383,20 @@ BEGIN
 END;
 "#;
 
+/// The correctness checks' findings (`strobe_runtime::checks`), one row each, written when
+/// the job ends; a file without the table predates the checks.
+const V_CHECKS: &str = r#"
+CREATE TABLE check_finding (
+    id INTEGER PRIMARY KEY,
+    slice INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    call TEXT NOT NULL,
+    call_site TEXT,
+    detail TEXT NOT NULL
+);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -391,10 +405,42 @@ pub const MIGRATIONS: &[&str] = &[
     V_REPLAY_LOG,
     V_SCHEDULER_VERSION,
     V_BLOCKED_SPANS,
+    V_CHECKS,
 ];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The first format with the `check_finding` table.
+pub const CHECKS_VERSION: i64 = version_of(V_CHECKS);
+
+/// The version a migration script brings a file to (its position in [`MIGRATIONS`], from
+/// 1): computed, so the order of the list is the only place numbers come from.
+const fn version_of(script: &str) -> i64 {
+    let mut i = 0;
+    while i < MIGRATIONS.len() {
+        if same_text(MIGRATIONS[i], script) {
+            return i as i64 + 1;
+        }
+        i += 1;
+    }
+    panic!("not a migration script");
+}
+
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The first format whose blocked sets are spans (`blocked_span`; `blocked` is a view).
 pub const BLOCKED_SPANS_VERSION: i64 = 6;

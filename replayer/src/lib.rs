@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
+use strobe_runtime::checks::{Checked, Checker, Finding};
 use strobe_runtime::engine::SliceSink;
 use strobe_runtime::launcher::{self, JobReport, LaunchConfig, LaunchError};
 use strobe_runtime::outcome::encode_file;
@@ -134,6 +135,8 @@ pub struct ReplayReport {
     pub warnings: Vec<String>,
     /// Slices replayed (and verified).
     pub slices: u64,
+    /// The correctness checks' findings in the replayed run (`strobe_runtime::checks`).
+    pub checks: Vec<Finding>,
 }
 
 impl ReplayReport {
@@ -284,10 +287,16 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         job.outcome.as_deref(),
         shared.clone(),
     ));
+    // The checks run on every replay (they are cheap); the caller prints them or not.
+    let checker = Arc::new(Checker::new());
+    let checked: Arc<dyn SliceSink> = Arc::new(Checked {
+        checker: checker.clone(),
+        inner: regen.clone().map(|r| r as Arc<dyn SliceSink>),
+    });
     let verifier = Arc::new(Verifier::new(
         &rec.log,
         shared.clone(),
-        regen.clone().map(|r| r as Arc<dyn SliceSink>),
+        Some(checked),
         engine.node_of_rank(),
     ));
     for b in &opts.breaks {
@@ -295,7 +304,9 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             .map_err(|e| ReplayError::Breakpoint(format!("--break {b}: {e}")))?;
     }
     let report = launcher::launch(&cfg, verifier, Some(src))?;
+    let checks = checker.findings();
     if let Some(r) = &regen {
+        r.write_checks(&checks).map_err(ReplayError::Regenerate)?;
         r.finish(&report).map_err(ReplayError::Regenerate)?;
     }
     let (verdict, text) = report::verdict(&rec, &report, &shared, &engine.node_of_rank());
@@ -306,5 +317,6 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         slices: report.slices,
         job: report,
         warnings,
+        checks,
     })
 }

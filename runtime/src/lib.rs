@@ -17,6 +17,7 @@ pub use strobe_core::{datatype, descriptor, ops, sched, slice, waitfor};
 pub mod api;
 pub mod calls;
 pub mod chaos;
+pub mod checks;
 pub mod engine;
 pub mod futex;
 pub mod launcher;

@@ -13,6 +13,7 @@
 //!   `strobe stats` shows; `browse.rs` holds the terminal UI's queries.
 
 mod browse;
+mod checks;
 mod job;
 mod stats;
 pub mod validate;
@@ -32,6 +33,7 @@ pub use browse::{
     BlockedGrid, BlockedRank, Column, GridStrategy, Notable, ProcessStats, RankTotals, SliceDetail,
     GRID_SAMPLES,
 };
+pub use checks::CheckRow;
 pub use job::{FailedRank, Job};
 pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};
 
