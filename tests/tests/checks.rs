@@ -190,3 +190,41 @@ fn correct_programs_report_nothing() {
         );
     }
 }
+
+/// The findings are a table of the recording like the others: a row strobe could not have
+/// written (an unknown kind, a rank outside the job) is damage (exit 2), never shown.
+#[test]
+fn a_damaged_finding_is_a_damaged_recording() {
+    let (dir, _) = built(&["type_mismatch"]);
+    let db = dir.path().join("t.db");
+    let rec = record(&db, &prog(dir.path(), "type_mismatch"), "2", &[]);
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    let rows: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM check_finding WHERE kind = 'type-mismatch' AND rank = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1);
+    for damage in [
+        "UPDATE check_finding SET kind = 'rm -rf'",
+        "UPDATE check_finding SET rank = 7",
+        "UPDATE check_finding SET slice = -1",
+    ] {
+        let copy = dir.path().join("damaged.db");
+        std::fs::copy(&db, &copy).unwrap();
+        rusqlite::Connection::open(&copy)
+            .unwrap()
+            .execute_batch(damage)
+            .unwrap();
+        let stats = strobe_cmd(&["stats", &copy.display().to_string()], &[]);
+        assert_eq!(stats.code, 2, "{damage}: {}{}", stats.stdout, stats.stderr);
+        assert!(
+            stats.stderr.contains("damaged recording"),
+            "{damage}: {}",
+            stats.stderr
+        );
+    }
+}
