@@ -228,3 +228,37 @@ fn a_damaged_finding_is_a_damaged_recording() {
         );
     }
 }
+
+/// The terminal UI's Overview lists the findings (wide) or counts them (narrow).
+#[test]
+fn the_overview_shows_the_findings() {
+    use strobe_tui::ratatui::{backend::TestBackend, Terminal};
+    let (dir, _) = built(&["leaked_request"]);
+    let db = dir.path().join("l.db");
+    let rec = record(&db, &prog(dir.path(), "leaked_request"), "2", &[]);
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    for ((w, h), want) in [
+        ((200, 60), "leaked-request: rank 1 MPI_Finalize (slice "),
+        ((80, 24), "checks: 2 finding(s)"),
+    ] {
+        let mut app = strobe_tui::App::new(
+            strobe_tui::Recording::open(&db).unwrap(),
+            strobe_tui::Theme { color: false },
+        );
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        strobe_tui::terminal::draw(&mut term, &mut app).unwrap();
+        let buf = term.backend().buffer();
+        let screen: String = (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect();
+        assert!(
+            screen.contains(want),
+            "{w}x{h}: {want:?} not shown:\n{screen}"
+        );
+    }
+}
