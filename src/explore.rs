@@ -9,10 +9,11 @@
 //! run that fails (non-zero exit: a rank died or aborted, a deadlock, the timeout) is kept
 //! as FOUND.db, an ordinary recording that `strobe replay` reproduces exactly.
 //!
-//! The outcomes of `MPI_Test*` are alternatives too (`strobe_replayer::alternatives`,
-//! [`test_alternatives`]): a test that failed at its first try is forced to find its
-//! request complete, one that succeeded at once to find nothing (one run each, from the
-//! recorded run; tried after the wildcard receives).
+//! The outcomes of `MPI_Test*`, `Waitany` and `Waitsome` are alternatives too
+//! (`strobe_replayer::alternatives`, [`test_alternatives`]): a test that failed at its
+//! first try is forced to find its request complete, one that succeeded at once to find
+//! nothing, a call over a set that reported request i to report a lower one (one run each,
+//! from the recorded run; tried after the wildcard receives).
 //!
 //! A forced alternative can be impossible (the chosen sender only sends after the receive
 //! completed): when no slice has anything posted or decided for `--idle` while a hold is

@@ -28,10 +28,16 @@
 //!   several requests; on a wait the forcing changes nothing and the run passes as the
 //!   recorded one did.
 //!
+//! - a call over a set (`Waitany`, `Testany`, `Waitsome`, `Testsome`) that reported one
+//!   request, `i`, could have reported a lower one, `j < i`, had `j`'s message been
+//!   faster (the runtime reports the lowest-indexed complete request, so the lower ones
+//!   were not complete yet): it is forced `index=j` (wait until `j` completes, report it
+//!   alone). At most [`INDEX_ALTERNATIVES`] per call, lowest first. Higher indices are not
+//!   tried: the replay log keeps the index reported, not the size of the set.
+//!
 //! A test alternative is one run forced at one call, from the recorded run (depth 1):
 //! the other calls and the wildcard receives take their chances in that run. Not covered
-//! yet: which request a `Waitany`/`Testany`/`Waitsome` reports when several are complete
-//! (the replay log does not keep the size of the set), and wildcard probes.
+//! yet: wildcard probes.
 
 use std::collections::BTreeMap;
 
@@ -198,7 +204,12 @@ pub struct TestAlternative {
     /// The rank, its test-like call number (counted from 0 over the calls that record an
     /// outcome) and the outcome to force instead of the recorded one.
     pub force: TestForce,
+    /// For an index forcing: the index the call reported in the recording.
+    pub instead_of: Option<usize>,
 }
+
+/// Index alternatives tried per call over a set (the lowest indices first).
+pub const INDEX_ALTERNATIVES: usize = 4;
 
 impl TestAlternative {
     /// One line for explore's report.
@@ -213,6 +224,12 @@ impl TestAlternative {
                 "rank {}'s test-like call #{} finds nothing complete instead of its request (seen one poll later)",
                 f.rank, f.call
             ),
+            TestOutcome::Index(n) => format!(
+                "rank {}'s test-like call #{} reports request {n} of its set instead of request {} (request {n}'s message is faster)",
+                f.rank,
+                f.call,
+                self.instead_of.unwrap_or(0)
+            ),
         }
     }
 }
@@ -224,19 +241,27 @@ pub fn test_alternatives(log: &ReplayLog) -> Result<Vec<TestAlternative>, Malfor
         let mut cursor = OutcomeCursor::new(r.outcomes.clone());
         let (mut call, mut after_fail) = (0u64, false);
         while let Some(o) = cursor.next_outcome()? {
-            let outcome = match o {
-                Outcome::Fail if !after_fail => Some(TestOutcome::Complete),
-                Outcome::Indices(_) if !after_fail => Some(TestOutcome::Pending),
-                Outcome::Fail | Outcome::Indices(_) => None,
+            let mut outcomes = match &o {
+                Outcome::Fail if !after_fail => vec![TestOutcome::Complete],
+                Outcome::Indices(_) if !after_fail => vec![TestOutcome::Pending],
+                Outcome::Fail | Outcome::Indices(_) => vec![],
                 Outcome::Wtime(_) | Outcome::Libc(..) => continue,
             };
-            if let Some(outcome) = outcome {
+            // One request of a set reported: a lower one could have completed first.
+            let reported = match &o {
+                Outcome::Indices(v) if v.len() == 1 => Some(v[0]),
+                _ => None,
+            };
+            let lower = reported.unwrap_or(0).min(INDEX_ALTERNATIVES);
+            outcomes.extend((0..lower).map(TestOutcome::Index));
+            for outcome in outcomes {
                 out.push(TestAlternative {
                     force: TestForce {
                         rank: rank as u32,
                         call,
                         outcome,
                     },
+                    instead_of: reported,
                 });
             }
             after_fail = matches!(o, Outcome::Fail);
@@ -345,7 +370,7 @@ mod tests {
         use strobe_recorder::replay_log::RankLog;
         use strobe_runtime::outcome::OutcomeRec;
         // Rank 0: Wtime, 3 failed tests, a success (of the same run), a success at first
-        // try; rank 1: nothing.
+        // try reporting request 1 of 2 (a Testany); rank 1: nothing.
         let mut recs = vec![OutcomeRec::wtime(5), OutcomeRec::fails(3)];
         recs.extend(OutcomeRec::for_indices(&[0], 1));
         recs.extend(OutcomeRec::for_indices(&[1], 2));
@@ -366,7 +391,11 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [(0, 0, TestOutcome::Complete), (0, 4, TestOutcome::Pending)]
+            [
+                (0, 0, TestOutcome::Complete),
+                (0, 4, TestOutcome::Pending),
+                (0, 4, TestOutcome::Index(0))
+            ]
         );
     }
 

@@ -20,7 +20,9 @@
 //!   what it finds, when `DIR/all` appears (explore's idle release: the completion needs
 //!   this rank to go on first, so the alternative is impossible). `pending`: a test
 //!   reports nothing complete this once (as if the completion were seen one poll later;
-//!   MPI lets a completion become visible late, never early). See
+//!   MPI lets a completion become visible late, never early). `index=N`: a call over a
+//!   set (`Waitany`, `Testany`, `Waitsome`, `Testsome`) waits until request N of its set
+//!   is complete and reports it alone. See
 //!   `strobe_replayer::alternatives` for which alternatives are tried.
 //!
 //! While delayed or held the rank is computing, as far as the runtime can tell. Neither
@@ -142,6 +144,9 @@ pub enum TestOutcome {
     Complete,
     /// Report nothing complete (tests only; a wait is left alone).
     Pending,
+    /// `Waitany`/`Testany`/`Waitsome`/`Testsome`: wait until request `n` of the set is
+    /// complete and report it alone (the others' completions are seen later).
+    Index(usize),
 }
 
 /// One forced outcome: rank `rank`'s test-like call number `call`.
@@ -152,7 +157,7 @@ pub struct TestForce {
     pub outcome: TestOutcome,
 }
 
-/// Parse `rank:call:complete|pending;...`.
+/// Parse `rank:call:complete|pending|index=N;...`.
 pub fn parse_test_forces(s: &str) -> Result<Vec<TestForce>, String> {
     s.split(';')
         .filter(|p| !p.is_empty())
@@ -164,7 +169,10 @@ pub fn parse_test_forces(s: &str) -> Result<Vec<TestForce>, String> {
             let outcome = match w {
                 "complete" => TestOutcome::Complete,
                 "pending" => TestOutcome::Pending,
-                _ => return Err(format!("{w:?} is not complete or pending")),
+                _ => match w.strip_prefix("index=").map(str::parse) {
+                    Some(Ok(n)) => TestOutcome::Index(n),
+                    _ => return Err(format!("{w:?} is not complete, pending or index=N")),
+                },
             };
             Ok(TestForce {
                 rank: r.parse().map_err(|_| format!("rank {r:?}"))?,
@@ -181,8 +189,9 @@ pub fn test_forces_env(forces: &[TestForce]) -> String {
         .iter()
         .map(|f| {
             let w = match f.outcome {
-                TestOutcome::Complete => "complete",
-                TestOutcome::Pending => "pending",
+                TestOutcome::Complete => "complete".to_string(),
+                TestOutcome::Pending => "pending".to_string(),
+                TestOutcome::Index(n) => format!("index={n}"),
             };
             format!("{}:{}:{w}", f.rank, f.call)
         })
@@ -349,11 +358,18 @@ mod tests {
 
     #[test]
     fn forced_tests_round_trip_and_bad_ones_are_refused() {
-        let f = parse_test_forces("0:3:complete;2:0:pending").unwrap();
+        let f = parse_test_forces("0:3:complete;2:0:pending;1:4:index=2").unwrap();
+        assert_eq!(f[2].outcome, TestOutcome::Index(2));
         assert_eq!(f[0].outcome, TestOutcome::Complete);
         assert_eq!((f[1].rank, f[1].call), (2, 0));
         assert_eq!(parse_test_forces(&test_forces_env(&f)).unwrap(), f);
-        for bad in ["0:1", "0:1:done", "x:1:pending", "0:y:complete"] {
+        for bad in [
+            "0:1",
+            "0:1:done",
+            "x:1:pending",
+            "0:y:complete",
+            "0:1:index=x",
+        ] {
             assert!(parse_test_forces(bad).is_err(), "{bad:?}");
         }
     }

@@ -453,6 +453,12 @@ impl RankCtx {
                 return Vec::new();
             }
             Some(crate::chaos::TestOutcome::Complete) => self.await_forced(ids, want),
+            Some(crate::chaos::TestOutcome::Index(n)) => {
+                if let Some(got) = self.forced_index(ids, want, n) {
+                    self.capture(&OutcomeRec::for_indices(&got, ids.len()));
+                    return got;
+                }
+            }
             None => {}
         }
         let got = {
@@ -489,6 +495,19 @@ impl RankCtx {
         }
     }
 
+    /// `strobe explore` forces a call over a set to report request `n` alone: wait for it
+    /// as [`RankCtx::await_forced`] does. `None` (report as usual) when `n` is not in the
+    /// set, the call wants every request, or explore released the forcing first.
+    fn forced_index(&self, ids: &[u64], want: Want, n: usize) -> Option<Vec<usize>> {
+        let id = *ids.get(n)?;
+        if want == Want::All {
+            return None;
+        }
+        self.await_forced(&[id], Want::Any);
+        let g = self.inner.lock().expect("rank context lock");
+        g.done.contains_key(&id).then(|| vec![n])
+    }
+
     /// The blocking counterpart of [`RankCtx::poll_completed`] (`MPI_Wait*`): sleeps until
     /// `want` is satisfied and returns the indices the call reports. Waitany's index and
     /// Waitsome's set depend on timing; they too are captured and forced here.
@@ -501,8 +520,13 @@ impl RankCtx {
         }
         if timing_dependent {
             // Counted like a test (explore numbers the calls that record an outcome); a
-            // wait reports success anyway, so neither forcing changes it.
-            let _ = crate::chaos::next_test();
+            // wait reports success anyway, so only an index forcing changes it.
+            if let Some(crate::chaos::TestOutcome::Index(n)) = crate::chaos::next_test() {
+                if let Some(got) = self.forced_index(ids, want, n) {
+                    self.capture(&OutcomeRec::for_indices(&got, ids.len()));
+                    return got;
+                }
+            }
         }
         self.block_until(call.into(), |done| want.satisfied(ids, done));
         let got = {

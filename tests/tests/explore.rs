@@ -231,6 +231,34 @@ fn explore_finds_a_test_polling_race_from_a_passing_recording() {
     replays_to(&found, "killed by SIGABRT");
 }
 
+/// A Waitany race (`test_race any=1`): the recorded Waitany reported request 1; explore
+/// forces it to report request 0 (its message made faster) and finds the failure; the
+/// "seen one poll later" forcing before it lands on a wait and changes nothing.
+#[test]
+fn explore_finds_a_waitany_race_by_forcing_a_lower_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("test_race", dir.path());
+    let pass = dir.path().join("pass.db");
+    let o = record_c(&pass, &prog, 2, &["any=1"], &[]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("first_try=1"), "{}", o.stdout);
+    let found = dir.path().join("found.db");
+    let o = explore(&pass, &found, &[]);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert_eq!(
+        runs(&o.stderr),
+        [
+            "run 1: rank 0's test-like call #0 finds nothing complete instead of its request \
+             (seen one poll later): passed",
+            "run 2: rank 0's test-like call #0 reports request 0 of its set instead of request \
+             1 (request 0's message is faster): FAILED (exit status 134)"
+        ],
+        "{}",
+        o.stderr
+    );
+    replays_to(&found, "killed by SIGABRT");
+}
+
 /// A test whose completion needs the testing rank to go on first (`test_race
 /// handshake=1`) cannot be forced to succeed: the idle release ends the wait, the run is
 /// "not taken" and passes, and the search ends without a failure.
