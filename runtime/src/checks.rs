@@ -174,17 +174,33 @@ pub struct Checker {
     state: Mutex<State>,
 }
 
+/// Findings of one kind listed per run, at most: a mistake in a loop is one finding
+/// repeated, and the list must stay readable (and the recording small). The next one of
+/// the kind becomes a note that the rest are not listed.
+pub const MAX_PER_KIND: usize = 100;
+
+/// The checker's state. It runs on the slice path (node 0's thread), so every lookup is
+/// indexed: pending buffers by (rank, start address), unmatched sends by (sender, peer).
 #[derive(Default)]
 struct State {
-    /// Non-blocking sends and receives with a buffer, posted and not completed yet.
-    pending: BTreeMap<DescRef, Descriptor>,
-    /// Blocking standard-mode sends posted and not matched yet.
-    unmatched_sends: BTreeMap<DescRef, Descriptor>,
+    /// Non-blocking sends and receives with a buffer, posted and not completed yet, by
+    /// (rank, buffer start, descriptor)...
+    pending: BTreeMap<(u32, u64, DescRef), Descriptor>,
+    /// ...and where each is in `pending`.
+    pending_at: BTreeMap<DescRef, (u32, u64)>,
+    /// The longest pending buffer each rank ever had: how far below a range an
+    /// overlapping one may start.
+    longest: BTreeMap<u32, u64>,
+    /// Blocking standard-mode sends on `MPI_COMM_WORLD` posted and not matched yet, by
+    /// (sender, destination).
+    unmatched_sends: BTreeMap<(u32, i32), BTreeMap<DescRef, Descriptor>>,
     /// Those of them that completed eagerly.
     eager: BTreeSet<DescRef>,
     /// Send-send pairs already reported (lower descriptor first).
     pairs: BTreeSet<(DescRef, DescRef)>,
     findings: Vec<Finding>,
+    /// Findings per kind so far (listed or not).
+    per_kind: BTreeMap<CheckKind, usize>,
 }
 
 fn call_name(d: &Descriptor) -> String {
@@ -226,6 +242,16 @@ impl Checker {
 
 impl State {
     fn finding(&mut self, kind: CheckKind, slice: u64, d: &Descriptor, detail: String) {
+        let seen = self.per_kind.entry(kind).or_default();
+        *seen += 1;
+        let detail = match (*seen).cmp(&(MAX_PER_KIND + 1)) {
+            std::cmp::Ordering::Less => detail,
+            std::cmp::Ordering::Equal => format!(
+                "and more {} findings, not listed (at most {MAX_PER_KIND} of a kind per run)",
+                kind.name()
+            ),
+            std::cmp::Ordering::Greater => return,
+        };
         self.findings.push(Finding {
             kind,
             slice,
@@ -252,11 +278,7 @@ impl State {
         }
         let Some(mine) = range(d) else { return };
         let is_recv = d.kind() == Some(DescKind::Recv);
-        let clash = self.pending.values().find(|p| {
-            let p_recv = p.kind() == Some(DescKind::Recv);
-            p.rank == d.rank && (p_recv || is_recv) && range(p).is_some_and(|r| overlaps(r, mine))
-        });
-        if let Some(p) = clash.copied() {
+        if let Some(p) = self.clash(d.rank, mine, is_recv) {
             let what = if is_recv {
                 "receives into"
             } else {
@@ -270,7 +292,52 @@ impl State {
             self.finding(CheckKind::BufferReuse, slice, d, detail);
         }
         if !d.blocking() && d.request != 0 {
-            self.pending.insert(d.id(), *d);
+            self.pending.insert((d.rank, mine.0, d.id()), *d);
+            self.pending_at.insert(d.id(), (d.rank, mine.0));
+            let longest = self.longest.entry(d.rank).or_default();
+            *longest = (*longest).max(mine.1 - mine.0);
+        }
+    }
+
+    /// A pending operation of `rank` whose buffer overlaps `mine` and that clashes with
+    /// it: a pending receive, or any pending operation when `mine` is a receive's.
+    fn clash(&self, rank: u32, mine: (u64, u64), is_recv: bool) -> Option<Descriptor> {
+        let longest = self.longest.get(&rank).copied().unwrap_or(0);
+        let lowest = DescRef { rank: 0, seq: 0 };
+        // Candidates start below `mine`'s end; none starting more than `longest` below
+        // its start can reach it.
+        self.pending
+            .range((rank, 0, lowest)..(rank, mine.1, lowest))
+            .rev()
+            .take_while(|((_, start, _), _)| start.saturating_add(longest) > mine.0)
+            .map(|(_, p)| p)
+            .find(|p| {
+                (is_recv || p.kind() == Some(DescKind::Recv))
+                    && range(p).is_some_and(|r| overlaps(r, mine))
+            })
+            .copied()
+    }
+
+    fn is_unmatched(&self, d: &Descriptor) -> bool {
+        self.unmatched_sends
+            .get(&(d.rank, d.peer))
+            .is_some_and(|m| m.contains_key(&d.id()))
+    }
+
+    fn no_longer_unmatched(&mut self, d: &Descriptor) {
+        let key = (d.rank, d.peer);
+        if let Some(m) = self.unmatched_sends.get_mut(&key) {
+            m.remove(&d.id());
+            if m.is_empty() {
+                self.unmatched_sends.remove(&key);
+            }
+        }
+        self.eager.remove(&d.id());
+    }
+
+    fn completed(&mut self, id: DescRef) {
+        if let Some((rank, start)) = self.pending_at.remove(&id) {
+            self.pending.remove(&(rank, start, id));
         }
     }
 
@@ -299,15 +366,17 @@ impl State {
     /// sender of A would still be in its send, and B's sender in its own: a deadlock.
     fn send_send(&mut self, slice: u64, fresh: &[Descriptor]) {
         for b in fresh {
-            if b.comm != COMM_WORLD {
+            let Ok(dest) = u32::try_from(b.peer) else {
                 continue;
-            }
-            let partner = self.unmatched_sends.values().find(|a| {
-                a.comm == COMM_WORLD
-                    && a.peer == b.rank as i32
-                    && b.peer == a.rank as i32
-                    && (self.eager.contains(&a.id()) || self.eager.contains(&b.id()))
-            });
+            };
+            let partner = self
+                .unmatched_sends
+                .get(&(dest, b.rank as i32))
+                .and_then(|sends| {
+                    sends
+                        .values()
+                        .find(|a| self.eager.contains(&a.id()) || self.eager.contains(&b.id()))
+                });
             let Some(a) = partner.copied() else { continue };
             let (first, second) = if a.id() < b.id() { (a, *b) } else { (*b, a) };
             if !self.pairs.insert((first.id(), second.id())) {
@@ -329,8 +398,11 @@ impl SliceSink for Checker {
         let mut fresh = Vec::new();
         for d in &rec.descriptors {
             st.posted(rec.slice, d);
-            if d.kind() == Some(DescKind::Send) && d.blocking() {
-                st.unmatched_sends.insert(d.id(), *d);
+            if d.kind() == Some(DescKind::Send) && d.blocking() && d.comm == COMM_WORLD {
+                st.unmatched_sends
+                    .entry((d.rank, d.peer))
+                    .or_default()
+                    .insert(d.id(), *d);
                 fresh.push(*d);
             }
         }
@@ -342,17 +414,19 @@ impl SliceSink for Checker {
                         (decisions.descriptor(m.send), decisions.descriptor(m.recv))
                     {
                         st.matched(rec.slice, s, r);
+                        st.no_longer_unmatched(s);
                     }
-                    st.unmatched_sends.remove(&m.send);
-                    st.eager.remove(&m.send);
                 }
                 Decision::Complete(c) => {
-                    st.pending.remove(&c.desc);
-                    let eager = c.completion.flags & COMPLETION_EAGER != 0;
-                    if eager && st.unmatched_sends.contains_key(&c.desc) {
+                    st.completed(c.desc);
+                    let Some(d) = decisions.descriptor(c.desc) else {
+                        continue;
+                    };
+                    let flags = c.completion.flags;
+                    if flags & COMPLETION_CANCELLED != 0 {
+                        st.no_longer_unmatched(d);
+                    } else if flags & COMPLETION_EAGER != 0 && st.is_unmatched(d) {
                         st.eager.insert(c.desc);
-                    } else if c.completion.flags & COMPLETION_CANCELLED != 0 {
-                        st.unmatched_sends.remove(&c.desc);
                     }
                 }
                 _ => {}
@@ -396,6 +470,186 @@ impl SliceSink for Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::descriptor::{ANY_TAG, FLAG_BLOCKING};
+    use crate::engine::{GlobalMetrics, StartReason};
+    use crate::sched::{SchedConfig, Scheduler};
+
+    /// Drives a real scheduler over slices of descriptors and feeds the checker what a
+    /// node manager would: each slice's batch and decisions.
+    struct Job {
+        sched: Scheduler,
+        checker: Checker,
+        slice: u64,
+        next_seq: Vec<u64>,
+    }
+
+    impl Job {
+        fn new(ranks: u32) -> Job {
+            let mut cfg = SchedConfig::single_node(ranks);
+            cfg.eager_max = crate::sched::DEFAULT_EAGER_MAX;
+            Job {
+                sched: Scheduler::new(cfg),
+                checker: Checker::new(),
+                slice: 0,
+                next_seq: vec![0; ranks as usize],
+            }
+        }
+
+        fn slice(&mut self, mut batch: Vec<Descriptor>) {
+            self.slice += 1;
+            for d in &mut batch {
+                d.seq = self.next_seq[d.rank as usize];
+                d.request = d.seq + 1;
+                self.next_seq[d.rank as usize] += 1;
+            }
+            let decisions = self.sched.schedule(self.slice, &batch).unwrap();
+            self.checker.slice(&SliceRecord {
+                slice: self.slice,
+                reason: StartReason::Timer,
+                start_ns: 0,
+                global: GlobalMetrics::default(),
+                descriptors: batch,
+                decisions,
+                digest: 0,
+                blocked: Vec::new(),
+            });
+        }
+
+        fn kinds(&self) -> Vec<(CheckKind, u32)> {
+            self.checker
+                .findings()
+                .iter()
+                .map(|f| (f.kind, f.rank))
+                .collect()
+        }
+    }
+
+    fn p2p(
+        kind: DescKind,
+        rank: u32,
+        peer: i32,
+        buf: u64,
+        bytes: u64,
+        blocking: bool,
+    ) -> Descriptor {
+        Descriptor {
+            rank,
+            kind: kind as u8,
+            flags: if blocking { FLAG_BLOCKING } else { 0 },
+            peer,
+            tag: if kind == DescKind::Recv { ANY_TAG } else { 1 },
+            buf,
+            bytes,
+            ..Default::default()
+        }
+    }
+
+    fn typed(mut d: Descriptor, basic: u64, count: u64) -> Descriptor {
+        d.set_type_sig(TypeSig::basic(basic), count);
+        d
+    }
+
+    #[test]
+    fn a_match_of_different_signatures_is_a_type_mismatch() {
+        let mut job = Job::new(2);
+        job.slice(vec![
+            typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),
+            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
+        ]);
+        assert_eq!(job.kinds(), [(CheckKind::TypeMismatch, 1)]);
+        // The same type on both sides, or no signature on one, is no finding.
+        job.slice(vec![
+            typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),
+            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 8, true), 4, 2),
+        ]);
+        job.slice(vec![
+            p2p(DescKind::Send, 0, 1, 0x1000, 4, true),
+            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
+        ]);
+        assert_eq!(job.checker.findings().len(), 1);
+    }
+
+    #[test]
+    fn a_receive_into_a_pending_irecv_buffer_is_reported_until_it_completes() {
+        let mut job = Job::new(2);
+        // Rank 1: Irecv into [0x2000, 0x2010), then a send from a disjoint buffer, then a
+        // receive into an overlapping one.
+        job.slice(vec![
+            p2p(DescKind::Recv, 1, 0, 0x2000, 16, false),
+            p2p(DescKind::Send, 1, 0, 0x3000, 16, false),
+            p2p(DescKind::Recv, 1, 0, 0x2008, 16, true),
+        ]);
+        assert_eq!(job.kinds(), [(CheckKind::BufferReuse, 1)]);
+        // Rank 0 sends twice; both receives complete; the buffer is free again.
+        job.slice(vec![p2p(DescKind::Send, 0, 1, 0x1000, 16, true)]);
+        job.slice(vec![p2p(DescKind::Recv, 0, 1, 0x1100, 16, true)]);
+        job.slice(vec![p2p(DescKind::Send, 0, 1, 0x1000, 16, true)]);
+        job.slice(vec![p2p(DescKind::Recv, 1, 0, 0x2000, 16, true)]);
+        job.slice(vec![]);
+        assert_eq!(job.kinds(), [(CheckKind::BufferReuse, 1)]);
+    }
+
+    #[test]
+    fn an_overlap_with_a_long_buffer_below_a_short_one_is_found() {
+        let mut job = Job::new(2);
+        job.slice(vec![
+            // Two pending sends, the short one inside the long one: both only read.
+            p2p(DescKind::Send, 1, 0, 0x1000, 0x8000, false),
+            p2p(DescKind::Send, 1, 0, 0x4000, 0x10, false),
+            // A receive into the long one past the short one, and one beside both.
+            p2p(DescKind::Recv, 1, 0, 0x8000, 0x10, false),
+            p2p(DescKind::Recv, 1, 0, 0x9000, 0x10, true),
+        ]);
+        let f = job.checker.findings();
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].call, "MPI_Irecv");
+        assert!(
+            f[0].detail.contains("pending MPI_Isend #0"),
+            "{}",
+            f[0].detail
+        );
+    }
+
+    #[test]
+    fn crossed_blocking_sends_saved_by_eager_buffering_are_unsafe_and_reported_once() {
+        let mut job = Job::new(2);
+        job.slice(vec![
+            p2p(DescKind::Send, 0, 1, 0x1000, 64, true),
+            p2p(DescKind::Send, 1, 0, 0x1000, 64, true),
+        ]);
+        job.slice(vec![
+            p2p(DescKind::Recv, 0, 1, 0x2000, 64, true),
+            p2p(DescKind::Recv, 1, 0, 0x2000, 64, true),
+        ]);
+        assert_eq!(job.kinds(), [(CheckKind::UnsafeSendSend, 0)]);
+        // The safe order: rank 1 receives before it sends.
+        let mut safe = Job::new(2);
+        safe.slice(vec![
+            p2p(DescKind::Send, 0, 1, 0x1000, 64, true),
+            p2p(DescKind::Recv, 1, 0, 0x2000, 64, true),
+        ]);
+        safe.slice(vec![p2p(DescKind::Send, 1, 0, 0x1000, 64, true)]);
+        safe.slice(vec![p2p(DescKind::Recv, 0, 1, 0x2000, 64, true)]);
+        assert!(safe.kinds().is_empty(), "{:?}", safe.kinds());
+    }
+
+    #[test]
+    fn a_mistake_in_a_loop_is_listed_a_bounded_number_of_times() {
+        let mut job = Job::new(2);
+        for _ in 0..MAX_PER_KIND + 20 {
+            job.slice(vec![
+                typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),
+                typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
+            ]);
+        }
+        let f = job.checker.findings();
+        assert_eq!(f.len(), MAX_PER_KIND + 1);
+        assert!(
+            f[MAX_PER_KIND].detail.contains("not listed"),
+            "{}",
+            f[MAX_PER_KIND].detail
+        );
+    }
 
     #[test]
     fn leaks_round_trip() {
