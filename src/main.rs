@@ -398,7 +398,8 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
-    let (report, _checks) = execute(job, &cfg, None, None)?;
+    let (report, checks) = execute(job, &cfg, None, None)?;
+    print_checks(&checks);
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
         // mpiexec's habit: say which setting stopped the job.
         if let Ok(v) = std::env::var("MPIEXEC_TIMEOUT") {
@@ -409,8 +410,9 @@ fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
 }
 
 /// Run a job with the sinks `job` asks for plus `extra` (the recorder), and report its end
-/// on stderr, with the correctness checks' findings (unless `--no-checks`), which it also
-/// returns. Shared by `run` and `record`, so both run a job the same way.
+/// on stderr; returns the report and the correctness checks' findings (none with
+/// `--no-checks`), which the caller prints ([`print_checks`]). Shared by `run` and
+/// `record`, so both run a job the same way.
 fn execute(
     job: &JobArgs,
     cfg: &LaunchConfig,
@@ -474,7 +476,6 @@ fn execute(
         eprint!("{}", summary.render(report.elapsed));
     }
     let checks = checker.map(|c| c.findings()).unwrap_or_default();
-    print_checks(&checks);
     Ok((report, checks))
 }
 

@@ -172,6 +172,10 @@ pub fn record_to(
     match execute(job, &cfg, Some(sink), Some(out)) {
         Ok((report, checks)) => {
             let code = report.exit_code();
+            // `hunt`'s many runs keep their findings in the recording, unprinted.
+            if !extras.quiet {
+                crate::print_checks(&checks);
+            }
             match rec.write_checks(&checks).and_then(|()| rec.finish(&report)) {
                 Ok(n) => {
                     if !extras.quiet {
