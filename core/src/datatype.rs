@@ -71,6 +71,13 @@ impl ElemType {
         ElemType::ALL.get(v as usize).copied()
     }
 
+    /// Its code in type signatures ([`TypeSig::basic`]): the C binding gives its
+    /// predefined types with this representation the same code, so a Rust `i32` matches a
+    /// C `MPI_INT`.
+    pub const fn sig_code(self) -> u64 {
+        self as u64 + 1
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ElemType::Byte => "byte",

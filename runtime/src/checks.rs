@@ -97,30 +97,45 @@ impl fmt::Display for Finding {
 
 // --- What the C binding hands the runtime -----------------------------------------------
 
+/// A signature set for the next post: `Some(None)` is "no signature" (`MPI_PACKED`).
+type PendingSig = Option<Option<(TypeSig, u64)>>;
+
 thread_local! {
     /// The type signature of the point-to-point send / receive the calling thread is about
     /// to post: set by the C binding from the call's datatype, taken by the next post of
-    /// that direction (a per-direction slot, so `MPI_Sendrecv` carries both).
-    static SEND_SIG: Cell<Option<(TypeSig, u64)>> = const { Cell::new(None) };
-    static RECV_SIG: Cell<Option<(TypeSig, u64)>> = const { Cell::new(None) };
+    /// that direction (a per-direction slot, so `MPI_Sendrecv` carries both). It replaces
+    /// the one the Rust API derives from the buffer's element type (bytes, for C).
+    static SEND_SIG: Cell<PendingSig> = const { Cell::new(None) };
+    static RECV_SIG: Cell<PendingSig> = const { Cell::new(None) };
+    /// Inside a call of the C binding: a post it did not give a signature carries none
+    /// (its buffers are bytes of a datatype the Rust API cannot see).
+    static IN_C_CALL: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The next send posted by this thread carries `count` elements of signature `sig`
 /// (`None`: a type that matches anything, `MPI_PACKED`).
 pub fn set_send_sig(sig: Option<TypeSig>, count: u64) {
-    SEND_SIG.with(|s| s.set(sig.map(|g| (g, count))));
+    SEND_SIG.with(|s| s.set(Some(sig.map(|g| (g, count)))));
 }
 
 /// The next receive posted by this thread carries `count` elements of signature `sig`.
 pub fn set_recv_sig(sig: Option<TypeSig>, count: u64) {
-    RECV_SIG.with(|s| s.set(sig.map(|g| (g, count))));
+    RECV_SIG.with(|s| s.set(Some(sig.map(|g| (g, count)))));
 }
 
-/// Forget signatures set but not posted (a call that failed before posting): called at
-/// the entry of every C call, so a signature never reaches another call's descriptor.
-pub fn clear_sigs() {
+/// The C binding enters one of its calls (the outermost): signatures set but not posted
+/// by an earlier call (one that failed before posting) are forgotten, so a signature never
+/// reaches another call's descriptor, and posts without one carry none until
+/// [`end_c_call`].
+pub fn begin_c_call() {
     SEND_SIG.with(|s| s.set(None));
     RECV_SIG.with(|s| s.set(None));
+    IN_C_CALL.with(|c| c.set(true));
+}
+
+/// The C binding leaves its call.
+pub fn end_c_call() {
+    IN_C_CALL.with(|c| c.set(false));
 }
 
 /// Put the pending signature of `d`'s direction into `d` (on posting).
@@ -130,8 +145,11 @@ pub(crate) fn stamp(d: &mut Descriptor) {
         Some(DescKind::Recv) => &RECV_SIG,
         _ => return,
     };
-    if let Some((sig, count)) = slot.with(|s| s.take()) {
-        d.set_type_sig(sig, count);
+    match slot.with(|s| s.take()) {
+        Some(Some((sig, count))) => d.set_type_sig(sig, count),
+        Some(None) => d.sig_len = 0,
+        None if IN_C_CALL.with(|c| c.get()) => d.sig_len = 0,
+        None => {}
     }
 }
 
@@ -223,6 +241,21 @@ fn range(d: &Descriptor) -> Option<(u64, u64)> {
     (k.is_send() || k == DescKind::Recv)
         .then_some((d.buf, d.buf.saturating_add(d.bytes)))
         .filter(|&(lo, hi)| lo != 0 && hi > lo)
+}
+
+/// One element's signature in words: the basic type's name when it is one the runtime
+/// knows (`i32` for `MPI_INT`, `byte` for `MPI_BYTE`), else its length.
+fn sig_text(sig: Option<TypeSig>) -> String {
+    let Some(sig) = sig else {
+        return "no signature".to_string();
+    };
+    let named = crate::datatype::ElemType::ALL
+        .into_iter()
+        .find(|e| TypeSig::basic(e.sig_code()) == sig);
+    match named {
+        Some(e) => e.name().to_string(),
+        None => format!("a datatype of {} basic elements", sig.len),
+    }
 }
 
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -347,14 +380,13 @@ impl State {
         if compare_signatures(s, sn, r, rn) != SigMatch::Mismatch {
             return;
         }
-        let basics = |g: Option<TypeSig>| g.map_or(0, |g| g.len);
         let detail = format!(
-            "the type signature of the message from rank {}'s {} #{} ({sn} element(s) of {} basic type(s) each) does not match the receive's datatype ({rn} element(s) of {} basic type(s) each; MPI-3.1 3.3.1)",
+            "the message from rank {}'s {} #{} ({sn} x {}) does not match the receive's datatype ({rn} x {}): their type signatures differ (MPI-3.1 3.3.1)",
             send.rank,
             call_name(send),
             send.seq,
-            basics(s),
-            basics(r),
+            sig_text(s),
+            sig_text(r),
         );
         self.finding(CheckKind::TypeMismatch, slice, recv, detail);
     }
@@ -544,6 +576,9 @@ mod tests {
         }
     }
 
+    const I32: u64 = crate::datatype::ElemType::I32.sig_code();
+    const BYTE: u64 = crate::datatype::ElemType::Byte.sig_code();
+
     fn typed(mut d: Descriptor, basic: u64, count: u64) -> Descriptor {
         d.set_type_sig(TypeSig::basic(basic), count);
         d
@@ -553,10 +588,13 @@ mod tests {
     fn a_match_of_different_signatures_is_a_type_mismatch() {
         let mut job = Job::new(2);
         job.slice(vec![
-            typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),
-            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
+            typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), I32, 1),
+            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), BYTE, 4),
         ]);
         assert_eq!(job.kinds(), [(CheckKind::TypeMismatch, 1)]);
+        let detail = &job.checker.findings()[0].detail;
+        assert!(detail.contains("(1 x i32)"), "{detail}");
+        assert!(detail.contains("(4 x byte)"), "{detail}");
         // The same type on both sides, or no signature on one, is no finding.
         job.slice(vec![
             typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),

@@ -92,7 +92,7 @@ pub struct TypeInfo {
 /// own code: it matches only `MPI_BYTE` (MPI-3.1 3.3.1).
 fn sig_code(prim: Prim) -> u64 {
     match prim {
-        Prim::Rt(e) => e as u64 + 1,
+        Prim::Rt(e) => e.sig_code(),
         Prim::LongDouble => 100,
         Prim::LongDoubleInt => 101,
         Prim::LongDoubleComplex => 102,

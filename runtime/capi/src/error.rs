@@ -36,9 +36,8 @@ impl OutermostCall {
         let outermost = CURRENT_CALL.with(|c| c.get().is_none());
         if outermost {
             CURRENT_CALL.with(|c| c.set(Some(call)));
-            // A type signature set by a call that failed before posting must not reach
-            // this call's descriptor.
-            strobe_runtime::checks::clear_sigs();
+            // The type signatures this call's descriptors carry are the ones it sets.
+            strobe_runtime::checks::begin_c_call();
         }
         OutermostCall(outermost)
     }
@@ -48,6 +47,7 @@ impl Drop for OutermostCall {
     fn drop(&mut self) {
         if self.0 {
             CURRENT_CALL.with(|c| c.set(None));
+            strobe_runtime::checks::end_c_call();
         }
     }
 }
