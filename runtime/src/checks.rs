@@ -153,32 +153,49 @@ pub(crate) fn stamp(d: &mut Descriptor) {
     }
 }
 
-/// How many creating calls a `Finalize` descriptor names (16 bits each in `aux2`).
+/// How many distinct creating calls a `Finalize` descriptor names (16 bits each in
+/// `aux2`: the call in the high 9 bits, how many of its requests in the low 7).
 pub const LEAKS_NAMED: usize = 4;
 
-/// The `Finalize` descriptor's `aux` and `aux2` for requests created by `created_by` and
-/// never completed or freed: the count, and the first [`LEAKS_NAMED`] calls.
-/// `None`: a request whose creating call is not known.
+const LEAK_COUNT_BITS: u32 = 7;
+const LEAK_COUNT_MAX: u64 = (1 << LEAK_COUNT_BITS) - 1;
+const _: () = assert!(Call::ALL.len() < 1 << (16 - LEAK_COUNT_BITS));
+
+/// The `Finalize` descriptor's `aux` and `aux2` for requests created by `created_by` (one
+/// entry per request; `None`: not known) and never completed or freed: the count, and the
+/// first [`LEAKS_NAMED`] distinct calls with how many requests each created.
 pub fn encode_leaks(created_by: &[Option<Call>]) -> (u64, u64) {
+    let mut groups: Vec<(Option<Call>, u64)> = Vec::new();
+    for call in created_by {
+        match groups.iter_mut().find(|(c, _)| c == call) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((*call, 1)),
+        }
+    }
     let mut packed = 0u64;
-    for (i, call) in created_by.iter().take(LEAKS_NAMED).enumerate() {
-        let code = Call::ALL
-            .iter()
-            .position(|c| Some(*c) == *call)
-            .map_or(0, |p| p + 1);
-        packed |= (code as u64 & 0xffff) << (16 * i);
+    for (i, (call, n)) in groups.iter().take(LEAKS_NAMED).enumerate() {
+        let code = call
+            .and_then(|call| Call::ALL.iter().position(|c| *c == call))
+            .map_or(0, |p| p as u64 + 1);
+        let entry = (code << LEAK_COUNT_BITS) | (*n).min(LEAK_COUNT_MAX);
+        packed |= (entry & 0xffff) << (16 * i);
     }
     (created_by.len() as u64, packed)
 }
 
-/// The inverse of [`encode_leaks`]: the count and the calls named.
-pub fn decode_leaks(aux: u64, aux2: u64) -> (u64, Vec<&'static str>) {
-    let named = (0..LEAKS_NAMED.min(aux as usize))
-        .map(|i| {
-            let code = ((aux2 >> (16 * i)) & 0xffff) as usize;
-            code.checked_sub(1)
+/// The inverse of [`encode_leaks`]: the count, and the calls named with their counts
+/// (a count of `LEAK_COUNT_MAX`, 127, means at least that many).
+pub fn decode_leaks(aux: u64, aux2: u64) -> (u64, Vec<(&'static str, u64)>) {
+    let named = (0..LEAKS_NAMED)
+        .map(|i| (aux2 >> (16 * i)) & 0xffff)
+        .take_while(|&entry| entry != 0)
+        .map(|entry| {
+            let code = (entry >> LEAK_COUNT_BITS) as usize;
+            let name = code
+                .checked_sub(1)
                 .and_then(|c| Call::ALL.get(c))
-                .map_or("an unknown call", |c| c.mpi_name())
+                .map_or("an unknown call", |c| c.mpi_name());
+            (name, entry & LEAK_COUNT_MAX)
         })
         .collect();
     (aux, named)
@@ -298,14 +315,21 @@ impl State {
     fn posted(&mut self, slice: u64, d: &Descriptor) {
         if d.kind() == Some(DescKind::Finalize) && d.aux > 0 {
             let (count, named) = decode_leaks(d.aux, d.aux2);
-            let more = count.saturating_sub(named.len() as u64);
+            let listed: u64 = named.iter().map(|(_, n)| n).sum();
+            let calls: Vec<String> = named
+                .iter()
+                .map(|(name, n)| match n {
+                    1 => name.to_string(),
+                    n => format!("{name} (x{n})"),
+                })
+                .collect();
             let mut detail = format!(
                 "{count} request{} never completed or freed, created by {}",
                 if count == 1 { "" } else { "s" },
-                named.join(", ")
+                calls.join(", ")
             );
-            if more > 0 {
-                detail.push_str(&format!(" and {more} more"));
+            if count > listed {
+                detail.push_str(&format!(" and {} more", count - listed));
             }
             return self.finding(CheckKind::LeakedRequest, slice, d, detail);
         }
@@ -535,7 +559,7 @@ mod tests {
                 self.next_seq[d.rank as usize] += 1;
             }
             let decisions = self.sched.schedule(self.slice, &batch).unwrap();
-            self.checker.slice(&SliceRecord {
+            let rec = SliceRecord {
                 slice: self.slice,
                 reason: StartReason::Timer,
                 start_ns: 0,
@@ -544,7 +568,8 @@ mod tests {
                 decisions,
                 digest: 0,
                 blocked: Vec::new(),
-            });
+            };
+            self.checker.slice(&rec);
         }
 
         fn kinds(&self) -> Vec<(CheckKind, u32)> {
@@ -691,21 +716,37 @@ mod tests {
 
     #[test]
     fn leaks_round_trip() {
-        let calls = [
+        let mut calls: Vec<Option<Call>> = [
             Call::Isend,
             Call::Irecv,
             Call::Irecv,
             Call::SendInit,
             Call::Isend,
         ]
-        .map(Some);
+        .map(Some)
+        .to_vec();
+        calls.push(None);
+        calls.push(Some(Call::Ibarrier));
         let (aux, aux2) = encode_leaks(&calls);
         let (n, named) = decode_leaks(aux, aux2);
-        assert_eq!(n, 5);
+        assert_eq!(n, 7);
         assert_eq!(
             named,
-            ["MPI_Isend", "MPI_Irecv", "MPI_Irecv", "MPI_Send_init"]
+            [
+                ("MPI_Isend", 2),
+                ("MPI_Irecv", 2),
+                ("MPI_Send_init", 1),
+                ("an unknown call", 1)
+            ]
         );
+        // Counts saturate; the total stays exact.
+        let many = vec![Some(Call::Irecv); 1000];
+        let (aux, aux2) = encode_leaks(&many);
+        assert_eq!(
+            decode_leaks(aux, aux2),
+            (1000, vec![("MPI_Irecv", LEAK_COUNT_MAX)])
+        );
+        assert_eq!(decode_leaks(0, 0), (0, vec![]));
     }
 
     #[test]
