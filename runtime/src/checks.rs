@@ -33,7 +33,7 @@ use std::sync::Mutex;
 use crate::calls::Call;
 use crate::datatype::{compare_signatures, SigMatch, TypeSig};
 use crate::descriptor::{
-    DescKind, DescRef, Descriptor, COMM_WORLD, COMPLETION_CANCELLED, COMPLETION_EAGER,
+    DescKind, DescRef, Descriptor, COMM_WORLD, COMPLETION_CANCELLED, COMPLETION_EAGER, PROC_NULL,
 };
 use crate::engine::{SliceRecord, SliceSink};
 use crate::sched::Decision;
@@ -252,12 +252,13 @@ fn call_name(d: &Descriptor) -> String {
     }
 }
 
-/// The buffer range a send or receive descriptor reads or writes, if any.
+/// The buffer range a send or receive descriptor reads or writes, if any (none for
+/// `MPI_PROC_NULL`: no data moves).
 fn range(d: &Descriptor) -> Option<(u64, u64)> {
     let k = d.kind()?;
-    (k.is_send() || k == DescKind::Recv)
-        .then_some((d.buf, d.buf.saturating_add(d.bytes)))
-        .filter(|&(lo, hi)| lo != 0 && hi > lo)
+    let moves_data = (k.is_send() || k == DescKind::Recv) && d.peer != PROC_NULL;
+    let (lo, hi) = (d.buf, d.buf.saturating_add(d.bytes));
+    (moves_data && lo != 0 && hi > lo).then_some((lo, hi))
 }
 
 /// One element's signature in words: the basic type's name when it is one the runtime
@@ -662,6 +663,11 @@ mod tests {
             // A receive into the long one past the short one, and one beside both.
             p2p(DescKind::Recv, 1, 0, 0x8000, 0x10, false),
             p2p(DescKind::Recv, 1, 0, 0x9000, 0x10, true),
+        ]);
+        // Receives from MPI_PROC_NULL move no data: no clash.
+        job.slice(vec![
+            p2p(DescKind::Recv, 0, PROC_NULL, 0x1000, 0x10, false),
+            p2p(DescKind::Recv, 0, PROC_NULL, 0x1000, 0x10, false),
         ]);
         let f = job.checker.findings();
         assert_eq!(f.len(), 1, "{f:#?}");
