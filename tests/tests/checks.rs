@@ -84,6 +84,19 @@ fn reported(name: &str, ranks: &str, expected: &[&str]) {
             stats.stdout
         );
     }
+    let json = strobe_cmd(&["stats", "--json", &db.display().to_string()], &[]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("stats --json");
+    let kinds: Vec<&str> = v["checks"]
+        .as_array()
+        .expect("checks in stats --json")
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap_or_default())
+        .collect();
+    let want: Vec<&str> = expected
+        .iter()
+        .map(|e| e.split(':').next().unwrap())
+        .collect();
+    assert_eq!(kinds, want, "{name}: {}", json.stdout);
     let rep = replay(&db, &[], &[]);
     assert_eq!(rep.code, 0, "{name}: replay:\n{}", rep.stderr);
     assert_eq!(
