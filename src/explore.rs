@@ -9,6 +9,12 @@
 //! run that fails (non-zero exit: a rank died or aborted, a deadlock, the timeout) is kept
 //! as FOUND.db, an ordinary recording that `strobe replay` reproduces exactly.
 //!
+//! The outcomes of `MPI_Test*`, `Waitany` and `Waitsome` are alternatives too
+//! (`strobe_replayer::alternatives`, [`test_alternatives`]): a test that failed at its
+//! first try is forced to find its request complete, one that succeeded at once to find
+//! nothing, a call over a set that reported request i to report a lower one (one run each,
+//! from the recorded run; tried after the wildcard receives).
+//!
 //! A forced alternative can be impossible (the chosen sender only sends after the receive
 //! completed): when no slice has anything posted or decided for `--idle` while a hold is
 //! pending, every hold is released and the run counts as "not taken".
@@ -27,8 +33,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use strobe_replayer::alternatives::{send_token, token, Traffic};
-use strobe_runtime::chaos::{holds_env, Hold, ENV_HOLD, ENV_RELEASE_DIR, RELEASE_ALL};
+use strobe_replayer::alternatives::{
+    send_token, test_alternatives, token, TestAlternative, Traffic,
+};
+use strobe_runtime::chaos::{
+    holds_env, test_forces_env, Hold, ENV_FORCE_TEST, ENV_HOLD, ENV_RELEASE_DIR, RELEASE_ALL,
+};
 use strobe_runtime::descriptor::DescRef;
 use strobe_runtime::engine::{SliceRecord, SliceSink, DEFAULT_DIRECT_COPY_MIN};
 use strobe_runtime::sched::Decision;
@@ -78,10 +88,19 @@ struct Try {
     depth: usize,
 }
 
+/// What a run forces: wildcard receives (holds), or one test outcome.
+enum Alt {
+    Wildcard(Try),
+    Test(TestAlternative),
+}
+
 /// Watches a run's decisions: releases the holds of a receive once it is matched, and
 /// every hold when nothing is posted or decided for `idle`.
 struct Watcher {
     dir: PathBuf,
+    /// A forced test outcome may be waiting (its call cannot be seen from here): an idle
+    /// job releases it.
+    test_forced: bool,
     /// Release files written when these receives are matched...
     tokens: BTreeMap<DescRef, String>,
     /// ...and when these sends are.
@@ -119,8 +138,9 @@ impl SliceSink for Watcher {
                 }
             }
         }
-        let pending =
-            st.matched.len() < self.tokens.len() || st.sends_matched < self.send_tokens.len();
+        let pending = self.test_forced
+            || st.matched.len() < self.tokens.len()
+            || st.sends_matched < self.send_tokens.len();
         if pending && !st.released_all && idle {
             st.released_all = true;
             let _ = std::fs::write(self.dir.join(RELEASE_ALL), b"");
@@ -186,12 +206,16 @@ fn job_args(job: &strobe_recorder::Job, timeout: Duration) -> JobArgs {
             .env
             .iter()
             .any(|(k, v)| k == "STROBE_LIBC_REPLAY" && v.trim() == "0"),
+        // The search's runs are many and the findings the same in each: `strobe replay`
+        // of FOUND.db reports them.
+        no_checks: true,
     }
 }
 
 /// What a search starts from: the recorded traffic and how to launch the program.
 struct Start {
     traffic: Traffic,
+    tests: Vec<TestAlternative>,
     job: JobArgs,
     command: Vec<OsString>,
     cwd: PathBuf,
@@ -223,10 +247,16 @@ fn prepare(a: &ExploreArgs) -> Result<std::result::Result<Start, String>> {
         Ok(t) => t,
         Err(e) => return Ok(Err(format!("{}: {e}", a.file.display()))),
     };
+    let tests = match reader.replay_log().map(|log| test_alternatives(&log)) {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return Ok(Err(format!("{}: replay log: {e}", a.file.display()))),
+        Err(e) => return Ok(Err(format!("{}: {e}", a.file.display()))),
+    };
     let mut command = vec![plan.program.into_os_string()];
     command.extend(plan.args);
     Ok(Ok(Start {
         traffic,
+        tests,
         job: job_args(&rec.job, a.timeout),
         command,
         cwd: plan.cwd,
@@ -244,6 +274,7 @@ pub fn explore(a: &ExploreArgs) -> Result<i32> {
     let out = std::path::absolute(&a.out)?;
     let Start {
         traffic,
+        tests,
         job,
         command,
         cwd,
@@ -264,10 +295,11 @@ pub fn explore(a: &ExploreArgs) -> Result<i32> {
     let root = Rc::new(traffic);
     let wild = root.wildcards();
     eprintln!(
-        "strobe explore: {} wildcard receive(s) in {}, {} alternative(s) at the first level",
+        "strobe explore: {} wildcard receive(s) in {}, {} alternative(s) at the first level; {} test outcome alternative(s)",
         wild.len(),
         a.file.display(),
-        wild.iter().map(|w| w.alternatives.len()).sum::<usize>()
+        wild.iter().map(|w| w.alternatives.len()).sum::<usize>(),
+        tests.len()
     );
     // The runs start in the recorded directory, like a replay.
     std::env::set_current_dir(&cwd)
@@ -285,7 +317,7 @@ pub fn explore(a: &ExploreArgs) -> Result<i32> {
         scratch: scratch.to_path_buf(),
         out,
     };
-    let code = search.run(a, &root);
+    let code = search.run(a, &root, tests);
     drop(scratch);
     code
 }
@@ -300,9 +332,13 @@ struct Search {
 
 impl Search {
     /// Depth first from the root's alternatives; returns the exit status.
-    fn run(&self, a: &ExploreArgs, root: &Rc<Traffic>) -> Result<i32> {
+    fn run(&self, a: &ExploreArgs, root: &Rc<Traffic>, tests: Vec<TestAlternative>) -> Result<i32> {
         let (job, command, scratch, out) = (&self.job, &self.command, &self.scratch, &self.out);
-        let mut stack: Vec<Try> = children(root, None, 1);
+        let mut stack: Vec<Alt> = children(root, None, 1)
+            .into_iter()
+            .map(Alt::Wildcard)
+            .chain(tests.into_iter().map(Alt::Test))
+            .collect();
         stack.reverse();
         let mut runs = 0;
         while let Some(t) = stack.pop() {
@@ -316,17 +352,27 @@ impl Search {
                 return Ok(EXIT_NONE);
             }
             runs += 1;
-            let (end, taken) = run_try(&t, job, command, scratch, a.idle)?;
+            let (end, taken) = match &t {
+                Alt::Wildcard(w) => run_try(w, job, command, scratch, a.idle)?,
+                Alt::Test(alt) => run_test(alt, job, command, scratch, a.idle)?,
+            };
             if let Some(why) = crate::hunt::not_the_programs(end.code) {
                 eprintln!("strobe explore: run {runs}: {why}");
                 return Ok(end.code);
             }
+            let (what, never) = match &t {
+                Alt::Wildcard(w) => (describe(w), "the forced sender never came first"),
+                Alt::Test(alt) => (
+                    alt.describe(),
+                    "the request never completed while the rank waited",
+                ),
+            };
             let verdict = match (end.code, taken) {
                 (0, true) => "passed".to_string(),
-                (0, false) => "not taken (the forced sender never came first); passed".into(),
+                (0, false) => format!("not taken ({never}); passed"),
                 (c, _) => format!("FAILED (exit status {c})"),
             };
-            eprintln!("run {runs}: {}: {verdict}", describe(&t));
+            eprintln!("run {runs}: {what}: {verdict}");
             if end.code != 0 {
                 std::io::stdout().write_all(&end.output)?;
                 std::fs::rename(scratch, out)
@@ -339,13 +385,14 @@ impl Search {
                 println!("runs: {runs}");
                 return Ok(EXIT_FOUND);
             }
+            let Alt::Wildcard(t) = t else { continue };
             if taken && t.depth < a.max_depth {
                 let reader = strobe_recorder::Recording::open(scratch)?;
                 let traffic = Rc::new(Traffic::read(&reader)?);
                 let last = t.forced.last().map(|f| f.0);
                 let mut next = children(&traffic, last, t.depth + 1);
                 next.reverse();
-                stack.extend(next);
+                stack.extend(next.into_iter().map(Alt::Wildcard));
             }
         }
         eprintln!(
@@ -382,6 +429,7 @@ fn run_try(
         release_sends.iter().map(|s| (*s, send_token(*s))).collect();
     let watcher = Arc::new(Watcher {
         dir: release.path().to_path_buf(),
+        test_forced: false,
         tokens,
         send_tokens,
         idle,
@@ -408,5 +456,43 @@ fn run_try(
         .matched
         .get(&recv)
         .is_some_and(|s| s.rank == sender);
+    Ok((end, taken))
+}
+
+/// Run one test alternative, recorded into `scratch`; returns how it ended and whether
+/// the forcing was taken (not released for want of progress).
+fn run_test(
+    alt: &TestAlternative,
+    job: &JobArgs,
+    command: &[OsString],
+    scratch: &Path,
+    idle: Duration,
+) -> Result<(crate::hunt::RunEnd, bool)> {
+    let release = tempfile::Builder::new()
+        .prefix("strobe-explore")
+        .tempdir()
+        .context("creating the release directory")?;
+    let watcher = Arc::new(Watcher {
+        dir: release.path().to_path_buf(),
+        test_forced: true,
+        tokens: BTreeMap::new(),
+        send_tokens: BTreeMap::new(),
+        idle,
+        state: Mutex::new(WatchState {
+            matched: BTreeMap::new(),
+            sends_matched: 0,
+            last_progress: None,
+            released_all: false,
+        }),
+    });
+    let env = vec![
+        (ENV_FORCE_TEST.to_string(), test_forces_env(&[alt.force])),
+        (
+            ENV_RELEASE_DIR.to_string(),
+            release.path().display().to_string(),
+        ),
+    ];
+    let end = crate::hunt::record_quietly(job, command, scratch, env, Some(watcher.clone()))?;
+    let taken = !watcher.state.lock().expect("watcher").released_all;
     Ok((end, taken))
 }

@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use strobe_runtime::checks::{Checker, Finding};
 use strobe_runtime::engine::{
     EngineConfig, NullSink, SliceSink, StrobePolicy, DEFAULT_DIRECT_COPY_MIN,
 };
@@ -184,6 +185,10 @@ struct JobArgs {
     /// getrandom calls outside MPI (sets STROBE_LIBC_REPLAY=0 for the ranks).
     #[arg(long)]
     no_libc_replay: bool,
+    /// Do not run the correctness checks (type mismatches, leaked requests, buffers
+    /// reused while pending, unsafe send-send pairs; docs/debugging.md).
+    #[arg(long)]
+    no_checks: bool,
 }
 
 #[derive(Args)]
@@ -423,7 +428,8 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 
 fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
-    let report = execute(job, &cfg, None, None)?;
+    let (report, checks) = execute(job, &cfg, None, None)?;
+    print_checks(&checks);
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
         // mpiexec's habit: say which setting stopped the job.
         if let Ok(v) = std::env::var("MPIEXEC_TIMEOUT") {
@@ -434,13 +440,15 @@ fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
 }
 
 /// Run a job with the sinks `job` asks for plus `extra` (the recorder), and report its end
-/// on stderr. Shared by `run` and `record`, so both run a job the same way.
+/// on stderr; returns the report and the correctness checks' findings (none with
+/// `--no-checks`), which the caller prints ([`print_checks`]). Shared by `run` and
+/// `record`, so both run a job the same way.
 fn execute(
     job: &JobArgs,
     cfg: &LaunchConfig,
     extra: Option<Arc<dyn SliceSink>>,
     output: Option<&std::path::Path>,
-) -> Result<launcher::JobReport> {
+) -> Result<(launcher::JobReport, Vec<Finding>)> {
     let summary = Arc::new(summary::Summary::default());
     let log = match &job.decision_log {
         Some(p) => Some(Arc::new(
@@ -462,6 +470,10 @@ fn execute(
     }
     if let Some(l) = &log {
         sinks.push(l.clone());
+    }
+    let checker = (!job.no_checks).then(|| Arc::new(Checker::new()));
+    if let Some(c) = &checker {
+        sinks.push(c.clone());
     }
     let sink: Arc<dyn SliceSink> = match sinks.len() {
         0 => Arc::new(NullSink),
@@ -493,7 +505,22 @@ fn execute(
     if job.summary {
         eprint!("{}", summary.render(report.elapsed));
     }
-    Ok(report)
+    let checks = checker.map(|c| c.findings()).unwrap_or_default();
+    Ok((report, checks))
+}
+
+/// The checks' findings on stderr, one line each, after the run.
+pub(crate) fn print_checks(checks: &[Finding]) {
+    for f in checks {
+        eprintln!("strobe: check: {f}");
+    }
+    if !checks.is_empty() {
+        eprintln!(
+            "strobe: {} correctness check finding{} (docs/debugging.md, \"Correctness checks\"; --no-checks silences them)",
+            checks.len(),
+            if checks.len() == 1 { "" } else { "s" }
+        );
+    }
 }
 
 /// The fixture programs are built next to this executable (same target directory).
@@ -540,6 +567,7 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
         summary: false,
         max_ranks: None,
         no_libc_replay: false,
+        no_checks: false,
     };
     let code = record::record_to(
         &job,

@@ -243,9 +243,13 @@ pub fn record_to(
         None => rec.clone(),
     };
     match execute(job, &cfg, Some(sink), Some(out)) {
-        Ok(report) => {
+        Ok((report, checks)) => {
             let code = report.exit_code();
-            match rec.finish(&report) {
+            // `hunt`'s many runs keep their findings in the recording, unprinted.
+            if !extras.quiet {
+                crate::print_checks(&checks);
+            }
+            match rec.write_checks(&checks).and_then(|()| rec.finish(&report)) {
                 Ok(n) => {
                     if !extras.quiet {
                         let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);

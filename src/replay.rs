@@ -24,6 +24,9 @@ pub struct ReplayArgs {
     /// (pid_max, RLIMIT_NPROC, memory); without it a recording too large is refused.
     #[arg(long, value_name = "N")]
     max_ranks: Option<u32>,
+    /// Do not print the correctness checks' findings of the replayed run.
+    #[arg(long)]
+    no_checks: bool,
     /// Run this program instead of the recorded one (e.g. a rebuild with debug symbols).
     /// Refused when its SHA-256 differs from the recorded one, unless
     /// --allow-different-binary.
@@ -590,6 +593,9 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
             eprint!("{}", r.text);
             if !r.text.ends_with('\n') {
                 eprintln!();
+            }
+            if !a.no_checks {
+                crate::print_checks(&r.checks);
             }
             if let Some(out) = &a.record {
                 eprintln!(

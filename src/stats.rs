@@ -109,6 +109,16 @@ fn counts(v: &[KindCount]) -> String {
 /// The whole text: the slice summary, then the MMDS table and the accuracy lines.
 pub fn text(s: &Stats) -> String {
     let mut o = slice_summary(s);
+    match &s.checks {
+        None => o.push_str("checks     not recorded (the recording predates them)\n"),
+        Some(c) if c.is_empty() => o.push_str("checks     no findings\n"),
+        Some(c) => {
+            let _ = writeln!(o, "checks     {} finding(s)", c.len());
+            for f in c {
+                let _ = writeln!(o, "  {f}");
+            }
+        }
+    }
     match &s.mmds {
         None => o.push_str("MMDS       not recorded (the metrics layer was off)\n"),
         Some(m) => {

@@ -6,7 +6,7 @@
 //! moves data directly from the sender's buffer to the receiver's. Addresses never enter a
 //! scheduling decision or its digest (they differ between runs because of ASLR).
 
-use crate::datatype::{ElemType, ReduceOp};
+use crate::datatype::{ElemType, ReduceOp, TypeSig};
 
 /// `MPI_ANY_SOURCE` at the runtime level.
 pub const ANY_SOURCE: i32 = -1;
@@ -208,7 +208,15 @@ pub struct Descriptor {
     pub aux: u64,
     /// Kind-specific: a second table, a key.
     pub aux2: u64,
-    pub _pad: [u64; 5],
+    /// Point-to-point: the hash of the type signature of one element of the call's
+    /// datatype ([`TypeSig`]), for the type-matching check. Never scheduled on.
+    pub sig_hash: u64,
+    /// Basic elements in one element of the datatype, plus one; 0: no signature carried
+    /// (`MPI_PACKED`, the Rust API, calls that do not say).
+    pub sig_len: u32,
+    /// Elements of the datatype in the call (its `count`).
+    pub sig_count: u32,
+    pub _pad: [u64; 3],
 }
 
 const _: () = assert!(std::mem::size_of::<Descriptor>() == 128);
@@ -233,6 +241,27 @@ impl Descriptor {
         DescRef {
             rank: self.rank,
             seq: self.seq,
+        }
+    }
+    /// The type signature of one element and the element count, when the call carried one.
+    pub fn type_sig(&self) -> Option<(TypeSig, u64)> {
+        (self.sig_len != 0).then(|| {
+            let sig = TypeSig {
+                hash: self.sig_hash,
+                len: u64::from(self.sig_len - 1),
+            };
+            (sig, u64::from(self.sig_count))
+        })
+    }
+    /// Carry `count` elements of signature `sig` (left out when they do not fit).
+    pub fn set_type_sig(&mut self, sig: TypeSig, count: u64) {
+        match (u32::try_from(sig.len + 1), u32::try_from(count)) {
+            (Ok(len), Ok(count)) => {
+                self.sig_hash = sig.hash;
+                self.sig_len = len;
+                self.sig_count = count;
+            }
+            _ => self.sig_len = 0,
         }
     }
 }

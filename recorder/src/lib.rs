@@ -228,6 +228,8 @@ pub struct Recorder {
     writer: Mutex<Option<JoinHandle<WriterDone>>>,
     /// Dropping the sender stops the checkpointer thread.
     checkpointer: Mutex<Option<(SyncSender<()>, JoinHandle<()>)>>,
+    /// The correctness checks' findings, written by [`Recorder::finish`].
+    checks: Mutex<Vec<strobe_runtime::checks::Finding>>,
     /// Held until the recorder is dropped: a second writer is refused.
     _lock: file::FileLock,
     /// `--capture-payloads`: which ranks' deliveries are stored (index: rank).
@@ -319,6 +321,7 @@ impl Recorder {
             tx: RwLock::new(Some(tx)),
             writer: Mutex::new(Some(handle)),
             checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
+            checks: Mutex::new(Vec::new()),
             _lock: lock,
             capture: OnceLock::new(),
         })
@@ -369,6 +372,18 @@ impl Recorder {
         self.capture
             .set(set)
             .map_err(|_| RecordError::Writer("payload capture set twice".into()))
+    }
+
+    /// The correctness checks' findings, stored by [`Recorder::finish`] (`check_finding`).
+    pub fn write_checks(
+        &self,
+        findings: &[strobe_runtime::checks::Finding],
+    ) -> Result<(), RecordError> {
+        self.checks
+            .lock()
+            .expect("recorder lock")
+            .extend_from_slice(findings);
+        Ok(())
     }
 
     fn send(&self, m: Msg) {
@@ -451,6 +466,22 @@ impl Recorder {
                 slices.map(|s| s.0 as i64),
             ],
         )?;
+        {
+            let mut st = tx.prepare(
+                "INSERT INTO check_finding (slice, rank, kind, call, call_site, detail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for f in self.checks.lock().expect("recorder lock").iter() {
+                st.execute(params![
+                    f.slice as i64,
+                    f.rank,
+                    f.kind.name(),
+                    f.call,
+                    f.call_site,
+                    f.detail,
+                ])?;
+            }
+        }
         {
             let mut st = tx.prepare(
                 "INSERT INTO rank (rank, wait_status, exit_code, signal) VALUES (?1, ?2, ?3, ?4)",

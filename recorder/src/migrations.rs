@@ -416,6 +416,20 @@ CREATE TABLE payload (
 CREATE INDEX payload_send ON payload(send_rank, send_seq) WHERE send_rank IS NOT NULL;
 "#;
 
+/// The correctness checks' findings (`strobe_runtime::checks`), one row each, written when
+/// the job ends; a file without the table predates the checks.
+const V_CHECKS: &str = r#"
+CREATE TABLE check_finding (
+    id INTEGER PRIMARY KEY,
+    slice INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    call TEXT NOT NULL,
+    call_site TEXT,
+    detail TEXT NOT NULL
+);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -425,6 +439,7 @@ pub const MIGRATIONS: &[&str] = &[
     V_SCHEDULER_VERSION,
     V_BLOCKED_SPANS,
     V_PAYLOADS,
+    V_CHECKS,
 ];
 
 /// The schema version this build writes and reads.
@@ -452,6 +467,9 @@ const fn version_of(script: &str) -> i64 {
 
 /// The first format with payload capture (`payload`, `job.captured_ranks`).
 pub const PAYLOADS_VERSION: i64 = version_of(V_PAYLOADS);
+
+/// The first format with the `check_finding` table.
+pub const CHECKS_VERSION: i64 = version_of(V_CHECKS);
 
 /// The first format whose blocked sets are spans (`blocked_span`; `blocked` is a view).
 pub const BLOCKED_SPANS_VERSION: i64 = 6;

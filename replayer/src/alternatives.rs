@@ -12,16 +12,41 @@
 //! Wildcard receives before W are forced to their recorded senders the same way, so the
 //! run follows the recording up to W (the depth-first search's prefix).
 //!
-//! Not covered yet: the outcomes of `MPI_Test*`/`Waitany`/`Waitsome` (forcing one needs
-//! the replayer to switch a rank from recorded outcomes to live ones mid-run) and wildcard
-//! probes.
+//! **Test outcomes** ([`test_alternatives`]). Whether an `MPI_Test*` found its request
+//! complete is timing too. The legal alternatives (MPI lets a completion become visible
+//! late, never before the operation could have completed):
+//! - a test that found nothing complete and was the *first* of its polling run (the
+//!   rank's previous test-like call did not fail too) could have succeeded, had the
+//!   message been faster: it is forced `complete` (the rank waits, still computing, until
+//!   the request completes, then the test succeeds). When the completion needs the
+//!   testing rank to go on first (the alternative is impossible), explore's idle release
+//!   ends the wait and the run counts as "not taken". Later failures of the same run are
+//!   not tried: each would only shorten the polling loop by one more round;
+//! - a test-like call that succeeded on its first try could have found nothing complete
+//!   once: it is forced `pending` (the completion is seen one poll later). The replay log
+//!   does not say whether a success came from a test or from a `Waitany`/`Waitsome` over
+//!   several requests; on a wait the forcing changes nothing and the run passes as the
+//!   recorded one did.
+//!
+//! - a call over a set (`Waitany`, `Testany`, `Waitsome`, `Testsome`) that reported one
+//!   request, `i`, could have reported a lower one, `j < i`, had `j`'s message been
+//!   faster (the runtime reports the lowest-indexed complete request, so the lower ones
+//!   were not complete yet): it is forced `index=j` (wait until `j` completes, report it
+//!   alone). At most [`INDEX_ALTERNATIVES`] per call, lowest first. Higher indices are not
+//!   tried: the replay log keeps the index reported, not the size of the set.
+//!
+//! A test alternative is one run forced at one call, from the recorded run (depth 1):
+//! the other calls and the wildcard receives take their chances in that run. Not covered
+//! yet: wildcard probes.
 
 use std::collections::BTreeMap;
 
 use strobe_recorder::recording::DescriptorRow;
+use strobe_recorder::replay_log::ReplayLog;
 use strobe_recorder::RecordError;
-use strobe_runtime::chaos::Hold;
+use strobe_runtime::chaos::{Hold, TestForce, TestOutcome};
 use strobe_runtime::descriptor::{DescRef, ANY_SOURCE, ANY_TAG};
+use strobe_runtime::outcome::{MalformedOutcome, Outcome, OutcomeCursor};
 use strobe_runtime::sched::Decision;
 
 /// A wildcard receive and the send it matched.
@@ -173,6 +198,79 @@ impl Traffic {
     }
 }
 
+/// A test-like call whose recorded outcome could have been the other one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestAlternative {
+    /// The rank, its test-like call number (counted from 0 over the calls that record an
+    /// outcome) and the outcome to force instead of the recorded one.
+    pub force: TestForce,
+    /// For an index forcing: the index the call reported in the recording.
+    pub instead_of: Option<usize>,
+}
+
+/// Index alternatives tried per call over a set (the lowest indices first).
+pub const INDEX_ALTERNATIVES: usize = 4;
+
+impl TestAlternative {
+    /// One line for explore's report.
+    pub fn describe(&self) -> String {
+        let f = self.force;
+        match f.outcome {
+            TestOutcome::Complete => format!(
+                "rank {}'s test-like call #{} finds its request complete instead of nothing (the message is faster)",
+                f.rank, f.call
+            ),
+            TestOutcome::Pending => format!(
+                "rank {}'s test-like call #{} finds nothing complete instead of its request (seen one poll later)",
+                f.rank, f.call
+            ),
+            TestOutcome::Index(n) => format!(
+                "rank {}'s test-like call #{} reports request {n} of its set instead of request {} (request {n}'s message is faster)",
+                f.rank,
+                f.call,
+                self.instead_of.unwrap_or(0)
+            ),
+        }
+    }
+}
+
+/// The test alternatives of a recorded run, by rank, then call (module documentation).
+pub fn test_alternatives(log: &ReplayLog) -> Result<Vec<TestAlternative>, MalformedOutcome> {
+    let mut out = Vec::new();
+    for (rank, r) in log.ranks.iter().enumerate() {
+        let mut cursor = OutcomeCursor::new(r.outcomes.clone());
+        let (mut call, mut after_fail) = (0u64, false);
+        while let Some(o) = cursor.next_outcome()? {
+            let mut outcomes = match &o {
+                Outcome::Fail if !after_fail => vec![TestOutcome::Complete],
+                Outcome::Indices(_) if !after_fail => vec![TestOutcome::Pending],
+                Outcome::Fail | Outcome::Indices(_) => vec![],
+                Outcome::Wtime(_) | Outcome::Libc(..) => continue,
+            };
+            // One request of a set reported: a lower one could have completed first.
+            let reported = match &o {
+                Outcome::Indices(v) if v.len() == 1 => Some(v[0]),
+                _ => None,
+            };
+            let lower = reported.unwrap_or(0).min(INDEX_ALTERNATIVES);
+            outcomes.extend((0..lower).map(TestOutcome::Index));
+            for outcome in outcomes {
+                out.push(TestAlternative {
+                    force: TestForce {
+                        rank: rank as u32,
+                        call,
+                        outcome,
+                    },
+                    instead_of: reported,
+                });
+            }
+            after_fail = matches!(o, Outcome::Fail);
+            call += 1;
+        }
+    }
+    Ok(out)
+}
+
 /// The release file name of the holds made for receive `recv`.
 pub fn token(recv: DescRef) -> String {
     format!("recv-{}-{}", recv.rank, recv.seq)
@@ -265,6 +363,40 @@ mod tests {
         // earlier one.
         assert!(t.holds_for(r(0, 2), 3).is_empty());
         assert_eq!(t.holds_for(r(0, 1), 3).len(), 1);
+    }
+
+    #[test]
+    fn first_tries_of_tests_are_the_test_alternatives() {
+        use strobe_recorder::replay_log::RankLog;
+        use strobe_runtime::outcome::OutcomeRec;
+        // Rank 0: Wtime, 3 failed tests, a success (of the same run), a success at first
+        // try reporting request 1 of 2 (a Testany); rank 1: nothing.
+        let mut recs = vec![OutcomeRec::wtime(5), OutcomeRec::fails(3)];
+        recs.extend(OutcomeRec::for_indices(&[0], 1));
+        recs.extend(OutcomeRec::for_indices(&[1], 2));
+        let log = ReplayLog {
+            ranks: vec![
+                RankLog {
+                    outcomes: recs,
+                    ..Default::default()
+                },
+                RankLog::default(),
+            ],
+            digests: vec![],
+        };
+        let got: Vec<(u32, u64, TestOutcome)> = test_alternatives(&log)
+            .unwrap()
+            .iter()
+            .map(|a| (a.force.rank, a.force.call, a.force.outcome))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, 0, TestOutcome::Complete),
+                (0, 4, TestOutcome::Pending),
+                (0, 4, TestOutcome::Index(0))
+            ]
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strobe_recorder::{JobInfo, Layer, RecordError, RecordOptions, Recorder};
+use strobe_runtime::checks::{Checked, Checker, Finding};
 use strobe_runtime::engine::SliceSink;
 use strobe_runtime::launcher::{self, JobOutcome, JobReport, LaunchConfig, LaunchError};
 use strobe_runtime::outcome::encode_file;
@@ -143,6 +144,8 @@ pub struct ReplayReport {
     pub warnings: Vec<String>,
     /// Slices replayed (and verified).
     pub slices: u64,
+    /// The correctness checks' findings in the replayed run (`strobe_runtime::checks`).
+    pub checks: Vec<Finding>,
 }
 
 impl ReplayReport {
@@ -305,19 +308,26 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     }
     // Time travel back (control.rs, `Controller::goto`) ends a run of the job; the job is
     // then executed again from the start with a hold at the landing slice (decision and
-    // numbers: docs/replay-control.md, "Time travel"). Each run gets a fresh source and
-    // verifier; the controller (breakpoints, clients) and the output filter carry over.
-    let (report, shared) = loop {
+    // numbers: docs/replay-control.md, "Time travel"). Each run gets a fresh source,
+    // verifier and checker; the controller (breakpoints, clients) and the output filter
+    // carry over.
+    let (report, shared, checks) = loop {
         let shared = Arc::new(source::Shared::new(ctl.clone(), job.ranks));
         let src = Arc::new(ReplaySource::new(
             &rec.log,
             job.outcome.as_deref(),
             shared.clone(),
         ));
+        // The checks run on every replay (they are cheap); the caller prints them or not.
+        let checker = Arc::new(Checker::new());
+        let checked: Arc<dyn SliceSink> = Arc::new(Checked {
+            checker: checker.clone(),
+            inner: regen.clone().map(|r| r as Arc<dyn SliceSink>),
+        });
         let verifier = Arc::new(Verifier::new(
             &rec.log,
             shared.clone(),
-            regen.clone().map(|r| r as Arc<dyn SliceSink>),
+            Some(checked),
             engine.node_of_rank(),
         ));
         let report = launcher::launch(&cfg, verifier, Some(src))?;
@@ -328,9 +338,10 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         if !user_ended && ctl.take_travel().is_some() {
             continue;
         }
-        break (report, shared);
+        break (report, shared, checker.findings());
     };
     if let Some(r) = &regen {
+        r.write_checks(&checks).map_err(ReplayError::Regenerate)?;
         r.finish(&report).map_err(ReplayError::Regenerate)?;
     }
     let (verdict, text) = report::verdict(&rec, &report, &shared, &engine.node_of_rank());
@@ -341,5 +352,6 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         slices: report.slices,
         job: report,
         warnings,
+        checks,
     })
 }

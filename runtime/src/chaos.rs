@@ -12,6 +12,19 @@
 //!   reach a wildcard receive first, which is exactly a different timing: the run is an
 //!   ordinary live run, recorded and replayed like any other.
 //!
+//! * **Forced test outcomes** (`strobe explore`): `STROBE_EXPLORE_TEST=rank:call:what;...`
+//!   changes the outcome of rank `rank`'s test-like call number `call` (counted from 0 over
+//!   the calls that record an outcome: every `MPI_Test*`, and `MPI_Waitany`/`Waitsome` over
+//!   several requests). `complete`: the call first waits until what it tests is complete,
+//!   so it reports success (as if the message had been faster); it gives up, and reports
+//!   what it finds, when `DIR/all` appears (explore's idle release: the completion needs
+//!   this rank to go on first, so the alternative is impossible). `pending`: a test
+//!   reports nothing complete this once (as if the completion were seen one poll later;
+//!   MPI lets a completion become visible late, never early). `index=N`: a call over a
+//!   set (`Waitany`, `Testany`, `Waitsome`, `Testsome`) waits until request N of its set
+//!   is complete and reports it alone. See
+//!   `strobe_replayer::alternatives` for which alternatives are tried.
+//!
 //! While delayed or held the rank is computing, as far as the runtime can tell. Neither
 //! runs in a replay: replay timing comes from the recording. A bad value is refused at
 //! `MPI_Init` ([`crate::rank::InitError::BadEnv`]).
@@ -121,12 +134,80 @@ pub fn holds_env(holds: &[Hold]) -> String {
         .join(";")
 }
 
+/// Forced test outcomes (`rank:call:complete|pending;...`).
+pub const ENV_FORCE_TEST: &str = "STROBE_EXPLORE_TEST";
+
+/// What a forced test-like call reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestOutcome {
+    /// Wait until the call's condition holds, then report as usual: success.
+    Complete,
+    /// Report nothing complete (tests only; a wait is left alone).
+    Pending,
+    /// `Waitany`/`Testany`/`Waitsome`/`Testsome`: wait until request `n` of the set is
+    /// complete and report it alone (the others' completions are seen later).
+    Index(usize),
+}
+
+/// One forced outcome: rank `rank`'s test-like call number `call`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestForce {
+    pub rank: u32,
+    pub call: u64,
+    pub outcome: TestOutcome,
+}
+
+/// Parse `rank:call:complete|pending|index=N;...`.
+pub fn parse_test_forces(s: &str) -> Result<Vec<TestForce>, String> {
+    s.split(';')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut it = p.splitn(3, ':');
+            let (Some(r), Some(c), Some(w)) = (it.next(), it.next(), it.next()) else {
+                return Err(format!("{p:?} is not rank:call:complete|pending"));
+            };
+            let outcome = match w {
+                "complete" => TestOutcome::Complete,
+                "pending" => TestOutcome::Pending,
+                _ => match w.strip_prefix("index=").map(str::parse) {
+                    Some(Ok(n)) => TestOutcome::Index(n),
+                    _ => return Err(format!("{w:?} is not complete, pending or index=N")),
+                },
+            };
+            Ok(TestForce {
+                rank: r.parse().map_err(|_| format!("rank {r:?}"))?,
+                call: c.parse().map_err(|_| format!("call {c:?}"))?,
+                outcome,
+            })
+        })
+        .collect()
+}
+
+/// Format forced outcomes for [`ENV_FORCE_TEST`].
+pub fn test_forces_env(forces: &[TestForce]) -> String {
+    forces
+        .iter()
+        .map(|f| {
+            let w = match f.outcome {
+                TestOutcome::Complete => "complete".to_string(),
+                TestOutcome::Pending => "pending".to_string(),
+                TestOutcome::Index(n) => format!("index={n}"),
+            };
+            format!("{}:{}:{w}", f.rank, f.call)
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
 struct Chaos {
     spec: Option<ChaosSpec>,
     /// splitmix64 state.
     rng: Mutex<u64>,
     holds: Vec<Hold>,
     dir: Option<PathBuf>,
+    /// This rank's forced test outcomes, and how many test-like calls it made.
+    tests: Vec<TestForce>,
+    test_calls: std::sync::atomic::AtomicU64,
 }
 
 static CHAOS: OnceLock<Option<Chaos>> = OnceLock::new();
@@ -153,11 +234,19 @@ pub(crate) fn init(rank: u32) -> Result<(), (&'static str, String)> {
             .collect(),
         Err(_) => Vec::new(),
     };
+    let tests: Vec<TestForce> = match std::env::var(ENV_FORCE_TEST) {
+        Ok(v) => parse_test_forces(&v)
+            .map_err(|e| (ENV_FORCE_TEST, e))?
+            .into_iter()
+            .filter(|f| f.rank == rank)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
     let dir = std::env::var_os(ENV_RELEASE_DIR).map(PathBuf::from);
     if !holds.is_empty() && dir.is_none() {
         return Err((ENV_RELEASE_DIR, "not set, but holds are".into()));
     }
-    let chaos = (spec.is_some() || !holds.is_empty()).then(|| Chaos {
+    let chaos = (spec.is_some() || !holds.is_empty() || !tests.is_empty()).then(|| Chaos {
         rng: Mutex::new(spec.map_or(0, |s| {
             s.seed
                 ^ u64::from(rank)
@@ -167,6 +256,8 @@ pub(crate) fn init(rank: u32) -> Result<(), (&'static str, String)> {
         spec,
         holds,
         dir,
+        tests,
+        test_calls: std::sync::atomic::AtomicU64::new(0),
     });
     let _ = CHAOS.set(chaos);
     Ok(())
@@ -175,6 +266,29 @@ pub(crate) fn init(rank: u32) -> Result<(), (&'static str, String)> {
 /// Whether this rank delays or holds anything (a plain run skips the hook).
 pub(crate) fn active() -> bool {
     matches!(CHAOS.get(), Some(Some(_)))
+}
+
+/// Called at each test-like call that records an outcome (never in a replay): the outcome
+/// to force at this one, if any.
+pub(crate) fn next_test() -> Option<TestOutcome> {
+    let Some(Some(c)) = CHAOS.get() else {
+        return None;
+    };
+    if c.tests.is_empty() {
+        return None;
+    }
+    let n = c
+        .test_calls
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    c.tests.iter().find(|f| f.call == n).map(|f| f.outcome)
+}
+
+/// Whether explore released every hold and forcing (`DIR/all` exists).
+pub(crate) fn released_all() -> bool {
+    match CHAOS.get() {
+        Some(Some(Chaos { dir: Some(d), .. })) => d.join(RELEASE_ALL).exists(),
+        _ => false,
+    }
 }
 
 /// Called before `rank` posts descriptor `seq` (never in a replay): delay or hold.
@@ -239,6 +353,24 @@ mod tests {
         assert_eq!(parse_holds(&holds_env(&h)).unwrap(), h);
         for bad in ["1:2", "1:2:../x", "a:2:t", "1:b:t", "1:2:"] {
             assert!(parse_holds(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn forced_tests_round_trip_and_bad_ones_are_refused() {
+        let f = parse_test_forces("0:3:complete;2:0:pending;1:4:index=2").unwrap();
+        assert_eq!(f[2].outcome, TestOutcome::Index(2));
+        assert_eq!(f[0].outcome, TestOutcome::Complete);
+        assert_eq!((f[1].rank, f[1].call), (2, 0));
+        assert_eq!(parse_test_forces(&test_forces_env(&f)).unwrap(), f);
+        for bad in [
+            "0:1",
+            "0:1:done",
+            "x:1:pending",
+            "0:y:complete",
+            "0:1:index=x",
+        ] {
+            assert!(parse_test_forces(bad).is_err(), "{bad:?}");
         }
     }
 

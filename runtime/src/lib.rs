@@ -18,6 +18,7 @@ pub mod alone;
 pub mod api;
 pub mod calls;
 pub mod chaos;
+pub mod checks;
 pub mod engine;
 pub mod futex;
 pub mod launcher;

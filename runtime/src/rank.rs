@@ -206,6 +206,7 @@ impl RankCtx {
         d.rank = self.rank;
         d.seq = g.next_seq;
         d.request = g.next_request;
+        crate::checks::stamp(&mut d);
         loop {
             match g.queues.descriptors.push(&d) {
                 Ok(()) => break,
@@ -446,6 +447,20 @@ impl RankCtx {
         if self.replaying() {
             return self.forced_indices(call, ids, want, false);
         }
+        match crate::chaos::next_test() {
+            Some(crate::chaos::TestOutcome::Pending) => {
+                self.capture_fail();
+                return Vec::new();
+            }
+            Some(crate::chaos::TestOutcome::Complete) => self.await_forced(ids, want),
+            Some(crate::chaos::TestOutcome::Index(n)) => {
+                if let Some(got) = self.forced_index(ids, want, n) {
+                    self.capture(&OutcomeRec::for_indices(&got, ids.len()));
+                    return got;
+                }
+            }
+            None => {}
+        }
         let got = {
             let mut g = self.inner.lock().expect("rank context lock");
             g.pump();
@@ -459,6 +474,40 @@ impl RankCtx {
         got
     }
 
+    /// `strobe explore` forces a test to succeed: wait, computing as far as the runtime can
+    /// tell (so no deadlock is declared), until `want` holds over `ids` or explore released
+    /// every forcing (the completion needs this rank to go on first).
+    fn await_forced(&self, ids: &[u64], want: Want) {
+        loop {
+            {
+                let mut g = self.inner.lock().expect("rank context lock");
+                g.pump();
+                if want.satisfied(ids, &g.done) {
+                    return;
+                }
+            }
+            if crate::chaos::released_all()
+                || self.seg.header().shutdown.load(Ordering::Acquire) != 0
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// `strobe explore` forces a call over a set to report request `n` alone: wait for it
+    /// as [`RankCtx::await_forced`] does. `None` (report as usual) when `n` is not in the
+    /// set, the call wants every request, or explore released the forcing first.
+    fn forced_index(&self, ids: &[u64], want: Want, n: usize) -> Option<Vec<usize>> {
+        let id = *ids.get(n)?;
+        if want == Want::All {
+            return None;
+        }
+        self.await_forced(&[id], Want::Any);
+        let g = self.inner.lock().expect("rank context lock");
+        g.done.contains_key(&id).then(|| vec![n])
+    }
+
     /// The blocking counterpart of [`RankCtx::poll_completed`] (`MPI_Wait*`): sleeps until
     /// `want` is satisfied and returns the indices the call reports. Waitany's index and
     /// Waitsome's set depend on timing; they too are captured and forced here.
@@ -468,6 +517,16 @@ impl RankCtx {
         let timing_dependent = want != Want::All && ids.len() > 1;
         if timing_dependent && self.replaying() {
             return self.forced_indices(call, ids, want, true);
+        }
+        if timing_dependent {
+            // Counted like a test (explore numbers the calls that record an outcome); a
+            // wait reports success anyway, so only an index forcing changes it.
+            if let Some(crate::chaos::TestOutcome::Index(n)) = crate::chaos::next_test() {
+                if let Some(got) = self.forced_index(ids, want, n) {
+                    self.capture(&OutcomeRec::for_indices(&got, ids.len()));
+                    return got;
+                }
+            }
         }
         self.block_until(call.into(), |done| want.satisfied(ids, done));
         let got = {
@@ -599,12 +658,21 @@ impl RankCtx {
 
     /// `MPI_Finalize`: the last descriptor; the rank stops counting as computing.
     pub fn finalize(&self) {
+        self.finalize_with_leaks(&[]);
+    }
+
+    /// `MPI_Finalize` of a rank whose requests created by `leaked` were never completed
+    /// or freed: the descriptor carries them for the checks (`checks.rs`).
+    pub fn finalize_with_leaks(&self, leaked: &[Option<crate::calls::Call>]) {
         if !self.replaying() {
             // Close the open run of failed tests.
             self.capture(&[]);
         }
+        let (aux, aux2) = crate::checks::encode_leaks(leaked);
         let d = Descriptor {
             kind: crate::descriptor::DescKind::Finalize as u8,
+            aux,
+            aux2,
             ..Default::default()
         };
         self.call(d);

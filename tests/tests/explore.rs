@@ -199,3 +199,88 @@ fn an_impossible_alternative_is_released_and_reported_not_taken() {
     );
     assert!(!found.exists());
 }
+
+/// A Test-polling race (fixture `test_race`): from a passing recording, where rank 0's
+/// first `MPI_Test` found nothing, explore forces that test to find the message complete
+/// and finds the failure in one run, the same way every time; the saved recording replays
+/// to it.
+#[test]
+fn explore_finds_a_test_polling_race_from_a_passing_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("test_race", dir.path());
+    let pass = dir.path().join("pass.db");
+    let o = record_c(&pass, &prog, 2, &[], &[]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("first_try=0"), "{}", o.stdout);
+    let found = dir.path().join("found.db");
+    let want = [
+        "run 1: rank 0's test-like call #0 finds its request complete instead of \
+                 nothing (the message is faster): FAILED (exit status 134)",
+    ];
+    for _ in 0..2 {
+        let first = explore(&pass, &found, &[]);
+        assert_eq!(first.code, 1, "{}{}", first.stdout, first.stderr);
+        assert!(first.stdout.contains("runs: 1"), "{}", first.stdout);
+        assert!(
+            first.stderr.contains("1 test outcome alternative(s)"),
+            "{}",
+            first.stderr
+        );
+        assert_eq!(runs(&first.stderr), want, "{}", first.stderr);
+    }
+    replays_to(&found, "killed by SIGABRT");
+}
+
+/// A Waitany race (`test_race any=1`): the recorded Waitany reported request 1; explore
+/// forces it to report request 0 (its message made faster) and finds the failure; the
+/// "seen one poll later" forcing before it lands on a wait and changes nothing.
+#[test]
+fn explore_finds_a_waitany_race_by_forcing_a_lower_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("test_race", dir.path());
+    let pass = dir.path().join("pass.db");
+    let o = record_c(&pass, &prog, 2, &["any=1"], &[]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("first_try=1"), "{}", o.stdout);
+    let found = dir.path().join("found.db");
+    let o = explore(&pass, &found, &[]);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert_eq!(
+        runs(&o.stderr),
+        [
+            "run 1: rank 0's test-like call #0 finds nothing complete instead of its request \
+             (seen one poll later): passed",
+            "run 2: rank 0's test-like call #0 reports request 0 of its set instead of request \
+             1 (request 0's message is faster): FAILED (exit status 134)"
+        ],
+        "{}",
+        o.stderr
+    );
+    replays_to(&found, "killed by SIGABRT");
+}
+
+/// A test whose completion needs the testing rank to go on first (`test_race
+/// handshake=1`) cannot be forced to succeed: the idle release ends the wait, the run is
+/// "not taken" and passes, and the search ends without a failure.
+#[test]
+fn a_test_that_cannot_succeed_early_is_released_and_reported_not_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("test_race", dir.path());
+    let pass = dir.path().join("pass.db");
+    let o = record_c(&pass, &prog, 2, &["handshake=1", "gap=0"], &[]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let found = dir.path().join("found.db");
+    let o = explore(&pass, &found, &["--idle", "300ms"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert_eq!(
+        runs(&o.stderr),
+        [
+            "run 1: rank 0's test-like call #0 finds its request complete instead of nothing \
+          (the message is faster): not taken (the request never completed while the rank \
+          waited); passed"
+        ],
+        "{}",
+        o.stderr
+    );
+    assert!(!found.exists());
+}

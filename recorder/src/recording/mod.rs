@@ -13,6 +13,7 @@
 //!   `strobe stats` shows; `browse.rs` holds the terminal UI's queries.
 
 mod browse;
+mod checks;
 mod history;
 mod job;
 mod payloads;
@@ -34,6 +35,7 @@ pub use browse::{
     BlockedGrid, BlockedRank, Column, GridStrategy, Notable, ProcessStats, RankTotals, SliceDetail,
     GRID_SAMPLES,
 };
+pub use checks::CheckRow;
 pub use history::{MatchEntry, MatchHistory};
 pub use job::{FailedRank, Job};
 pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};

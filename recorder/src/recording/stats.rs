@@ -73,6 +73,8 @@ pub struct Stats {
     /// False when some shown rank's (or the job's) computation + communication differs
     /// from its run time by more than 0.01%: the monitoring lost or double-counted time.
     pub accurate: bool,
+    /// The correctness checks' findings (`None`: the file predates the checks).
+    pub checks: Option<Vec<super::CheckRow>>,
     /// The rank asked for (`--rank`), if any.
     #[serde(skip)]
     pub rank: Option<u32>,
@@ -154,6 +156,7 @@ impl Recording {
             mmds,
             mmds_ranks,
             accurate,
+            checks: self.checks()?,
             rank,
             command: job.command.clone(),
             slice_ns: job.slice_ns,

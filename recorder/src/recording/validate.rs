@@ -256,6 +256,16 @@ const BAD_SLICE_SQL: &str = "SELECT slice FROM slice WHERE
 /// Decision kinds the recorder writes in the `decision` table (`stats` counts them by
 /// name) and the checks on its other readable tables.
 const BAD_OTHER_SQL: &[(&str, &str)] = &[
+    // The correctness checks' findings: the names the checker writes
+    // (`strobe_runtime::checks::CheckKind::name`), ranks of the job, text fields.
+    (
+        "the check_finding table",
+        "SELECT id FROM check_finding WHERE typeof(slice) != 'integer' OR slice < 0
+         OR typeof(rank) != 'integer' OR rank < 0 OR rank >= (SELECT ranks FROM job)
+         OR kind NOT IN ('type-mismatch', 'leaked-request', 'buffer-reuse', 'unsafe-send-send')
+         OR typeof(call) != 'text' OR typeof(detail) != 'text'
+         OR (call_site IS NOT NULL AND typeof(call_site) != 'text') LIMIT 1",
+    ),
     (
         "the decision table",
         "SELECT slice FROM decision WHERE typeof(kind) != 'text' OR typeof(slice) != 'integer'

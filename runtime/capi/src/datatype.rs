@@ -15,7 +15,7 @@ use std::os::raw::c_int;
 use std::sync::Arc;
 use strobe_runtime::calls::Call;
 
-use strobe_runtime::datatype::ElemType;
+use strobe_runtime::datatype::{ElemType, TypeSig};
 
 use crate::consts::*;
 use crate::error::{entry, fail, MpiResult};
@@ -81,6 +81,23 @@ pub struct TypeInfo {
     pub sticky_bounds: bool,
     /// Basic elements in one element of the type (`MPI_Get_elements`).
     pub elems: usize,
+    /// The type signature of one element, for the type-matching check; `None` for
+    /// `MPI_PACKED` (and types built from it), which matches any signature.
+    pub sig: Option<TypeSig>,
+}
+
+/// A primitive's code in type signatures. Types with the same C representation share a
+/// primitive and so match each other (`MPI_INT` and `MPI_INT32_T`, `MPI_LONG` and
+/// `MPI_INT64_T`): more lenient than the standard, never a false report. `MPI_BYTE` is its
+/// own code: it matches only `MPI_BYTE` (MPI-3.1 3.3.1).
+fn sig_code(prim: Prim) -> u64 {
+    match prim {
+        Prim::Rt(e) => e.sig_code(),
+        Prim::LongDouble => 100,
+        Prim::LongDoubleInt => 101,
+        Prim::LongDoubleComplex => 102,
+        Prim::Complex(e) => 200 + e as u64,
+    }
 }
 
 impl TypeInfo {
@@ -120,6 +137,7 @@ impl TypeInfo {
                 | Prim::LongDoubleInt => 2,
                 _ => 1,
             },
+            sig: (name != "MPI_PACKED").then(|| TypeSig::basic(sig_code(prim))),
         }
     }
 
@@ -309,10 +327,12 @@ fn derive(
     let mut align = 1;
     let mut sticky = false;
     let mut elems = 0;
+    let mut sig = Some(TypeSig::EMPTY);
     for (disp, n, old) in parts {
         if *n == 0 {
             continue;
         }
+        sig = sig.zip(old.sig).map(|(s, o)| s.concat(o.repeat(*n as u64)));
         elem = elem.join(old.elem);
         align = align.max(old.align);
         sticky |= old.sticky_bounds;
@@ -365,6 +385,7 @@ fn derive(
         align,
         sticky_bounds: sticky,
         elems,
+        sig,
     }
 }
 

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
         crate::attrs::delete_attrs(COMM_SELF)?;
         // Requests freed while active (and buffered sends) must be done before we leave.
         crate::request::reap_detached();
-        api::finalize();
+        api::finalize_with_leaks(&crate::state::live_request_origins());
         st().finalized = true;
         Ok(())
     })

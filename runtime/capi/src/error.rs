@@ -17,6 +17,41 @@ use strobe_runtime::rank::RankCtx;
 use crate::consts::{class, MpiComm, CLASS_NAMES, ERRORS_RETURN};
 use crate::state;
 
+thread_local! {
+    /// The C entry point the calling thread is in (the outermost one, when an entry point
+    /// calls another): which call created a request, for the leaked-request check.
+    static CURRENT_CALL: std::cell::Cell<Option<Call>> = const { std::cell::Cell::new(None) };
+}
+
+/// The C entry point the calling thread is in.
+pub fn current_call() -> Option<Call> {
+    CURRENT_CALL.with(|c| c.get())
+}
+
+/// Marks the outermost entry point for its duration.
+struct OutermostCall(bool);
+
+impl OutermostCall {
+    fn enter(call: Call) -> OutermostCall {
+        let outermost = CURRENT_CALL.with(|c| c.get().is_none());
+        if outermost {
+            CURRENT_CALL.with(|c| c.set(Some(call)));
+            // The type signatures this call's descriptors carry are the ones it sets.
+            strobe_runtime::checks::begin_c_call();
+        }
+        OutermostCall(outermost)
+    }
+}
+
+impl Drop for OutermostCall {
+    fn drop(&mut self) {
+        if self.0 {
+            CURRENT_CALL.with(|c| c.set(None));
+            strobe_runtime::checks::end_c_call();
+        }
+    }
+}
+
 /// An MPI error: its class and what exactly was wrong.
 #[derive(Debug, Clone)]
 pub struct MpiErr {
@@ -97,6 +132,7 @@ fn rank_text() -> String {
 /// (`MPI_COMM_WORLD` for calls without one).
 #[inline]
 pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
+    let _outermost = OutermostCall::enter(call);
     // Clock reads and getpid calls made inside an MPI call are the runtime's: not recorded.
     let _in_mpi = crate::libc_replay::InMpi::enter();
     // Per-call monitoring (MMDS) under the C name: the Rust API calls inside are nested and

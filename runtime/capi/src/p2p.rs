@@ -176,6 +176,7 @@ unsafe fn send_args(
     let ty = comm_type(dt)?;
     check_dest(&c, dest)?;
     check_send_tag(tag)?;
+    strobe_runtime::checks::set_send_sig(ty.sig, n as u64);
     // SAFETY: `buf` is a C send buffer of the given count and type, valid until the operation
     // completes (MPI contract).
     Ok((c, unsafe { outgoing(buf, n, &ty) }?))
@@ -645,6 +646,7 @@ unsafe fn recv_args(
     let ty = comm_type(dt)?;
     check_source(&c, src)?;
     check_recv_tag(tag)?;
+    strobe_runtime::checks::set_recv_sig(ty.sig, n as u64);
     // SAFETY: `buf` is a C receive buffer of the given count and type, untouched until the
     // operation completes (MPI contract).
     Ok((c, unsafe { incoming(buf, n, &ty) }?))

@@ -91,6 +91,9 @@ pub struct State {
     /// (attrs.rs `delete_attrs`).
     pub attr_seq: HashMap<(MpiComm, c_int), u64>,
     pub next_attr_seq: u64,
+    /// The call that created each request handle (for the leaked-request check at
+    /// `MPI_Finalize`); entries of freed handles stay until the handle is reused.
+    pub req_origin: HashMap<MpiRequest, strobe_runtime::calls::Call>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
@@ -188,6 +191,9 @@ pub fn fresh_req(s: &mut State) -> MpiRequest {
     loop {
         let h = fresh(&mut s.next_req, 1, &s.reqs);
         if !s.persist.contains_key(&h) && !s.local_reqs.contains_key(&h) {
+            if let Some(call) = crate::error::current_call() {
+                s.req_origin.insert(h, call);
+            }
             return h;
         }
     }
@@ -209,4 +215,21 @@ pub fn errhandler_of(comm: MpiComm) -> MpiErrhandler {
         .get(&comm)
         .or_else(|| s.comms.get(&COMM_WORLD))
         .map_or(ERRORS_ARE_FATAL, |c| c.errhandler)
+}
+
+/// The calls that created the requests still alive (neither completed nor freed), one
+/// entry per request, in handle order: what `MPI_Finalize` reports to the checks.
+pub fn live_request_origins() -> Vec<Option<strobe_runtime::calls::Call>> {
+    let s = st();
+    let handles: std::collections::BTreeSet<MpiRequest> = s
+        .reqs
+        .keys()
+        .chain(s.persist.keys())
+        .chain(s.local_reqs.keys())
+        .copied()
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| s.req_origin.get(&h).copied())
+        .collect()
 }

@@ -79,9 +79,15 @@ pub fn init() -> Result<Comm> {
 
 /// `MPI_Finalize`. Does nothing if `init` was never called.
 pub fn finalize() {
+    finalize_with_leaks(&[]);
+}
+
+/// `MPI_Finalize` of a program whose requests created by `leaked` (one entry per request)
+/// were never completed or freed, for the checks (`crate::checks`).
+pub fn finalize_with_leaks(leaked: &[Option<crate::calls::Call>]) {
     let _mmds = mmds::enter(Primitive::Finalize);
     if let Some(c) = RankCtx::get() {
-        c.finalize();
+        c.finalize_with_leaks(leaked);
     }
 }
 

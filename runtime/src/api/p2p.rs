@@ -4,6 +4,7 @@ use super::check::{check_dest, check_recv_tag, check_send_tag, check_source};
 use super::request::{scope, wait_all, Request, Scope};
 use super::types::finish;
 use super::{addr, addr_mut, ctx, nbytes, Comm, Equivalence, Result, Status};
+use crate::datatype::TypeSig;
 use crate::descriptor::{DescKind, Descriptor, COMPLETION_FOUND};
 use crate::mmds::{self, Primitive};
 
@@ -34,6 +35,9 @@ impl Comm {
         d.tag = tag;
         d.buf = addr(buf);
         d.bytes = nbytes(buf);
+        // The element type's signature, for the checks (the C binding replaces it with
+        // its datatype's: crate::checks::stamp).
+        d.set_type_sig(TypeSig::basic(T::ELEM.sig_code()), buf.len() as u64);
         Ok(d)
     }
 
@@ -52,6 +56,9 @@ impl Comm {
         d.tag = tag;
         d.buf = addr_mut(buf);
         d.bytes = nbytes(buf);
+        // The element type's signature, for the checks (the C binding replaces it with
+        // its datatype's: crate::checks::stamp).
+        d.set_type_sig(TypeSig::basic(T::ELEM.sig_code()), buf.len() as u64);
         Ok(d)
     }
 

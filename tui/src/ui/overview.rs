@@ -31,10 +31,11 @@ fn job_panel(body: Rect, app: &App) -> u16 {
 /// and (when it failed) two lines of its report.
 fn job_lines_narrow(body: Rect, app: &App) -> u16 {
     let trouble = if report_lines(app).is_empty() { 0 } else { 2 };
+    let checks = check_lines(app, false).len() as u16;
     if body.height >= 30 && trouble == 0 {
         5
     } else {
-        3 + trouble
+        3 + trouble + checks
     }
 }
 
@@ -169,9 +170,11 @@ fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
     .into_iter()
     .map(|l| Line::from(Span::styled(l, t.bad())))
     .collect();
+    let checks = check_lines(app, wide);
     if wide {
         lines.push(Line::from(""));
         lines.extend(trouble);
+        lines.extend(checks);
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled("at the cursor", t.title())));
         lines.extend(cursor_lines(app));
@@ -182,9 +185,41 @@ fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
         // Narrow: the first trouble line replaces nothing; it follows the outcome.
         let room = area.height as usize;
         lines.extend(trouble);
+        lines.extend(checks);
         lines.truncate(room);
         Paragraph::new(lines).render(area, buf);
     }
+}
+
+/// The correctness checks' findings (`strobe stats` has them in full): in the wide
+/// layout a "checks" list, one line each (kind, rank, call, slice); in the narrow one a
+/// count. Read at each draw: the table holds a handful of rows.
+fn check_lines(app: &App, wide: bool) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let found = match app.rec.checks() {
+        Ok(Some(f)) if !f.is_empty() => f,
+        _ => return Vec::new(),
+    };
+    if !wide {
+        return vec![Line::from(Span::styled(
+            format!(
+                "checks: {} finding(s) (strobe stats lists them)",
+                found.len()
+            ),
+            t.bad(),
+        ))];
+    }
+    let mut out = vec![
+        Line::from(""),
+        Line::from(Span::styled("checks", t.title())),
+    ];
+    out.extend(found.iter().map(|f| {
+        Line::from(Span::styled(
+            format!("{}: rank {} {} (slice {})", f.kind, f.rank, f.call, f.slice),
+            t.bad(),
+        ))
+    }));
+    out
 }
 
 /// A duration for the chart's gutter (8 columns): the unit is never cut off (the GETTS
