@@ -259,6 +259,13 @@ macro_rules! for_each_mpi_call {
                 TypeCreateSubarray "Type_create_subarray",
                 TypeSetName "Type_set_name",
                 TypeGetName "Type_get_name",
+                // mpi13b (issue 13): datatype contents, external32, darray.
+                TypeGetContents "Type_get_contents",
+                TypeMatchSize "Type_match_size",
+                PackExternal "Pack_external",
+                PackExternalSize "Pack_external_size",
+                UnpackExternal "Unpack_external",
+                TypeCreateDarray "Type_create_darray",
                 CommCreateErrhandler "Comm_create_errhandler",
                 ErrhandlerCreate "Errhandler_create",
                 ErrhandlerSet "Errhandler_set",

@@ -106,6 +106,9 @@ impl TypeInfo {
             align: match prim {
                 Prim::Rt(ElemType::FloatInt | ElemType::TwoInt | ElemType::ShortInt) => 4,
                 Prim::Rt(ElemType::DoubleInt | ElemType::LongInt) => 8,
+                // A complex number is aligned as its parts (C11 6.2.5).
+                Prim::Complex(e) => e.size(),
+                Prim::LongDoubleComplex | Prim::LongDoubleInt => 16,
                 _ => size.clamp(1, 16),
             },
             sticky_bounds: false,
@@ -244,12 +247,12 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
 // --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
 
 /// The complex datatypes: handles 36..38, right after the other predefined ones
-/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
+/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`, named `MPI_C_COMPLEX` as MPICH names it); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
 /// Fortran's (negative) handles, so C programs can use them too.
 pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
     use ElemType as E;
     [
-        (36, "MPI_C_FLOAT_COMPLEX", 8, Prim::Complex(E::F32)),
+        (36, "MPI_C_COMPLEX", 8, Prim::Complex(E::F32)),
         (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
         (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
         // Fortran's handles (mpif.h), which its binding maps before calling C.
@@ -368,6 +371,25 @@ fn derive(
     }
 }
 
+/// [`store`] datatype `t`, remembering the constructor's arguments for
+/// `MPI_Type_get_contents`.
+///
+/// # Safety
+/// As [`store`].
+unsafe fn store_c(
+    t: TypeInfo,
+    out: *mut MpiDatatype,
+    ints: Vec<c_int>,
+    addrs: Vec<MpiAint>,
+    types: &[MpiDatatype],
+) -> MpiResult {
+    // SAFETY: the caller's contract.
+    unsafe { store(t, out) }?;
+    // SAFETY: `store` succeeded, so `out` is non-NULL and holds the new handle.
+    crate::typecontents::remember(unsafe { *out }, ints, addrs, types);
+    Ok(())
+}
+
 /// Register datatype `t` and store its handle in `*out`.
 ///
 /// # Safety
@@ -388,10 +410,12 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
     out: *mut MpiDatatype,
 ) -> c_int {
     entry(Call::TypeContiguous, COMM_WORLD, || {
+        let (n0, oldh) = (n, old);
         let n = count(n, "count")?;
         let old = any_type(old)?;
+        let t = derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1));
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out) }
+        unsafe { store_c(t, out, vec![n0], vec![], &[oldh]) }
     })
 }
 
@@ -404,14 +428,16 @@ pub unsafe extern "C" fn PMPI_Type_vector(
     out: *mut MpiDatatype,
 ) -> c_int {
     entry(Call::TypeVector, COMM_WORLD, || {
+        let (ints, oldh) = (vec![n, blen, stride], old);
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride as isize * old.extent, blen, old.clone()))
             .collect();
+        let t = derive(&parts, COMBINER_VECTOR, (3, 0, 1));
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, COMBINER_VECTOR, (3, 0, 1)), out) }
+        unsafe { store_c(t, out, ints, vec![], &[oldh]) }
     })
 }
 
@@ -424,14 +450,16 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
     out: *mut MpiDatatype,
 ) -> c_int {
     entry(Call::TypeCreateHvector, COMM_WORLD, || {
+        let (ints, oldh) = (vec![n, blen], old);
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride, blen, old.clone()))
             .collect();
+        let t = derive(&parts, COMBINER_HVECTOR, (2, 1, 1));
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out) }
+        unsafe { store_c(t, out, ints, vec![stride], &[oldh]) }
     })
 }
 
@@ -446,16 +474,19 @@ unsafe fn indexed(
     out: *mut MpiDatatype,
     combiner: c_int,
     env: (c_int, c_int, c_int),
+    contents: (Vec<c_int>, Vec<MpiAint>),
 ) -> c_int {
     entry(call, COMM_WORLD, || {
+        let oldh = old;
         let n = count(n, "count")?;
         let old = any_type(old)?;
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
             parts.push((disps(i), count(blens(i), "blocklength")?, old.clone()));
         }
+        let t = derive(&parts, combiner, env);
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, combiner, env), out) }
+        unsafe { store_c(t, out, contents.0, contents.1, &[oldh]) }
     })
 }
 
@@ -489,6 +520,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
             out,
             COMBINER_INDEXED,
             (2 * n + 1, 0, 1),
+            ([&[n][..], b, d].concat(), vec![]),
         )
     }
 }
@@ -522,6 +554,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
             out,
             COMBINER_HINDEXED,
             (n + 1, n, 1),
+            ([&[n][..], b].concat(), d.to_vec()),
         )
     }
 }
@@ -552,6 +585,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
             out,
             COMBINER_INDEXED_BLOCK,
             (n + 2, 0, 1),
+            ([&[n, blen][..], d].concat(), vec![]),
         )
     }
 }
@@ -593,8 +627,9 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
             ty.extent = new_ub - ty.lb;
             ty.sticky_bounds = true;
         }
+        let ints = [&[n][..], b].concat();
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(ty, out) }
+        unsafe { store_c(ty, out, ints, d.to_vec(), t) }
     })
 }
 
@@ -617,7 +652,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
         // Explicit bounds: a struct built on this type is not padded past them.
         t.sticky_bounds = true;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(t, out) }
+        unsafe { store_c(t, out, vec![], vec![lb, extent], &[old]) }
     })
 }
 
@@ -632,7 +667,7 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
         t.combiner = COMBINER_DUP;
         t.envelope = (0, 0, 1);
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(t, out) }?;
+        unsafe { store_c(t, out, vec![], vec![], &[old]) }?;
         // SAFETY: `store` succeeded, so `out` is non-NULL and holds the new handle.
         let h = unsafe { *out };
         if let Err(e) = crate::attrs_more::copy_type_attrs(old, h) {
@@ -678,6 +713,7 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
         crate::attrs_more::delete_type_attrs(h)?;
         // Pending operations keep their own Arc of the type, as MPI requires.
         st().types.remove(&h);
+        crate::typecontents::forget(h);
         // SAFETY: `dt` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(dt, DATATYPE_NULL, "datatype") }
     })

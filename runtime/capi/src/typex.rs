@@ -35,9 +35,30 @@ pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
     use ElemType as E;
     use Prim::*;
     // The complex types (36..38) are datatype.rs's complex_types().
-    let list: [(MpiDatatype, &'static str, usize, Prim); 2] = [
+    let list: [(MpiDatatype, &'static str, usize, Prim); 20] = [
         (TYPE_LB, "MPI_LB", 0, Rt(E::Byte)),
         (TYPE_UB, "MPI_UB", 0, Rt(E::Byte)),
+        // The Fortran types and the size-specific and C++ ones (mpi13b): handles of their
+        // own, so that MPI_Type_get_name names them; they are what their C twins are.
+        (41, "MPI_CHARACTER", 1, Rt(E::I8)),
+        (42, "MPI_INTEGER", 4, Rt(E::I32)),
+        (43, "MPI_REAL", 4, Rt(E::F32)),
+        (44, "MPI_DOUBLE_PRECISION", 8, Rt(E::F64)),
+        (45, "MPI_2INTEGER", 8, Rt(E::TwoInt)),
+        (46, "MPI_INTEGER1", 1, Rt(E::I8)),
+        (47, "MPI_INTEGER2", 2, Rt(E::I16)),
+        (48, "MPI_INTEGER4", 4, Rt(E::I32)),
+        (49, "MPI_INTEGER8", 8, Rt(E::I64)),
+        (50, "MPI_REAL4", 4, Rt(E::F32)),
+        (51, "MPI_REAL8", 8, Rt(E::F64)),
+        (52, "MPI_COMPLEX8", 8, Complex(E::F32)),
+        (53, "MPI_COMPLEX16", 16, Complex(E::F64)),
+        (54, "MPI_CXX_BOOL", 1, Rt(E::Bool)),
+        (55, "MPI_CXX_FLOAT_COMPLEX", 8, Complex(E::F32)),
+        (58, "MPI_CXX_DOUBLE_COMPLEX", 16, Complex(E::F64)),
+        (59, "MPI_CXX_LONG_DOUBLE_COMPLEX", 32, LongDoubleComplex),
+        // Fortran's LOGICAL (gfortran: a 4-byte integer, .true. = 1).
+        (-101, "MPI_LOGICAL", 4, Rt(E::I32)),
     ];
     list.into_iter()
         .map(|(h, n, s, p)| {
@@ -265,7 +286,7 @@ fn rc(code: c_int, what: &str) -> MpiResult {
 }
 
 /// Change a new type's combiner and envelope (it was built from simpler constructors).
-fn relabel(h: MpiDatatype, combiner: c_int, envelope: (c_int, c_int, c_int)) {
+pub fn relabel(h: MpiDatatype, combiner: c_int, envelope: (c_int, c_int, c_int)) {
     if let Some(t) = st().types.get_mut(&h) {
         let t = Arc::make_mut(t);
         t.combiner = combiner;
@@ -294,7 +315,11 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
             "MPI_Type_create_hindexed",
         )?;
         // SAFETY: checked non-NULL, and just written.
-        relabel(unsafe { *out }, COMBINER_HINDEXED_BLOCK, (2, n, 1));
+        let h = unsafe { *out };
+        relabel(h, COMBINER_HINDEXED_BLOCK, (2, n, 1));
+        // SAFETY: `disps` holds `n` displacements (read by the call above).
+        let d = unsafe { array(disps, k, "array_of_displacements") }?;
+        crate::typecontents::remember(h, vec![n, blen], d.to_vec(), &[old]);
         Ok(())
     })
 }
@@ -385,7 +410,10 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray(
         // SAFETY: as above.
         unsafe { PMPI_Type_free(&mut moved) };
         // SAFETY: checked non-NULL, and just written.
-        relabel(unsafe { *out }, COMBINER_SUBARRAY, (3 * ndims + 2, 0, 1));
+        let h = unsafe { *out };
+        relabel(h, COMBINER_SUBARRAY, (3 * ndims + 2, 0, 1));
+        let ints = [&[ndims][..], sz, sub, st0, &[order][..]].concat();
+        crate::typecontents::remember(h, ints, vec![], &[old]);
         Ok(())
     })
 }
