@@ -109,7 +109,11 @@ build_fortran_test() {
     srcs=$(sed -n "s/^${name}_SOURCES *= *//p" "$am" | head -1)
     [ -n "$srcs" ] || srcs=$name.$ext
     local extra=("$BUILD/libmtest_$lang.a")
-    sed -n "s/^${name}_LDADD *= *//p" "$am" | grep -q mtest_c_objects && extra+=("$BUILD/libmtest.a")
+    # `NAME_LDADD = $(mtest_c_objects)`, or a directory of C tests (f90/f90types includes
+    # Makefile_single.mtest): MPICH's C test utilities.
+    if sed -n "s/^${name}_LDADD *= *//p" "$am" | grep -q mtest_c_objects || grep -q 'Makefile_single.mtest' "$am"; then
+        extra+=("$BUILD/libmtest.a")
+    fi
     : >"$log"
     for s in $srcs; do
         o=$BUILD/$list/$name.${s%.*}.o
@@ -335,6 +339,14 @@ cat >"$BUILD/include/mpitestconf.h" <<'EOF'
 #define VERSION "4.0.2"
 #endif
 EOF
+# The one MPI feature probe of MPICH's configure the tests read: whether mpi.h has
+# MPI_INTEGER16 (an optional type; strobe declares it MPI_DATATYPE_NULL).
+probe=$BUILD/obj/probe_integer16
+mkdir -p "$BUILD/obj"
+printf '#include <mpi.h>\nint main(void) { MPI_Datatype t = MPI_INTEGER16; return t == 1; }\n' >"$probe.c"
+if "$STROBE" mpicc -c "$probe.c" -o "$probe.o" >/dev/null 2>&1; then
+    sed -i 's/^#define HAVE_LONG_DOUBLE 1$/#define HAVE_LONG_DOUBLE 1\n#define HAVE_MPI_INTEGER16 1/' "$BUILD/include/mpitestconf.h"
+fi
 cat >"$BUILD/include/dtpoolsconf.h" <<'EOF'
 #define HAVE_INTTYPES_H 1
 #define HAVE_LIMITS_H 1

@@ -206,7 +206,9 @@ fn mpif_h_agrees_with_mpi_h_and_is_fixed_and_free_form() {
         .filter(|n| n.starts_with("MPI_") && !f.contains_key(*n))
         .collect();
     assert!(missing.is_empty(), "in mpi.h, not in mpif.h: {missing:?}");
-    // The Fortran datatypes that are C datatypes outright.
+    // The Fortran datatypes have handles of their own (so that MPI_Type_get_name names
+    // them, as MPICH's typename tests ask), distinct from their C twins and each other.
+    let mut seen = std::collections::HashSet::new();
     for (fname, cname) in [
         ("MPI_INTEGER", "MPI_INT"),
         ("MPI_REAL", "MPI_FLOAT"),
@@ -220,7 +222,15 @@ fn mpif_h_agrees_with_mpi_h_and_is_fixed_and_free_form() {
         ("MPI_REAL8", "MPI_DOUBLE"),
         ("MPI_2INTEGER", "MPI_2INT"),
     ] {
-        assert_eq!(f[fname], c[cname], "{fname} = {cname}");
+        assert_eq!(f[fname], c[fname], "{fname}: mpif.h and mpi.h");
+        assert_ne!(
+            f[fname], c[cname],
+            "{fname} has its own handle, not {cname}'s"
+        );
+        assert!(
+            seen.insert(f[fname]),
+            "{fname}: handle shared with another type"
+        );
     }
     // The Fortran-only ones are distinct negative handles (src/fortran/handles.rs).
     let mut own: Vec<i64> = [

@@ -587,6 +587,9 @@ STROBE_MPI_FN(int, Type_create_darray, (int size, int rank, int ndims, const int
                                         const int array_of_distribs[], const int array_of_dargs[],
                                         const int array_of_psizes[], int order, MPI_Datatype oldtype,
                                         MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_f90_integer, (int r, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_f90_real, (int p, int r, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_f90_complex, (int p, int r, MPI_Datatype *newtype))
 /* ---- end of mpi13b ---- */
 /* user error handlers, classes and codes */
 typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);

@@ -201,6 +201,105 @@ pub unsafe extern "C" fn PMPI_Type_match_size(
     })
 }
 
+/// The datatype of `MPI_Type_create_f90_*` for (`combiner`, p, r): the predefined type
+/// `base` relabelled, made once per (combiner, p, r) and kept (MPI-3.1 17.1.9: the
+/// program must not free it).
+fn f90_type(
+    combiner: c_int,
+    p: c_int,
+    r: c_int,
+    base: MpiDatatype,
+    out: *mut MpiDatatype,
+) -> MpiResult {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Made = HashMap<(c_int, c_int, c_int), MpiDatatype>;
+    static MADE: Mutex<Option<Made>> = Mutex::new(None);
+    let key = (combiner, p, r);
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let cached = made.get_or_insert_with(HashMap::new).get(&key).copied();
+    let h = match cached {
+        Some(h) if crate::state::st().types.contains_key(&h) => h,
+        _ => {
+            let mut t = (*any_type(base)?).clone();
+            t.predefined = false;
+            t.combiner = combiner;
+            let ints = if combiner == COMBINER_F90_INTEGER {
+                vec![r]
+            } else {
+                vec![p, r]
+            };
+            t.envelope = (ints.len() as c_int, 0, 0);
+            let h = crate::state::insert_type(t);
+            crate::typecontents::remember(h, ints, vec![], &[]);
+            made.get_or_insert_with(HashMap::new).insert(key, h);
+            h
+        }
+    };
+    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
+    unsafe { put(out, h, "newtype") }
+}
+
+const COMBINER_F90_REAL: c_int = 13;
+const COMBINER_F90_COMPLEX: c_int = 14;
+const COMBINER_F90_INTEGER: c_int = 15;
+
+/// The gfortran real kind `SELECTED_REAL_KIND(p, r)` selects, as (real, complex) C types.
+fn real_kind(p: c_int, r: c_int) -> MpiResult<(MpiDatatype, MpiDatatype)> {
+    let (p, r) = (
+        if p == UNDEFINED { 0 } else { p },
+        if r == UNDEFINED { 0 } else { r },
+    );
+    Ok(match (p, r) {
+        (..=6, ..=37) => (50, 52),    // REAL(4): MPI_REAL4, MPI_COMPLEX8
+        (..=15, ..=307) => (51, 53),  // REAL(8): MPI_REAL8, MPI_COMPLEX16
+        (..=18, ..=4931) => (16, 38), // REAL(10): the x87 long double
+        _ => fail!(
+            class::ARG,
+            "no real kind has precision {p} and range {r} here"
+        ),
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_f90_integer(r: c_int, out: *mut MpiDatatype) -> c_int {
+    entry(Call::TypeCreateF90Integer, COMM_WORLD, || {
+        // SELECTED_INT_KIND(r): the smallest integer holding 10^r.
+        let base = match r {
+            ..=2 => 46,
+            3..=4 => 47,
+            5..=9 => 48,
+            10..=18 => 49,
+            _ => fail!(class::ARG, "no integer kind has range {r} here"),
+        };
+        f90_type(COMBINER_F90_INTEGER, 0, r, base, out)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_f90_real(
+    p: c_int,
+    r: c_int,
+    out: *mut MpiDatatype,
+) -> c_int {
+    entry(Call::TypeCreateF90Real, COMM_WORLD, || {
+        let (real, _) = real_kind(p, r)?;
+        f90_type(COMBINER_F90_REAL, p, r, real, out)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_f90_complex(
+    p: c_int,
+    r: c_int,
+    out: *mut MpiDatatype,
+) -> c_int {
+    entry(Call::TypeCreateF90Complex, COMM_WORLD, || {
+        let (_, complex) = real_kind(p, r)?;
+        f90_type(COMBINER_F90_COMPLEX, p, r, complex, out)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,8 @@ struct Atom {
     native: usize,
     ext: usize,
     kind: Kind,
+    /// The second half of a complex number: one basic element with the first.
+    part_of_previous: bool,
 }
 
 const fn atom(off: usize, native: usize, ext: usize, kind: Kind) -> Atom {
@@ -43,7 +45,15 @@ const fn atom(off: usize, native: usize, ext: usize, kind: Kind) -> Atom {
         native,
         ext,
         kind,
+        part_of_previous: false,
     }
+}
+
+/// A complex number: two parts, one basic element.
+fn complex(part: usize, kind: Kind) -> Option<Vec<Atom>> {
+    let mut im = atom(part, part, part, kind);
+    im.part_of_previous = true;
+    Some(vec![atom(0, part, part, kind), im])
 }
 
 /// The basic values of predefined type `name` (None: not a basic type strobe knows).
@@ -72,19 +82,16 @@ fn atoms(name: &str) -> Option<Vec<Atom>> {
         "MPI_FLOAT" | "MPI_REAL" | "MPI_REAL4" => one(4, 4, Float),
         "MPI_DOUBLE" | "MPI_DOUBLE_PRECISION" | "MPI_REAL8" => one(8, 8, Float),
         "MPI_LONG_DOUBLE" => one(16, 16, LongDouble),
-        "MPI_C_COMPLEX"
-        | "MPI_COMPLEX"
-        | "MPI_COMPLEX8"
-        | "MPI_CXX_FLOAT_COMPLEX"
-        | "MPI_2REAL" => pair(atom(0, 4, 4, Float), atom(4, 4, 4, Float)),
+        "MPI_C_COMPLEX" | "MPI_COMPLEX" | "MPI_COMPLEX8" | "MPI_CXX_FLOAT_COMPLEX" => {
+            complex(4, Float)
+        }
         "MPI_C_DOUBLE_COMPLEX"
         | "MPI_DOUBLE_COMPLEX"
         | "MPI_COMPLEX16"
-        | "MPI_CXX_DOUBLE_COMPLEX"
-        | "MPI_2DOUBLE_PRECISION" => pair(atom(0, 8, 8, Float), atom(8, 8, 8, Float)),
-        "MPI_C_LONG_DOUBLE_COMPLEX" | "MPI_CXX_LONG_DOUBLE_COMPLEX" => {
-            pair(atom(0, 16, 16, LongDouble), atom(16, 16, 16, LongDouble))
-        }
+        | "MPI_CXX_DOUBLE_COMPLEX" => complex(8, Float),
+        "MPI_C_LONG_DOUBLE_COMPLEX" | "MPI_CXX_LONG_DOUBLE_COMPLEX" => complex(16, LongDouble),
+        "MPI_2REAL" => pair(atom(0, 4, 4, Float), atom(4, 4, 4, Float)),
+        "MPI_2DOUBLE_PRECISION" => pair(atom(0, 8, 8, Float), atom(8, 8, 8, Float)),
         "MPI_FLOAT_INT" => pair(atom(0, 4, 4, Float), atom(4, 4, 4, Signed)),
         "MPI_DOUBLE_INT" => pair(atom(0, 8, 8, Float), atom(8, 4, 4, Signed)),
         "MPI_LONG_INT" => pair(atom(0, 8, 4, Signed), atom(8, 4, 4, Signed)),
@@ -319,6 +326,22 @@ fn quad_to_x87(q: u128) -> [u8; 16] {
     out[0..8].copy_from_slice(&(frac | int_bit).to_le_bytes());
     out[8..10].copy_from_slice(&se.to_le_bytes());
     out
+}
+
+/// The native sizes of the basic elements of one element of `dt`, in type-map order (a
+/// complex number is one element; a pair type two). None: not known.
+pub fn element_sizes(dt: MpiDatatype) -> Option<Vec<usize>> {
+    let t = crate::datatype::any_type(dt).ok()?;
+    let c = typecontents::get(dt);
+    let l = layout(&t, c.as_deref()).ok()?;
+    let mut out: Vec<usize> = Vec::new();
+    for (_, a) in &l {
+        match out.last_mut() {
+            Some(last) if a.part_of_previous => *last += a.native,
+            _ => out.push(a.native),
+        }
+    }
+    Some(out)
 }
 
 #[unsafe(no_mangle)]

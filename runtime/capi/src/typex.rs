@@ -108,7 +108,7 @@ pub fn marker_bounds(disps: &[MpiAint], types: &[MpiDatatype]) -> (Option<isize>
 
 /// Elements of basic types in `bytes` of data of type `t` (`None`: not a whole number).
 /// A partial copy of a type mixing basic types of different sizes is not counted.
-fn elements(t: &TypeInfo, bytes: i64) -> Option<i64> {
+fn elements(t: &TypeInfo, dt: MpiDatatype, bytes: i64) -> Option<i64> {
     if bytes == 0 {
         return Some(0);
     }
@@ -126,7 +126,20 @@ fn elements(t: &TypeInfo, bytes: i64) -> Option<i64> {
         ElemKind::Uniform(_) if size % elems == 0 && rest % (size / elems) == 0 => {
             Some(whole + rest / (size / elems))
         }
-        _ => None,
+        // Mixed sizes: the basic elements in type-map order, as external32 finds them.
+        _ => {
+            let sizes = crate::external32::element_sizes(dt)?;
+            let mut left = rest as usize;
+            let mut n = 0;
+            for s in sizes {
+                if left == 0 || s > left {
+                    break;
+                }
+                left -= s;
+                n += 1;
+            }
+            (left == 0).then_some(whole + n)
+        }
     }
 }
 
@@ -137,7 +150,7 @@ fn get_elements(status: *const MpiStatus, dt: MpiDatatype) -> MpiResult<i64> {
     // SAFETY: non-null pointer to a status the program owns.
     let s = unsafe { *status };
     let t = any_type(dt)?;
-    Ok(elements(&t, s.bytes.max(0)).unwrap_or(UNDEFINED as i64))
+    Ok(elements(&t, dt, s.bytes.max(0)).unwrap_or(UNDEFINED as i64))
 }
 
 #[unsafe(no_mangle)]

@@ -88,5 +88,6 @@ weak_aliases! { "mpi_", "pmpi_", "_":
 // callback-taking functions (fortran/callbacks.rs, fortran/keyval.rs) listed above.
 weak_aliases! { "mpi_", "pmpi_", "_":
     "type_get_contents" "type_match_size" "pack_external" "pack_external_size"
-    "unpack_external" "type_create_darray"
+    "unpack_external" "type_create_darray" "type_create_f90_integer" "type_create_f90_real"
+    "type_create_f90_complex"
 }

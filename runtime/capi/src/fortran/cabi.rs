@@ -862,6 +862,9 @@ extern "C" {
         array_of_addresses: *mut isize,
         array_of_datatypes: *mut c_int,
     ) -> c_int;
+    pub fn PMPI_Type_create_f90_integer(r: c_int, newtype: *mut c_int) -> c_int;
+    pub fn PMPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut c_int) -> c_int;
+    pub fn PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut c_int) -> c_int;
     pub fn PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) -> c_int;
     pub fn PMPI_Pack_external(
         datarep: *const c_char,

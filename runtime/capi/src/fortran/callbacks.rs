@@ -28,7 +28,9 @@ struct FGreq {
     query: FQuery,
     free: FFree,
     cancel: FCancel,
-    extra: isize,
+    /// The program's EXTRA_STATE variable itself: the callbacks get it by reference and
+    /// may change it, and the program sees the change (MPICH's greqf relies on it).
+    extra: *const isize,
 }
 
 unsafe extern "C" fn query_trampoline(extra: *mut c_void, status: *mut CStatus) -> c_int {
@@ -39,7 +41,7 @@ unsafe extern "C" fn query_trampoline(extra: *mut c_void, status: *mut CStatus) 
         let mut f = [0 as c_int; STATUS_SIZE];
         status_c2f(&*status, f.as_mut_ptr());
         let mut ierr = SUCCESS;
-        (g.query)(&g.extra, f.as_mut_ptr(), &mut ierr);
+        (g.query)(g.extra, f.as_mut_ptr(), &mut ierr);
         *status = status_f2c(f.as_ptr());
         ierr
     }
@@ -51,7 +53,7 @@ unsafe extern "C" fn free_trampoline(extra: *mut c_void) -> c_int {
     unsafe {
         let g = Box::from_raw(extra as *mut FGreq);
         let mut ierr = SUCCESS;
-        (g.free)(&g.extra, &mut ierr);
+        (g.free)(g.extra, &mut ierr);
         ierr
     }
 }
@@ -62,7 +64,7 @@ unsafe extern "C" fn cancel_trampoline(extra: *mut c_void, complete: c_int) -> c
         let g = &*(extra as *const FGreq);
         let mut ierr = SUCCESS;
         let complete = c_int::from(complete != 0);
-        (g.cancel)(&g.extra, &complete, &mut ierr);
+        (g.cancel)(g.extra, &complete, &mut ierr);
         ierr
     }
 }
@@ -84,7 +86,7 @@ pub unsafe extern "C" fn pmpi_grequest_start_(
             query: std::mem::transmute::<*const c_void, FQuery>(query),
             free: std::mem::transmute::<*const c_void, FFree>(free),
             cancel: std::mem::transmute::<*const c_void, FCancel>(cancel),
-            extra: extra.read(),
+            extra,
         }));
         let rc = cabi::PMPI_Grequest_start(
             query_trampoline as *mut c_void,

@@ -9,6 +9,11 @@ use super::env::from_fortran;
 use super::{cabi, guard, handles};
 
 fortran! {
+    pmpi_type_create_f90_integer_ => PMPI_Type_create_f90_integer(r: In, newtype: Ptr<*mut c_int>);
+    pmpi_type_create_f90_real_ => PMPI_Type_create_f90_real(p: In, r: In, newtype: Ptr<*mut c_int>);
+    pmpi_type_create_f90_complex_ => PMPI_Type_create_f90_complex(
+        p: In, r: In, newtype: Ptr<*mut c_int>,
+    );
     pmpi_type_match_size_ => PMPI_Type_match_size(typeclass: In, size: In, datatype: Ptr<*mut c_int>);
     pmpi_type_create_darray_ => PMPI_Type_create_darray(
         size: In, rank: In, ndims: In, gsizes: Ptr<*const c_int>, distribs: Ptr<*const c_int>,
@@ -133,5 +138,46 @@ pub unsafe extern "C" fn pmpi_unpack_external_(
             outcount.read(),
             Dt::pre(datatype),
         )
+    })
+}
+
+/// `MPI_SIZEOF(x, size, ierror)` for one type and kind (the `mpi` module's generic
+/// interface picks it): the size is the kind's, whatever `x` holds.
+macro_rules! sizeof_fns {
+    ($($name:ident = $size:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(_x: *const c_void, size: *mut c_int, ierr: *mut c_int) {
+            // SAFETY: two INTEGERs by reference.
+            guard("MPI_Sizeof", ierr, || unsafe {
+                size.write($size);
+                0
+            })
+        }
+    )*};
+}
+sizeof_fns! {
+    mpi_sizeof_i1_ = 1;
+    mpi_sizeof_i2_ = 2;
+    mpi_sizeof_i4_ = 4;
+    mpi_sizeof_i8_ = 8;
+    mpi_sizeof_r4_ = 4;
+    mpi_sizeof_r8_ = 8;
+    mpi_sizeof_c4_ = 8;
+    mpi_sizeof_c8_ = 16;
+    mpi_sizeof_l4_ = 4;
+}
+
+/// `MPI_SIZEOF` of a CHARACTER: its length (gfortran's hidden length argument).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_sizeof_ch_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierr: *mut c_int,
+    len: usize,
+) {
+    // SAFETY: two INTEGERs by reference.
+    guard("MPI_Sizeof", ierr, || unsafe {
+        size.write(c_int::try_from(len).unwrap_or(c_int::MAX));
+        0
     })
 }
