@@ -55,6 +55,7 @@ const FIXTURES: &[(&str, u32, &[&str])] = &[
     ("colls.f", 4, &[]),
     ("cg.f90", 2, &["4000", "60"]),
     ("api.f90", 4, &[]),
+    ("dtypes.f90", 4, &[]),
 ];
 
 fn stem(source: &str) -> &str {
@@ -63,9 +64,16 @@ fn stem(source: &str) -> &str {
 
 /// Compile `source` with `compiler` (argv prefix) into `out`; panics with the messages.
 fn compile(compiler: &[&str], source: &str, extra: &[&str], out: &Path) {
+    // The program's own modules go next to the binary, one directory per binary: tests
+    // compiling one fixture with strobe and with MPICH at the same time must not share
+    // its .mod files (they embed the mpi module's constants, which differ).
+    let mods = out.with_extension("mods");
+    std::fs::create_dir_all(&mods).unwrap();
     let o = Command::new(compiler[0])
         .args(&compiler[1..])
         .args(["-O2", "-g", "-Wall"])
+        .arg("-J")
+        .arg(&mods)
         .args(extra)
         .arg(fixtures_dir().join(source))
         .arg("-o")
@@ -346,6 +354,7 @@ fn fortran_programs_replay_verified_with_identical_output() {
     for (source, args, summary) in [
         ("cg.f90", &["2000", "40"][..], "cg ok"),
         ("api.f90", &[][..], "api ok"),
+        ("dtypes.f90", &[][..], "dtypes ok"),
     ] {
         let bin = dir.path().join(stem(source));
         compile(&[&s, "mpifort"], source, &[], &bin);
