@@ -19,7 +19,10 @@ use strobe_runtime::datatype::ElemType;
 
 use crate::consts::*;
 use crate::error::{entry, fail, MpiResult};
-use crate::state::{self, st};
+use crate::state::st;
+use crate::typestore::store_c;
+// The complex types live in typex.rs (state.rs builds the table from here).
+pub use crate::typex::complex_types;
 use crate::util::{array, count, put, Bytes};
 
 /// A primitive type a block is made of.
@@ -244,28 +247,6 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
         .collect()
 }
 
-// --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
-
-/// The complex datatypes: handles 36..38, right after the other predefined ones
-/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`, named `MPI_C_COMPLEX` as MPICH names it); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
-/// Fortran's (negative) handles, so C programs can use them too.
-pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
-    use ElemType as E;
-    [
-        (36, "MPI_C_COMPLEX", 8, Prim::Complex(E::F32)),
-        (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
-        (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
-        // Fortran's handles (mpif.h), which its binding maps before calling C.
-        (-102, "MPI_COMPLEX", 8, Prim::Complex(E::F32)),
-        (-103, "MPI_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
-    ]
-    .into_iter()
-    .map(|(h, n, s, p)| (h, TypeInfo::predefined(n, s, p)))
-    .collect()
-}
-
-// --- end of the complex datatypes ----------------------------------------------------
-
 /// A datatype usable for communication (valid and committed).
 pub fn comm_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
     let t = any_type(dt)?;
@@ -368,58 +349,6 @@ fn derive(
         align,
         sticky_bounds: sticky,
         elems,
-    }
-}
-
-/// [`store`] datatype `t`, remembering the constructor's arguments for
-/// `MPI_Type_get_contents`.
-///
-/// # Safety
-/// As [`store`].
-unsafe fn store_c(
-    t: TypeInfo,
-    out: *mut MpiDatatype,
-    ints: Vec<c_int>,
-    addrs: Vec<MpiAint>,
-    types: &[MpiDatatype],
-) -> MpiResult {
-    // SAFETY: the caller's contract.
-    unsafe { store(t, out) }?;
-    // SAFETY: `store` succeeded, so `out` is non-NULL and holds the new handle.
-    crate::typecontents::remember(unsafe { *out }, ints, addrs, types);
-    Ok(())
-}
-
-/// Register datatype `t` and store its handle in `*out`.
-///
-/// # Safety
-/// `out` must be NULL or valid for writing one handle (a C output argument).
-unsafe fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
-    if out.is_null() {
-        fail!(class::ARG, "newtype is NULL");
-    }
-    let h = insert_reusing(t);
-    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-    unsafe { put(out, h, "newtype") }
-}
-
-/// Handles of freed datatypes, the most recently freed last.
-fn freed_handles() -> std::sync::MutexGuard<'static, Vec<MpiDatatype>> {
-    static FREED: std::sync::Mutex<Vec<MpiDatatype>> = std::sync::Mutex::new(Vec::new());
-    FREED.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Register `t` under the most recently freed handle, else a fresh one. As MPICH (whose
-/// handles come from a free list), a type built right after one was freed gets its
-/// handle: MPICH's own tests (datatype/indexed_misc) reuse a stale handle that way.
-fn insert_reusing(t: TypeInfo) -> MpiDatatype {
-    let reuse = freed_handles().pop();
-    match reuse {
-        Some(h) if !st().types.contains_key(&h) => {
-            st().types.insert(h, Arc::new(t));
-            h
-        }
-        _ => state::insert_type(t),
     }
 }
 
@@ -734,7 +663,7 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
         // Pending operations keep their own Arc of the type, as MPI requires.
         st().types.remove(&h);
         crate::typecontents::forget(h);
-        freed_handles().push(h);
+        crate::typestore::freed(h);
         // SAFETY: `dt` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(dt, DATATYPE_NULL, "datatype") }
     })

@@ -50,6 +50,7 @@ mod reduce;
 mod request;
 mod state;
 mod typecontents;
+mod typestore;
 mod typex;
 mod userops;
 mod util;

@@ -5,7 +5,7 @@
 //! `MPI_Type_create_subarray`, `MPI_Type_create_hindexed_block`, element counts
 //! (`MPI_Get_elements(_x)`), the `_x` size and extent queries, and type names.
 //!
-//! The complex types are datatype.rs's `complex_types()` (reductions in reduce.rs).
+//! The complex types are `complex_types()` below (reductions in reduce.rs).
 
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ const COMBINER_SUBARRAY: c_int = 11;
 pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
     use ElemType as E;
     use Prim::*;
-    // The complex types (36..38) are datatype.rs's complex_types().
+    // The complex types (36..38) are complex_types() below.
     let list: [(MpiDatatype, &'static str, usize, Prim); 20] = [
         (TYPE_LB, "MPI_LB", 0, Rt(E::Byte)),
         (TYPE_UB, "MPI_UB", 0, Rt(E::Byte)),
@@ -464,3 +464,25 @@ pub unsafe extern "C" fn PMPI_Type_get_name(
         unsafe { put_str(name, MAX_OBJECT_NAME, &n, len) }
     })
 }
+
+// --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
+
+/// The complex datatypes: handles 36..38, right after the other predefined ones
+/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`, named `MPI_C_COMPLEX` as MPICH names it); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
+/// Fortran's (negative) handles, so C programs can use them too.
+pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
+    use ElemType as E;
+    [
+        (36, "MPI_C_COMPLEX", 8, Prim::Complex(E::F32)),
+        (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+        (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
+        // Fortran's handles (mpif.h), which its binding maps before calling C.
+        (-102, "MPI_COMPLEX", 8, Prim::Complex(E::F32)),
+        (-103, "MPI_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+    ]
+    .into_iter()
+    .map(|(h, n, s, p)| (h, TypeInfo::predefined_named(n, s, p)))
+    .collect()
+}
+
+// --- end of the complex datatypes ----------------------------------------------------
