@@ -64,5 +64,7 @@ fn insert_reusing(t: TypeInfo) -> MpiDatatype {
 
 /// Datatype `h` was freed: the next new datatype may take its handle.
 pub fn freed(h: MpiDatatype) {
+    // A name set with MPI_Type_set_name goes with the type, not the handle.
+    st().type_names.remove(&h);
     freed_handles().push(h);
 }
