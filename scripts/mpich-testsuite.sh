@@ -4,8 +4,10 @@
 #   scripts/mpich-testsuite.sh [--list L]... [--test NAME]... [--jobs J] [--timeout S]
 #                              [--out FILE] [--no-replay]
 #
-# For every entry of the testlists pt2pt coll comm group datatype attr init errhan (or the
-# --list ones): build the test with `strobe mpicc`, run it with `strobe run -n N` (N from
+# For every entry of the testlists pt2pt coll comm group datatype attr init errhan and of
+# the Fortran ones f77 and f90 (their subdirectories; or the --list ones, e.g. `--list f77`
+# or `--list f90/datatype`): build the test with `strobe mpicc` (Fortran: `strobe mpifort`,
+# as MPICH's Makefile.am builds it), run it with `strobe run -n N` (N from
 # the testlist line), judge it as MPICH's runtests does (every output line is "No Errors"
 # or "Test Passed", at least one "No Errors", exit status 0; `resultTest=TestStatus` and
 # `TestErrFatal` entries must instead exit non-zero), and for every passing entry
@@ -33,7 +35,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SRC=${STROBE_MPICH_SRC:-$HOME/.cache/strobe/mpich-src}
 BUILD=${STROBE_MPICH_BUILD:-$HOME/.cache/strobe/mpich-build}
 STROBE=${STROBE:-$here/target/release/strobe}
-LISTS_DEFAULT="pt2pt coll comm group datatype attr init errhan"
+LISTS_DEFAULT="pt2pt coll comm group datatype attr init errhan f77 f90"
 MAX_RANKS=8
 
 die() { echo "mpich-testsuite: $*" >&2; exit 2; }
@@ -81,10 +83,51 @@ build_cause() {
     if [ -z "$missing" ] && grep -qE 'undefined reference to .DTPI?_' "$log"; then
         missing="(MPICH's dtpools library: $(ls "$BUILD"/obj/dtpools*.log 2>/dev/null | xargs -r grep -ohE "[‘']MPIX?_[A-Za-z0-9_]+[’'] undeclared" | grep -oE 'MPIX?_[A-Za-z0-9_]+' | sort -u | tr '\n' ' '))"
     fi
+    if [ -z "$missing" ]; then
+        # gfortran: an unknown routine is a link error on `mpi_x_`, an unknown constant a
+        # symbol without an IMPLICIT type (the tests use IMPLICIT NONE).
+        missing=$(grep -oE "(undefined reference to [\`']p?mpi_[a-z0-9_]+_'|Symbol ['‘]mpi_[a-z0-9_]+['’] at \(1\) has no IMPLICIT type)" "$log" \
+            | grep -oE "mpi_[a-z0-9_]+['’]" | sed -E "s/_?['’]$//" | tr a-z A-Z | sort -u | tr '\n' ' ')
+        missing=${missing%% }
+    fi
     if [ -n "$missing" ]; then
         echo "build: missing $missing"
     else
         echo "build: $(grep -m1 -E 'error|Error' "$log" | cut -c1-160)"
+    fi
+}
+
+# Compile Fortran test $2 of list $1 (f77/X or f90/X) as MPICH's Makefile.am does: the
+# sources of `NAME_SOURCES` (else NAME.f / NAME.f90), C ones with `strobe mpicc`, Fortran
+# ones with `strobe mpifort -I.` (the directory's configured `*.h` headers), linked with
+# MPICH's Fortran test utilities (util/mtest_f77.f or mtest_f90.f90) and, for
+# `NAME_LDADD = $(mtest_c_objects)`, its C ones.
+build_fortran_test() {
+    local list=$1 name=$2 dir=$SRC_T/$1 bin=$BUILD/$1/$2 log=$BUILD/$1/$2.build.log
+    local am=$dir/Makefile.am srcs ext=f lang=${1%%/*} objs=() s o
+    [ "$lang" = f90 ] && ext=f90
+    srcs=$(sed -n "s/^${name}_SOURCES *= *//p" "$am" | head -1)
+    [ -n "$srcs" ] || srcs=$name.$ext
+    local extra=("$BUILD/libmtest_$lang.a")
+    # `NAME_LDADD = $(mtest_c_objects)`, or a directory of C tests (f90/f90types includes
+    # Makefile_single.mtest): MPICH's C test utilities.
+    if sed -n "s/^${name}_LDADD *= *//p" "$am" | grep -q mtest_c_objects || grep -q 'Makefile_single.mtest' "$am"; then
+        extra+=("$BUILD/libmtest.a")
+    fi
+    : >"$log"
+    for s in $srcs; do
+        o=$BUILD/$list/$name.${s%.*}.o
+        case $s in
+            # A copy in $BUILD/LANG/DIR, so that its "../../include/mpitestconf.h" is ours.
+            *.c) cp "$dir/$s" "$BUILD/$list/$s" &&
+                "$STROBE" mpicc -w -O1 -c -I"$BUILD/include" -I"$SRC_T/include" "$BUILD/$list/$s" -o "$o" >>"$log" 2>&1 ;;
+            *) (cd "$BUILD/$list" && "$STROBE" mpifort -w -O1 -c -I"$BUILD/$list" -I"$dir" "$dir/$s" -o "$o") >>"$log" 2>&1 ;;
+        esac || { rm -f "$bin"; return 1; }
+        objs+=("$o")
+    done
+    if ! "$STROBE" mpifort -w "${objs[@]}" "${extra[@]}" -lm -o "$bin" >>"$log" 2>&1; then
+        rm -f "$bin"
+        return 1
     fi
 }
 
@@ -96,6 +139,7 @@ build_test() {
     exec {lock}>"$bin.lock"
     flock "$lock"
     [ -x "$bin" ] && [ "$bin" -nt "$STROBE_LIB" ] && return 0
+    case $list in f77/* | f90/*) build_fortran_test "$list" "$name"; return ;; esac
     srcs=$(sed -n "s/^${name}_SOURCES *= *//p" "$am" | head -1)
     [ -n "$srcs" ] || srcs=$name.c
     flags=$(sed -n "s/^${name}_CPPFLAGS *= *//p" "$am" | head -1 | grep -oE -- '-D[A-Za-z0-9_=]+' | tr '\n' ' ')
@@ -196,6 +240,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ ${#LISTS[@]} -gt 0 ] || read -r -a LISTS <<<"$LISTS_DEFAULT"
+GROUPS_RUN=("${LISTS[@]}")
 OUT=${OUT:-$BUILD/results.md}
 
 # ---------------------------------------------------------------- fetch
@@ -230,6 +275,20 @@ EOF
 }
 SRC_T=$(fetch) || exit $?
 
+# `f77` and `f90` stand for the directories their testlist names; the `@xdir@` ones
+# (spawn, io, rma: configure-optional, and outside the C lists measured here too) and
+# `@ALLOCMEMF@`-style entries (configure-chosen programs) are left out.
+expanded=()
+for list in "${LISTS[@]}"; do
+    case $list in
+        f77 | f90)
+            for sub in $(grep -vE '^\s*(#|@|$)' "$SRC_T/$list/testlist.in"); do expanded+=("$list/$sub"); done
+            ;;
+        *) expanded+=("$list") ;;
+    esac
+done
+LISTS=("${expanded[@]}")
+
 # ---------------------------------------------------------------- strobe
 if [ ! -x "$STROBE" ]; then
     echo "mpich-testsuite: building strobe (release)" >&2
@@ -244,6 +303,7 @@ mkdir -p "$BUILD/include/dtp" "$BUILD/obj" "$BUILD/runs"
 cat >"$BUILD/include/mpitestconf.h" <<'EOF'
 #ifndef MPITESTCONF_H_INCLUDED
 #define MPITESTCONF_H_INCLUDED
+#define F77_NAME_LOWER_USCORE 1
 #define HAVE_DLFCN_H 1
 #define HAVE_DOUBLE__COMPLEX 1
 #define HAVE_FLOAT__COMPLEX 1
@@ -279,6 +339,14 @@ cat >"$BUILD/include/mpitestconf.h" <<'EOF'
 #define VERSION "4.0.2"
 #endif
 EOF
+# The one MPI feature probe of MPICH's configure the tests read: whether mpi.h has
+# MPI_INTEGER16 (an optional type; strobe declares it MPI_DATATYPE_NULL).
+probe=$BUILD/obj/probe_integer16
+mkdir -p "$BUILD/obj"
+printf '#include <mpi.h>\nint main(void) { MPI_Datatype t = MPI_INTEGER16; return t == 1; }\n' >"$probe.c"
+if "$STROBE" mpicc -c "$probe.c" -o "$probe.o" >/dev/null 2>&1; then
+    sed -i 's/^#define HAVE_LONG_DOUBLE 1$/#define HAVE_LONG_DOUBLE 1\n#define HAVE_MPI_INTEGER16 1/' "$BUILD/include/mpitestconf.h"
+fi
 cat >"$BUILD/include/dtpoolsconf.h" <<'EOF'
 #define HAVE_INTTYPES_H 1
 #define HAVE_LIMITS_H 1
@@ -314,6 +382,8 @@ for list in "${LISTS[@]}"; do
     mkdir -p "$BUILD/$list"
     grep -vE '^\s*(#|$)' "$tl" | awk '!seen[$0]++' | while read -r name ranks rest; do
         if [ ${#TESTS[@]} -gt 0 ] && [[ " ${TESTS[*]} " != *" $name "* ]]; then continue; fi
+        # A whole-line `@NAME@` is a program configure may add (f77/ext's allocmemf).
+        if [[ $name =~ ^@[A-Z0-9_]+@$ ]]; then continue; fi
         if [[ $name == @* ]]; then
             echo "$list	${name#@*@}	$ranks	MPICH large test (> 4 GB per process)" >>"$skipped"
         elif [ "$ranks" -gt $MAX_RANKS ]; then
@@ -323,6 +393,33 @@ for list in "${LISTS[@]}"; do
         else
             echo "$list $name $ranks $(echo "$rest" | grep -oE '[A-Za-z]+=[^ ]+' | tr '\n' ' ')" >>"$entries"
         fi
+    done
+done
+
+# Fortran: MPICH's Fortran test utilities, and each directory's configured headers (what
+# configure substitutes: the Fortran kinds of MPI_Aint and MPI_Offset on x86_64).
+for lang in f77 f90; do
+    grep -q "^$lang/" "$entries" || continue
+    lib=$BUILD/libmtest_$lang.a src=$SRC_T/util/mtest_$lang.f
+    [ "$lang" = f90 ] && src=$src"90"
+    if [ ! -f "$lib" ] || [ "$STROBE_LIB" -nt "$lib" ]; then
+        mkdir -p "$BUILD/obj/$lang"
+        # Without a Fortran compiler the Fortran tests fail to build (their cause says so).
+        rm -f "$lib"
+        if (cd "$BUILD/obj/$lang" && "$STROBE" mpifort -w -O1 -c "$src" -o mtest_$lang.o >build.log 2>&1); then
+            ar rcs "$lib" "$BUILD/obj/$lang/mtest_$lang.o"
+        else
+            echo "mpich-testsuite: $src does not compile: $(tail -1 "$BUILD/obj/$lang/build.log")" >&2
+        fi
+    fi
+done
+for list in "${LISTS[@]}"; do
+    case $list in f77/* | f90/*) ;; *) continue ;; esac
+    mkdir -p "$BUILD/$list"
+    for h in "$SRC_T/$list"/*.h.in "$SRC_T/f77/${list#*/}"/*.h.in; do
+        [ -f "$h" ] || continue
+        sed -e 's/@F77_MPI_ADDRESS@/integer*8/g' -e 's/@F77_MPI_OFFSET@/integer*8/g' "$h" \
+            >"$BUILD/$list/$(basename "$h" .in)"
     done
 done
 
@@ -347,11 +444,14 @@ rm -f "$results.tmp"
 } >"$OUT"
 summary() {
     awk -F'\t' -v list="$1" '
-        list == "" || $1 == list { n++; if ($5 == "yes") b++; if ($6 == "pass") p++; if ($7 == "verified") v++ }
+        list == "" || $1 == list || index($1, list "/") == 1 { n++; if ($5 == "yes") b++; if ($6 == "pass") p++; if ($7 == "verified") v++ }
         END { printf "%d entries, %d build, %d pass (%.1f%%), %d of them replay verified", n, b, p, n ? 100 * p / n : 0, v }' "$results"
 }
 for list in "${LISTS[@]}"; do
-    printf '%-9s %s, %d skipped\n' "$list" "$(summary "$list")" "$(awk -F'\t' -v l="$list" '$1 == l' "$skipped" | wc -l)"
+    printf '%-13s %s, %d skipped\n' "$list" "$(summary "$list")" "$(awk -F'\t' -v l="$list" '$1 == l' "$skipped" | wc -l)"
 done
-echo "total     $(summary "")"
+for group in "${GROUPS_RUN[@]}"; do
+    case $group in f77 | f90) printf '%-13s %s\n' "$group (all)" "$(summary "$group")" ;; esac
+done
+echo "total         $(summary "")"
 echo "table: $OUT"

@@ -13,7 +13,9 @@
 //! - **Integer `Sum`/`Prod` wrap** (two's complement). Signed overflow is undefined in C;
 //!   wrapping is the only behaviour a runtime can sensibly offer (no traps, deterministic).
 //! - **Logical ops** (`Land`, `Lor`, `Lxor`) treat nonzero as true and store `0` or `1`
-//!   of the element type.
+//!   of the element type. As MPICH (an extension of MPI-3.1 §5.9.2, which MPICH's own
+//!   test suite relies on), they are defined on floating point too: `0.0`/`-0.0` are
+//!   false, anything else (NaN too) true.
 //! - **Float `Min`/`Max` propagate NaN**: if either operand is NaN the result is NaN (the
 //!   NaN operand itself; the later one if both are NaN). This differs from C's
 //!   `a < b ? a : b`, whose result with a NaN depends on operand position; propagation
@@ -51,7 +53,7 @@ pub enum OpError {
 ///
 /// - `Min`/`Max`: C integer, floating point.
 /// - `Sum`/`Prod`: C integer, floating point (complex is not supported by the runtime).
-/// - `Land`/`Lor`/`Lxor`: C integer, logical (`Bool`).
+/// - `Land`/`Lor`/`Lxor`: C integer, logical (`Bool`), and floating point (as MPICH).
 /// - `Band`/`Bor`/`Bxor`: C integer, `Byte`.
 /// - `MinLoc`/`MaxLoc`: the value/index pair types only.
 /// - `Replace`/`NoOp`: every type.
@@ -69,7 +71,7 @@ pub fn op_defined(op: ReduceOp, elem: ElemType) -> bool {
     );
     match op {
         O::Sum | O::Prod | O::Min | O::Max => int || float,
-        O::Land | O::Lor | O::Lxor => int || elem == E::Bool,
+        O::Land | O::Lor | O::Lxor => int || float || elem == E::Bool,
         O::Band | O::Bor | O::Bxor => int || elem == E::Byte,
         O::MinLoc | O::MaxLoc => pair,
         O::Replace | O::NoOp => true,
@@ -254,6 +256,15 @@ macro_rules! float_ops {
             ReduceOp::Max => {
                 zip_apply::<$t>(acc, inp, |a, b| if b > a || b.is_nan() { b } else { a })
             }
+            ReduceOp::Land => {
+                zip_apply::<$t>(acc, inp, |a, b| ((a != 0.0) & (b != 0.0)) as u8 as $t)
+            }
+            ReduceOp::Lor => {
+                zip_apply::<$t>(acc, inp, |a, b| ((a != 0.0) | (b != 0.0)) as u8 as $t)
+            }
+            ReduceOp::Lxor => {
+                zip_apply::<$t>(acc, inp, |a, b| ((a != 0.0) ^ (b != 0.0)) as u8 as $t)
+            }
             _ => return false,
         }
     }};
@@ -346,7 +357,7 @@ mod tests {
         };
         let ok: &[&str] = match op {
             O::Sum | O::Prod | O::Min | O::Max => &["int", "float"],
-            O::Land | O::Lor | O::Lxor => &["int", "logical"],
+            O::Land | O::Lor | O::Lxor => &["int", "float", "logical"],
             O::Band | O::Bor | O::Bxor => &["int", "byte"],
             O::MinLoc | O::MaxLoc => &["pair"],
             O::Replace | O::NoOp => &["int", "float", "logical", "byte", "pair"],
@@ -368,7 +379,7 @@ mod tests {
         assert!(!op_defined(O::Sum, E::Byte));
         assert!(!op_defined(O::Sum, E::Bool));
         assert!(!op_defined(O::Band, E::Bool));
-        assert!(!op_defined(O::Land, E::F64));
+        assert!(op_defined(O::Land, E::F64));
         assert!(!op_defined(O::Min, E::TwoInt));
         assert!(!op_defined(O::MinLoc, E::I32));
     }
@@ -523,6 +534,11 @@ mod tests {
                 // Sum/Prod propagate NaN as IEEE says.
                 assert!(run(O::Sum, $e, &[nan], &[1.0])[0].is_nan());
                 assert!(run(O::Prod, $e, &[2.0], &[nan])[0].is_nan());
+                // Logical ops (as MPICH): nonzero (NaN too) is true, -0.0 false.
+                let (x, y): ([$t; 4], [$t; 4]) = ([0.0, -0.0, 2.5, nan], [1.0, 0.0, -1.0, 0.0]);
+                assert_eq!(run(O::Land, $e, &x, &y), vec![0.0, 0.0, 1.0, 0.0]);
+                assert_eq!(run(O::Lor, $e, &x, &y), vec![1.0, 0.0, 1.0, 1.0]);
+                assert_eq!(run(O::Lxor, $e, &x, &y), vec![1.0, 0.0, 0.0, 1.0]);
             }
         };
     }

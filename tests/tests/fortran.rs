@@ -55,6 +55,7 @@ const FIXTURES: &[(&str, u32, &[&str])] = &[
     ("colls.f", 4, &[]),
     ("cg.f90", 2, &["4000", "60"]),
     ("api.f90", 4, &[]),
+    ("dtypes.f90", 4, &[]),
 ];
 
 fn stem(source: &str) -> &str {
@@ -63,9 +64,16 @@ fn stem(source: &str) -> &str {
 
 /// Compile `source` with `compiler` (argv prefix) into `out`; panics with the messages.
 fn compile(compiler: &[&str], source: &str, extra: &[&str], out: &Path) {
+    // The program's own modules go next to the binary, one directory per binary: tests
+    // compiling one fixture with strobe and with MPICH at the same time must not share
+    // its .mod files (they embed the mpi module's constants, which differ).
+    let mods = out.with_extension("mods");
+    std::fs::create_dir_all(&mods).unwrap();
     let o = Command::new(compiler[0])
         .args(&compiler[1..])
         .args(["-O2", "-g", "-Wall"])
+        .arg("-J")
+        .arg(&mods)
         .args(extra)
         .arg(fixtures_dir().join(source))
         .arg("-o")
@@ -206,7 +214,9 @@ fn mpif_h_agrees_with_mpi_h_and_is_fixed_and_free_form() {
         .filter(|n| n.starts_with("MPI_") && !f.contains_key(*n))
         .collect();
     assert!(missing.is_empty(), "in mpi.h, not in mpif.h: {missing:?}");
-    // The Fortran datatypes that are C datatypes outright.
+    // The Fortran datatypes have handles of their own (so that MPI_Type_get_name names
+    // them, as MPICH's typename tests ask), distinct from their C twins and each other.
+    let mut seen = std::collections::HashSet::new();
     for (fname, cname) in [
         ("MPI_INTEGER", "MPI_INT"),
         ("MPI_REAL", "MPI_FLOAT"),
@@ -220,7 +230,15 @@ fn mpif_h_agrees_with_mpi_h_and_is_fixed_and_free_form() {
         ("MPI_REAL8", "MPI_DOUBLE"),
         ("MPI_2INTEGER", "MPI_2INT"),
     ] {
-        assert_eq!(f[fname], c[cname], "{fname} = {cname}");
+        assert_eq!(f[fname], c[fname], "{fname}: mpif.h and mpi.h");
+        assert_ne!(
+            f[fname], c[cname],
+            "{fname} has its own handle, not {cname}'s"
+        );
+        assert!(
+            seen.insert(f[fname]),
+            "{fname}: handle shared with another type"
+        );
     }
     // The Fortran-only ones are distinct negative handles (src/fortran/handles.rs).
     let mut own: Vec<i64> = [
@@ -336,6 +354,7 @@ fn fortran_programs_replay_verified_with_identical_output() {
     for (source, args, summary) in [
         ("cg.f90", &["2000", "40"][..], "cg ok"),
         ("api.f90", &[][..], "api ok"),
+        ("dtypes.f90", &[][..], "dtypes ok"),
     ] {
         let bin = dir.path().join(stem(source));
         compile(&[&s, "mpifort"], source, &[], &bin);

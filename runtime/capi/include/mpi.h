@@ -515,11 +515,11 @@ STROBE_MPI_FN(int, Type_delete_attr, (MPI_Datatype datatype, int type_keyval))
 #define MPI_LB                    ((MPI_Datatype)39)
 #define MPI_UB                    ((MPI_Datatype)40)
 /* The Fortran datatypes, with mpif.h's values (the Fortran-only ones are negative) */
-#define MPI_CHARACTER             ((MPI_Datatype)1)
-#define MPI_INTEGER               ((MPI_Datatype)8)
-#define MPI_REAL                  ((MPI_Datatype)14)
-#define MPI_DOUBLE_PRECISION      ((MPI_Datatype)15)
-#define MPI_2INTEGER              ((MPI_Datatype)33)
+#define MPI_CHARACTER             ((MPI_Datatype)41)
+#define MPI_INTEGER               ((MPI_Datatype)42)
+#define MPI_REAL                  ((MPI_Datatype)43)
+#define MPI_DOUBLE_PRECISION      ((MPI_Datatype)44)
+#define MPI_2INTEGER              ((MPI_Datatype)45)
 #define MPI_LOGICAL               ((MPI_Datatype)-101)
 #define MPI_2REAL                 ((MPI_Datatype)-104)
 #define MPI_2DOUBLE_PRECISION     ((MPI_Datatype)-105)
@@ -545,6 +545,52 @@ STROBE_MPI_FN(int, Type_create_subarray, (int ndims, const int array_of_sizes[],
                                           MPI_Datatype *newtype))
 STROBE_MPI_FN(int, Type_set_name, (MPI_Datatype datatype, const char *type_name))
 STROBE_MPI_FN(int, Type_get_name, (MPI_Datatype datatype, char *type_name, int *resultlen))
+/* ---- mpi13b (issue 13): datatype contents, external32, darray, size-specific types ---- */
+/* Named predefined types of their own (MPI_Type_get_name gives these names); the optional
+ * ones strobe does not have (Fortran's 16-byte REAL, COMPLEX and INTEGER) are
+ * MPI_DATATYPE_NULL, as MPI-3.1 16.2.5 allows. */
+#define MPI_INTEGER1              ((MPI_Datatype)46)
+#define MPI_INTEGER2              ((MPI_Datatype)47)
+#define MPI_INTEGER4              ((MPI_Datatype)48)
+#define MPI_INTEGER8              ((MPI_Datatype)49)
+#define MPI_REAL4                 ((MPI_Datatype)50)
+#define MPI_REAL8                 ((MPI_Datatype)51)
+#define MPI_COMPLEX8              ((MPI_Datatype)52)
+#define MPI_COMPLEX16             ((MPI_Datatype)53)
+#define MPI_CXX_BOOL              ((MPI_Datatype)54)
+#define MPI_CXX_FLOAT_COMPLEX     ((MPI_Datatype)55)
+#define MPI_CXX_DOUBLE_COMPLEX    ((MPI_Datatype)58)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)59)
+#define MPI_INTEGER16             ((MPI_Datatype)0)
+#define MPI_REAL16                ((MPI_Datatype)0)
+#define MPI_COMPLEX32             ((MPI_Datatype)0)
+#define MPI_COMBINER_HVECTOR_INTEGER  17
+#define MPI_COMBINER_HINDEXED_INTEGER 18
+#define MPI_COMBINER_STRUCT_INTEGER   19
+#define MPI_TYPECLASS_REAL    1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
+#define MPI_DISTRIBUTE_BLOCK     121
+#define MPI_DISTRIBUTE_CYCLIC    122
+#define MPI_DISTRIBUTE_NONE      123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+STROBE_MPI_FN(int, Type_get_contents, (MPI_Datatype datatype, int max_integers, int max_addresses,
+                                       int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
+                                       MPI_Datatype array_of_datatypes[]))
+STROBE_MPI_FN(int, Type_match_size, (int typeclass, int size, MPI_Datatype *datatype))
+STROBE_MPI_FN(int, Pack_external, (const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
+                                   void *outbuf, MPI_Aint outsize, MPI_Aint *position))
+STROBE_MPI_FN(int, Pack_external_size, (const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size))
+STROBE_MPI_FN(int, Unpack_external, (const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
+                                     void *outbuf, int outcount, MPI_Datatype datatype))
+STROBE_MPI_FN(int, Type_create_darray, (int size, int rank, int ndims, const int array_of_gsizes[],
+                                        const int array_of_distribs[], const int array_of_dargs[],
+                                        const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                                        MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_f90_integer, (int r, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_f90_real, (int p, int r, MPI_Datatype *newtype))
+STROBE_MPI_FN(int, Type_create_f90_complex, (int p, int r, MPI_Datatype *newtype))
+/* ---- end of mpi13b ---- */
 /* user error handlers, classes and codes */
 typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;

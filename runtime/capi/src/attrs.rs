@@ -148,6 +148,16 @@ fn keyval(k: c_int) -> MpiResult<Keyval> {
     }
 }
 
+/// The keyval of an attribute to delete: a freed keyval still names the attributes set
+/// with it (it lives until they are deleted, MPI-3.1 6.7.2), so they can be deleted by it.
+fn keyval_for_delete(k: c_int) -> MpiResult<Keyval> {
+    let live = st().keyvals.get(&k).copied();
+    match live {
+        Some(v) => Ok(v),
+        None => keyval(k),
+    }
+}
+
 fn call_delete(comm: MpiComm, k: c_int, kv: Keyval, val: usize) -> MpiResult {
     if kv.delete == 0 {
         return Ok(());
@@ -185,7 +195,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MpiComm, k: c_int, val: *mut c
 pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MpiComm, k: c_int) -> c_int {
     entry(Call::CommDeleteAttr, comm, || {
         comm_of(comm)?;
-        let kv = keyval(k)?;
+        let kv = keyval_for_delete(k)?;
         let old = st().comms.get(&comm).and_then(|c| c.attrs.get(&k).copied());
         match old {
             // Removed only once its delete callback succeeded.

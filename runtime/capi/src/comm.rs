@@ -124,7 +124,13 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_in
             Some(x) => crate::intercomm::dup(comm, &x)?,
             None => new_comm_handle(comm, Some(c.dup()?)),
         };
-        copy_attrs(comm, h)?;
+        if let Err(e) = copy_attrs(comm, h) {
+            // A failed copy callback: no new communicator (MPI-3.1 6.7.2; MPICH returns
+            // MPI_COMM_NULL).
+            // SAFETY: `out` is a C output argument, checked non-NULL above.
+            unsafe { put(out, COMM_NULL, "newcomm") }?;
+            return Err(e);
+        }
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(out, h, "newcomm") }
     })

@@ -19,7 +19,10 @@ use strobe_runtime::datatype::{ElemType, TypeSig};
 
 use crate::consts::*;
 use crate::error::{entry, fail, MpiResult};
-use crate::state::{self, st};
+use crate::state::st;
+use crate::typestore::store_c;
+// The complex types live in typex.rs (state.rs builds the table from here).
+pub use crate::typex::complex_types;
 use crate::util::{array, count, put, Bytes};
 
 /// A primitive type a block is made of.
@@ -123,6 +126,9 @@ impl TypeInfo {
             align: match prim {
                 Prim::Rt(ElemType::FloatInt | ElemType::TwoInt | ElemType::ShortInt) => 4,
                 Prim::Rt(ElemType::DoubleInt | ElemType::LongInt) => 8,
+                // A complex number is aligned as its parts (C11 6.2.5).
+                Prim::Complex(e) => e.size(),
+                Prim::LongDoubleComplex | Prim::LongDoubleInt => 16,
                 _ => size.clamp(1, 16),
             },
             sticky_bounds: false,
@@ -259,28 +265,6 @@ pub fn predefined_types() -> Vec<(MpiDatatype, TypeInfo)> {
         .collect()
 }
 
-// --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
-
-/// The complex datatypes: handles 36..38, right after the other predefined ones
-/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
-/// Fortran's (negative) handles, so C programs can use them too.
-pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
-    use ElemType as E;
-    [
-        (36, "MPI_C_FLOAT_COMPLEX", 8, Prim::Complex(E::F32)),
-        (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
-        (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
-        // Fortran's handles (mpif.h), which its binding maps before calling C.
-        (-102, "MPI_COMPLEX", 8, Prim::Complex(E::F32)),
-        (-103, "MPI_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
-    ]
-    .into_iter()
-    .map(|(h, n, s, p)| (h, TypeInfo::predefined(n, s, p)))
-    .collect()
-}
-
-// --- end of the complex datatypes ----------------------------------------------------
-
 /// A datatype usable for communication (valid and committed).
 pub fn comm_type(dt: MpiDatatype) -> MpiResult<Arc<TypeInfo>> {
     let t = any_type(dt)?;
@@ -389,19 +373,6 @@ fn derive(
     }
 }
 
-/// Register datatype `t` and store its handle in `*out`.
-///
-/// # Safety
-/// `out` must be NULL or valid for writing one handle (a C output argument).
-unsafe fn store(t: TypeInfo, out: *mut MpiDatatype) -> MpiResult {
-    if out.is_null() {
-        fail!(class::ARG, "newtype is NULL");
-    }
-    let h = state::insert_type(t);
-    // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-    unsafe { put(out, h, "newtype") }
-}
-
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_contiguous(
     n: c_int,
@@ -409,10 +380,12 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
     out: *mut MpiDatatype,
 ) -> c_int {
     entry(Call::TypeContiguous, COMM_WORLD, || {
+        let (n0, oldh) = (n, old);
         let n = count(n, "count")?;
         let old = any_type(old)?;
+        let t = derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1));
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&[(0, n, old)], COMBINER_CONTIGUOUS, (1, 0, 1)), out) }
+        unsafe { store_c(t, out, vec![n0], vec![], &[oldh]) }
     })
 }
 
@@ -425,14 +398,16 @@ pub unsafe extern "C" fn PMPI_Type_vector(
     out: *mut MpiDatatype,
 ) -> c_int {
     entry(Call::TypeVector, COMM_WORLD, || {
+        let (ints, oldh) = (vec![n, blen, stride], old);
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride as isize * old.extent, blen, old.clone()))
             .collect();
+        let t = derive(&parts, COMBINER_VECTOR, (3, 0, 1));
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, COMBINER_VECTOR, (3, 0, 1)), out) }
+        unsafe { store_c(t, out, ints, vec![], &[oldh]) }
     })
 }
 
@@ -445,14 +420,16 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
     out: *mut MpiDatatype,
 ) -> c_int {
     entry(Call::TypeCreateHvector, COMM_WORLD, || {
+        let (ints, oldh) = (vec![n, blen], old);
         let n = count(n, "count")?;
         let blen = count(blen, "blocklength")?;
         let old = any_type(old)?;
         let parts: Vec<_> = (0..n)
             .map(|i| (i as isize * stride, blen, old.clone()))
             .collect();
+        let t = derive(&parts, COMBINER_HVECTOR, (2, 1, 1));
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, COMBINER_HVECTOR, (2, 1, 1)), out) }
+        unsafe { store_c(t, out, ints, vec![stride], &[oldh]) }
     })
 }
 
@@ -467,16 +444,19 @@ unsafe fn indexed(
     out: *mut MpiDatatype,
     combiner: c_int,
     env: (c_int, c_int, c_int),
+    contents: (Vec<c_int>, Vec<MpiAint>),
 ) -> c_int {
     entry(call, COMM_WORLD, || {
+        let oldh = old;
         let n = count(n, "count")?;
         let old = any_type(old)?;
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
             parts.push((disps(i), count(blens(i), "blocklength")?, old.clone()));
         }
+        let t = derive(&parts, combiner, env);
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(derive(&parts, combiner, env), out) }
+        unsafe { store_c(t, out, contents.0, contents.1, &[oldh]) }
     })
 }
 
@@ -510,6 +490,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
             out,
             COMBINER_INDEXED,
             (2 * n + 1, 0, 1),
+            ([&[n][..], b, d].concat(), vec![]),
         )
     }
 }
@@ -543,6 +524,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
             out,
             COMBINER_HINDEXED,
             (n + 1, n, 1),
+            ([&[n][..], b].concat(), d.to_vec()),
         )
     }
 }
@@ -573,6 +555,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
             out,
             COMBINER_INDEXED_BLOCK,
             (n + 2, 0, 1),
+            ([&[n, blen][..], d].concat(), vec![]),
         )
     }
 }
@@ -614,8 +597,9 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
             ty.extent = new_ub - ty.lb;
             ty.sticky_bounds = true;
         }
+        let ints = [&[n][..], b].concat();
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(ty, out) }
+        unsafe { store_c(ty, out, ints, d.to_vec(), t) }
     })
 }
 
@@ -638,7 +622,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
         // Explicit bounds: a struct built on this type is not padded past them.
         t.sticky_bounds = true;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(t, out) }
+        unsafe { store_c(t, out, vec![], vec![lb, extent], &[old]) }
     })
 }
 
@@ -653,7 +637,7 @@ pub unsafe extern "C" fn PMPI_Type_dup(old: MpiDatatype, out: *mut MpiDatatype) 
         t.combiner = COMBINER_DUP;
         t.envelope = (0, 0, 1);
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
-        unsafe { store(t, out) }?;
+        unsafe { store_c(t, out, vec![], vec![], &[old]) }?;
         // SAFETY: `store` succeeded, so `out` is non-NULL and holds the new handle.
         let h = unsafe { *out };
         if let Err(e) = crate::attrs_more::copy_type_attrs(old, h) {
@@ -699,6 +683,8 @@ pub unsafe extern "C" fn PMPI_Type_free(dt: *mut MpiDatatype) -> c_int {
         crate::attrs_more::delete_type_attrs(h)?;
         // Pending operations keep their own Arc of the type, as MPI requires.
         st().types.remove(&h);
+        crate::typecontents::forget(h);
+        crate::typestore::freed(h);
         // SAFETY: `dt` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(dt, DATATYPE_NULL, "datatype") }
     })

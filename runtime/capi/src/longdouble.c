@@ -12,6 +12,10 @@ int strobe_ld_reduce(int op, const long double *in, long double *inout, size_t n
         case 2: inout[k] = a < b ? a : b; break;        /* MPI_MIN */
         case 3: inout[k] = a + b; break;                /* MPI_SUM */
         case 4: inout[k] = a * b; break;                /* MPI_PROD */
+        /* The logical ops, on floating types as MPICH allows them: 0 is false. */
+        case 5: inout[k] = (a != 0) && (b != 0); break; /* MPI_LAND */
+        case 7: inout[k] = (a != 0) || (b != 0); break; /* MPI_LOR */
+        case 9: inout[k] = (a != 0) != (b != 0); break; /* MPI_LXOR */
         case 13: break;                                 /* MPI_REPLACE: the later operand */
         case 14: inout[k] = a; break;                   /* MPI_NO_OP: the earlier operand */
         default: return 0;

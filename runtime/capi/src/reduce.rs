@@ -183,7 +183,8 @@ pub fn plan(op: MpiOp, ty: &TypeInfo) -> MpiResult<Plan> {
                 Ok(Plan::Node(b, e))
             }
             ElemKind::Uniform(Prim::LongDouble) => {
-                ok(matches!(op, 1..=4 | 13 | 14))?;
+                // The logical ops too (5, 7, 9), as on the other floating types.
+                ok(matches!(op, 1..=5 | 7 | 9 | 13 | 14))?;
                 Ok(Plan::Local(Local::LongDouble(op)))
             }
             ElemKind::Uniform(Prim::LongDoubleInt) => {

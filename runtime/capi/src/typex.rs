@@ -5,7 +5,7 @@
 //! `MPI_Type_create_subarray`, `MPI_Type_create_hindexed_block`, element counts
 //! (`MPI_Get_elements(_x)`), the `_x` size and extent queries, and type names.
 //!
-//! The complex types are datatype.rs's `complex_types()` (reductions in reduce.rs).
+//! The complex types are `complex_types()` below (reductions in reduce.rs).
 
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
@@ -34,10 +34,31 @@ const COMBINER_SUBARRAY: c_int = 11;
 pub fn more_predefined() -> Vec<(MpiDatatype, TypeInfo)> {
     use ElemType as E;
     use Prim::*;
-    // The complex types (36..38) are datatype.rs's complex_types().
-    let list: [(MpiDatatype, &'static str, usize, Prim); 2] = [
+    // The complex types (36..38) are complex_types() below.
+    let list: [(MpiDatatype, &'static str, usize, Prim); 20] = [
         (TYPE_LB, "MPI_LB", 0, Rt(E::Byte)),
         (TYPE_UB, "MPI_UB", 0, Rt(E::Byte)),
+        // The Fortran types and the size-specific and C++ ones (mpi13b): handles of their
+        // own, so that MPI_Type_get_name names them; they are what their C twins are.
+        (41, "MPI_CHARACTER", 1, Rt(E::I8)),
+        (42, "MPI_INTEGER", 4, Rt(E::I32)),
+        (43, "MPI_REAL", 4, Rt(E::F32)),
+        (44, "MPI_DOUBLE_PRECISION", 8, Rt(E::F64)),
+        (45, "MPI_2INTEGER", 8, Rt(E::TwoInt)),
+        (46, "MPI_INTEGER1", 1, Rt(E::I8)),
+        (47, "MPI_INTEGER2", 2, Rt(E::I16)),
+        (48, "MPI_INTEGER4", 4, Rt(E::I32)),
+        (49, "MPI_INTEGER8", 8, Rt(E::I64)),
+        (50, "MPI_REAL4", 4, Rt(E::F32)),
+        (51, "MPI_REAL8", 8, Rt(E::F64)),
+        (52, "MPI_COMPLEX8", 8, Complex(E::F32)),
+        (53, "MPI_COMPLEX16", 16, Complex(E::F64)),
+        (54, "MPI_CXX_BOOL", 1, Rt(E::Bool)),
+        (55, "MPI_CXX_FLOAT_COMPLEX", 8, Complex(E::F32)),
+        (58, "MPI_CXX_DOUBLE_COMPLEX", 16, Complex(E::F64)),
+        (59, "MPI_CXX_LONG_DOUBLE_COMPLEX", 32, LongDoubleComplex),
+        // Fortran's LOGICAL (gfortran: a 4-byte integer, .true. = 1).
+        (-101, "MPI_LOGICAL", 4, Rt(E::I32)),
     ];
     list.into_iter()
         .map(|(h, n, s, p)| {
@@ -87,7 +108,7 @@ pub fn marker_bounds(disps: &[MpiAint], types: &[MpiDatatype]) -> (Option<isize>
 
 /// Elements of basic types in `bytes` of data of type `t` (`None`: not a whole number).
 /// A partial copy of a type mixing basic types of different sizes is not counted.
-fn elements(t: &TypeInfo, bytes: i64) -> Option<i64> {
+fn elements(t: &TypeInfo, dt: MpiDatatype, bytes: i64) -> Option<i64> {
     if bytes == 0 {
         return Some(0);
     }
@@ -105,7 +126,20 @@ fn elements(t: &TypeInfo, bytes: i64) -> Option<i64> {
         ElemKind::Uniform(_) if size % elems == 0 && rest % (size / elems) == 0 => {
             Some(whole + rest / (size / elems))
         }
-        _ => None,
+        // Mixed sizes: the basic elements in type-map order, as external32 finds them.
+        _ => {
+            let sizes = crate::external32::element_sizes(dt)?;
+            let mut left = rest as usize;
+            let mut n = 0;
+            for s in sizes {
+                if left == 0 || s > left {
+                    break;
+                }
+                left -= s;
+                n += 1;
+            }
+            (left == 0).then_some(whole + n)
+        }
     }
 }
 
@@ -116,7 +150,7 @@ fn get_elements(status: *const MpiStatus, dt: MpiDatatype) -> MpiResult<i64> {
     // SAFETY: non-null pointer to a status the program owns.
     let s = unsafe { *status };
     let t = any_type(dt)?;
-    Ok(elements(&t, s.bytes.max(0)).unwrap_or(UNDEFINED as i64))
+    Ok(elements(&t, dt, s.bytes.max(0)).unwrap_or(UNDEFINED as i64))
 }
 
 #[unsafe(no_mangle)]
@@ -265,7 +299,7 @@ fn rc(code: c_int, what: &str) -> MpiResult {
 }
 
 /// Change a new type's combiner and envelope (it was built from simpler constructors).
-fn relabel(h: MpiDatatype, combiner: c_int, envelope: (c_int, c_int, c_int)) {
+pub fn relabel(h: MpiDatatype, combiner: c_int, envelope: (c_int, c_int, c_int)) {
     if let Some(t) = st().types.get_mut(&h) {
         let t = Arc::make_mut(t);
         t.combiner = combiner;
@@ -294,7 +328,11 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
             "MPI_Type_create_hindexed",
         )?;
         // SAFETY: checked non-NULL, and just written.
-        relabel(unsafe { *out }, COMBINER_HINDEXED_BLOCK, (2, n, 1));
+        let h = unsafe { *out };
+        relabel(h, COMBINER_HINDEXED_BLOCK, (2, n, 1));
+        // SAFETY: `disps` holds `n` displacements (read by the call above).
+        let d = unsafe { array(disps, k, "array_of_displacements") }?;
+        crate::typecontents::remember(h, vec![n, blen], d.to_vec(), &[old]);
         Ok(())
     })
 }
@@ -385,7 +423,10 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray(
         // SAFETY: as above.
         unsafe { PMPI_Type_free(&mut moved) };
         // SAFETY: checked non-NULL, and just written.
-        relabel(unsafe { *out }, COMBINER_SUBARRAY, (3 * ndims + 2, 0, 1));
+        let h = unsafe { *out };
+        relabel(h, COMBINER_SUBARRAY, (3 * ndims + 2, 0, 1));
+        let ints = [&[ndims][..], sz, sub, st0, &[order][..]].concat();
+        crate::typecontents::remember(h, ints, vec![], &[old]);
         Ok(())
     })
 }
@@ -423,3 +464,25 @@ pub unsafe extern "C" fn PMPI_Type_get_name(
         unsafe { put_str(name, MAX_OBJECT_NAME, &n, len) }
     })
 }
+
+// --- Complex datatypes (issue 13; reductions in reduce.rs) ---------------------------
+
+/// The complex datatypes: handles 36..38, right after the other predefined ones
+/// (`MPI_C_COMPLEX` is `MPI_C_FLOAT_COMPLEX`, named `MPI_C_COMPLEX` as MPICH names it); `MPI_COMPLEX` and `MPI_DOUBLE_COMPLEX` keep
+/// Fortran's (negative) handles, so C programs can use them too.
+pub fn complex_types() -> Vec<(MpiDatatype, TypeInfo)> {
+    use ElemType as E;
+    [
+        (36, "MPI_C_COMPLEX", 8, Prim::Complex(E::F32)),
+        (37, "MPI_C_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+        (38, "MPI_C_LONG_DOUBLE_COMPLEX", 32, Prim::LongDoubleComplex),
+        // Fortran's handles (mpif.h), which its binding maps before calling C.
+        (-102, "MPI_COMPLEX", 8, Prim::Complex(E::F32)),
+        (-103, "MPI_DOUBLE_COMPLEX", 16, Prim::Complex(E::F64)),
+    ]
+    .into_iter()
+    .map(|(h, n, s, p)| (h, TypeInfo::predefined_named(n, s, p)))
+    .collect()
+}
+
+// --- end of the complex datatypes ----------------------------------------------------

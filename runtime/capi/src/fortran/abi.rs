@@ -83,3 +83,11 @@ weak_aliases! { "mpi_", "pmpi_", "_":
     "comm_call_errhandler" "add_error_class" "add_error_code" "add_error_string"
     "group_union" "group_intersection" "group_difference" "group_range_excl"
 }
+
+// mpi13b (issue 13): datatype contents, external32, darray (fortran/dtypes.rs), and the
+// callback-taking functions (fortran/callbacks.rs, fortran/keyval.rs) listed above.
+weak_aliases! { "mpi_", "pmpi_", "_":
+    "type_get_contents" "type_match_size" "pack_external" "pack_external_size"
+    "unpack_external" "type_create_darray" "type_create_f90_integer" "type_create_f90_real"
+    "type_create_f90_complex"
+}

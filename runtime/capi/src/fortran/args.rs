@@ -196,7 +196,10 @@ impl FArg for Status {
     type T = Option<CStatus>;
     type C = *mut CStatus;
     unsafe fn pre(f: *mut c_int) -> Option<CStatus> {
-        (!sentinel::status_ignored(f)).then(CStatus::default)
+        // Starts as the caller's status: the fields a call leaves alone (MPI_ERROR,
+        // outside the multiple-completion calls) keep the caller's values, as in C.
+        // SAFETY: not MPI_STATUS_IGNORE, so an INTEGER(MPI_STATUS_SIZE) array.
+        (!sentinel::status_ignored(f)).then(|| unsafe { status_f2c(f) })
     }
     fn c(t: &mut Option<CStatus>) -> *mut CStatus {
         match t {

@@ -853,6 +853,77 @@ extern "C" {
     pub fn PMPI_Comm_get_info(comm: c_int, info: *mut c_int) -> c_int;
     pub fn PMPI_Comm_dup_with_info(comm: c_int, info: c_int, newcomm: *mut c_int) -> c_int;
     pub fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int;
+    pub fn PMPI_Type_get_contents(
+        datatype: c_int,
+        max_integers: c_int,
+        max_addresses: c_int,
+        max_datatypes: c_int,
+        array_of_integers: *mut c_int,
+        array_of_addresses: *mut isize,
+        array_of_datatypes: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Type_create_f90_integer(r: c_int, newtype: *mut c_int) -> c_int;
+    pub fn PMPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut c_int) -> c_int;
+    pub fn PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut c_int) -> c_int;
+    pub fn PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) -> c_int;
+    pub fn PMPI_Pack_external(
+        datarep: *const c_char,
+        inbuf: *const c_void,
+        incount: c_int,
+        datatype: c_int,
+        outbuf: *mut c_void,
+        outsize: isize,
+        position: *mut isize,
+    ) -> c_int;
+    pub fn PMPI_Pack_external_size(
+        datarep: *const c_char,
+        incount: c_int,
+        datatype: c_int,
+        size: *mut isize,
+    ) -> c_int;
+    pub fn PMPI_Unpack_external(
+        datarep: *const c_char,
+        inbuf: *const c_void,
+        insize: isize,
+        position: *mut isize,
+        outbuf: *mut c_void,
+        outcount: c_int,
+        datatype: c_int,
+    ) -> c_int;
+    #[allow(clippy::too_many_arguments)]
+    pub fn PMPI_Type_create_darray(
+        size: c_int,
+        rank: c_int,
+        ndims: c_int,
+        array_of_gsizes: *const c_int,
+        array_of_distribs: *const c_int,
+        array_of_dargs: *const c_int,
+        array_of_psizes: *const c_int,
+        order: c_int,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Grequest_start(
+        query_fn: *mut c_void,
+        free_fn: *mut c_void,
+        cancel_fn: *mut c_void,
+        extra_state: *mut c_void,
+        request: *mut c_int,
+    ) -> c_int;
+    pub fn PMPI_Comm_create_errhandler(function: *mut c_void, errhandler: *mut c_int) -> c_int;
+    pub fn PMPI_Errhandler_create(function: *mut c_void, errhandler: *mut c_int) -> c_int;
+    pub fn PMPI_Keyval_create(
+        copy_fn: *mut c_void,
+        delete_fn: *mut c_void,
+        keyval: *mut c_int,
+        extra_state: *mut c_void,
+    ) -> c_int;
+    pub fn PMPI_Type_create_keyval(
+        type_copy_attr_fn: *mut c_void,
+        type_delete_attr_fn: *mut c_void,
+        type_keyval: *mut c_int,
+        extra_state: *mut c_void,
+    ) -> c_int;
     pub fn PMPI_Attr_put(comm: c_int, keyval: c_int, value: *mut c_void) -> c_int;
     pub fn PMPI_Attr_delete(comm: c_int, keyval: c_int) -> c_int;
     pub fn PMPI_Type_free_keyval(keyval: *mut c_int) -> c_int;

@@ -7,7 +7,7 @@
 //!
 //! | Fortran                 | C datatype                                       |
 //! |-------------------------|--------------------------------------------------|
-//! | `MPI_LOGICAL`           | `MPI_INT` (gfortran: 4 bytes, `.true.` = 1)      |
+//! | `MPI_LOGICAL`           | itself: a 4-byte integer (gfortran: `.true.` = 1) |
 //! | `MPI_COMPLEX`           | contiguous 2 x `MPI_FLOAT`, made on first use    |
 //! | `MPI_DOUBLE_COMPLEX`    | contiguous 2 x `MPI_DOUBLE`, made on first use   |
 //! | `MPI_2REAL`             | contiguous 2 x `MPI_FLOAT`, made on first use    |
@@ -35,7 +35,6 @@ pub const F_DOUBLE_COMPLEX: c_int = -103;
 pub const F_2REAL: c_int = -104;
 pub const F_2DOUBLE_PRECISION: c_int = -105;
 
-const C_INT: c_int = 8;
 const C_FLOAT: c_int = 14;
 const C_DOUBLE: c_int = 15;
 const DATATYPE_NULL: c_int = 0;
@@ -60,7 +59,8 @@ const DERIVED_OF: [(c_int, c_int); 4] = [
 /// The C datatype of Fortran datatype handle `f`.
 pub fn dt_f2c(f: c_int) -> c_int {
     if f == F_LOGICAL {
-        return C_INT;
+        // The C layer knows MPI_LOGICAL (a 4-byte integer named MPI_LOGICAL).
+        return F_LOGICAL;
     }
     let Some(slot) = DERIVED_OF.iter().position(|(h, _)| *h == f) else {
         return f;
@@ -79,6 +79,15 @@ pub fn dt_f2c(f: c_int) -> c_int {
         // MPI_DATATYPE_NULL: the C entry point reports an invalid datatype.
         return DATATYPE_NULL;
     }
+    // Named as the Fortran type (MPI_TYPE_GET_NAME, messages).
+    const NAMES: [&std::ffi::CStr; 4] = [
+        c"MPI_COMPLEX",
+        c"MPI_DOUBLE_COMPLEX",
+        c"MPI_2REAL",
+        c"MPI_2DOUBLE_PRECISION",
+    ];
+    // SAFETY: a C entry point with a NUL-terminated name.
+    unsafe { cabi::PMPI_Type_set_name(h, NAMES[slot].as_ptr()) };
     // Ranks are MPI_THREAD_FUNNELED, so there is no race to lose; if there were, the loser
     // would only leak one type.
     DERIVED[slot].store(h, Ordering::Release);

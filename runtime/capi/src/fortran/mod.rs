@@ -46,8 +46,10 @@ macro_rules! fortran {
 mod abi;
 mod args;
 mod cabi;
+mod callbacks;
 mod coll;
 mod comm;
+mod dtypes;
 mod env;
 
 pub(crate) mod handles;

@@ -1,10 +1,7 @@
 //! Fortran twins of the MPI-3 request, Info, attribute, error-handler and datatype
 //! functions of issue 13 (persistent requests, matched probes, `MPI_Info`, ...).
 //!
-//! Functions taking a callback (`MPI_GREQUEST_START`, `MPI_KEYVAL_CREATE`,
-//! `MPI_TYPE_CREATE_KEYVAL`, `MPI_COMM_CREATE_ERRHANDLER`, `MPI_ERRHANDLER_CREATE`) are
-//! not available from Fortran yet: they return `MPI_ERR_UNSUPPORTED_OPERATION`
-//! (docs/mpi-support.md lists them).
+//! Functions taking a callback are in `callbacks.rs` and `keyval.rs`.
 
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -362,8 +359,10 @@ pub unsafe extern "C" fn pmpi_info_get_string_(
     guard("MPI_Info_get_string", ierr, || unsafe {
         let k = from_fortran(key, key_len);
         let cap = buflen.read().max(0) as usize;
+        // Fortran's buflen counts characters (no terminator): room for `cap` of them
+        // and C's NUL; a zero buflen only asks for the length, `value` is left alone.
         let mut buf = vec![0u8; cap + 1];
-        let mut n = cap as c_int;
+        let mut n = (cap + 1) as c_int;
         let rc = cabi::PMPI_Info_get_string(
             info.read(),
             k.as_ptr(),
@@ -372,8 +371,10 @@ pub unsafe extern "C" fn pmpi_info_get_string_(
             flag,
         );
         if rc == 0 && flag.read() != 0 {
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(cap);
-            to_fortran(&buf[..end], value, value_len);
+            if cap > 0 {
+                let end = buf.iter().position(|&b| b == 0).unwrap_or(cap).min(cap);
+                to_fortran(&buf[..end], value, value_len);
+            }
             // Fortran strings have no terminator: the value's length.
             buflen.write(n - 1);
         }
@@ -448,26 +449,4 @@ pub unsafe extern "C" fn pmpi_add_error_string_(
         let t = from_fortran(text, text_len);
         cabi::PMPI_Add_error_string(code.read(), t.as_ptr())
     })
-}
-
-/// `MPI_ERR_UNSUPPORTED_OPERATION`.
-const ERR_UNSUPPORTED_OPERATION: c_int = 42;
-
-/// Functions taking a callback: not available from Fortran yet (`ierror` is the last
-/// argument, after the MPI arguments, which are ignored).
-macro_rules! unsupported {
-    ($($f:ident($($a:ident),*), $name:literal;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $f($($a: *const c_void,)* ierr: *mut c_int) {
-            $(let _ = $a;)*
-            guard($name, ierr, || ERR_UNSUPPORTED_OPERATION)
-        }
-    )*};
-}
-unsupported! {
-    pmpi_grequest_start_(query, free, cancel, extra, request), "MPI_Grequest_start";
-    pmpi_keyval_create_(copy, delete, keyval, extra), "MPI_Keyval_create";
-    pmpi_type_create_keyval_(copy, delete, keyval, extra), "MPI_Type_create_keyval";
-    pmpi_comm_create_errhandler_(function, errhandler), "MPI_Comm_create_errhandler";
-    pmpi_errhandler_create_(function, errhandler), "MPI_Errhandler_create";
 }
