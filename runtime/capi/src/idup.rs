@@ -9,12 +9,14 @@
 //! written. Completion is asked through the rank context's choke point like any request,
 //! so a Test outcome is recorded and replayed.
 //!
-//! An intercommunicator is duplicated at the call (its dup is several runtime steps) and
-//! the request completes at the next slice boundary; docs/mpi-support.md lists this.
+//! An intercommunicator's dup is several runtime steps: the dup of its union (both groups)
+//! is posted without waiting, the local group's dup and the new contexts are created when
+//! the request completes (blocking collectives over its members, inside the Wait/Test
+//! that completes it); docs/mpi-support.md lists this.
 
 use std::collections::HashMap;
 use std::os::raw::c_int;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use strobe_runtime::api::{Comm, PendingDup};
 use strobe_runtime::calls::Call;
@@ -24,9 +26,8 @@ use crate::attrs::copy_attrs;
 use crate::comm::{comm_of, new_comm_handle};
 use crate::consts::*;
 use crate::error::{entry, fail, MpiErr, MpiResult};
-use crate::icoll::{activate, Outcome};
 use crate::info::{comm_hints, InfoObj};
-use crate::intercomm::inter_of;
+use crate::intercomm::{inter_of, Inter};
 use crate::state::{insert_req, st};
 use crate::util::put;
 
@@ -34,6 +35,8 @@ use crate::util::put;
 struct Idup {
     dup: PendingDup,
     parent: MpiComm,
+    /// An intercommunicator's dup: `dup` is its union's; the rest is done at completion.
+    inter: Option<Arc<Inter>>,
     /// Where the program wants the new handle (`MPI_Comm *`, kept as an address).
     out: usize,
     /// `MPI_Comm_idup_with_info`'s hints.
@@ -56,7 +59,10 @@ pub fn on_complete(id: u64, c: &Completion, ok: bool) -> Option<MpiErr> {
     }
     let made: MpiResult = (|| {
         let comm = p.dup.finish(c)?;
-        let h = new_comm_handle(p.parent, Some(comm));
+        let h = match &p.inter {
+            Some(x) => crate::intercomm::dup_with(p.parent, x, comm)?,
+            None => new_comm_handle(p.parent, Some(comm)),
+        };
         copy_attrs(p.parent, h)?;
         if let Some(i) = p.hints {
             st().comm_infos.insert(h, i);
@@ -81,36 +87,34 @@ fn idup(
     if req.is_null() {
         fail!(class::REQUEST, "request is NULL");
     }
-    let entry = if let Some(x) = inter_of(comm) {
-        let h = crate::intercomm::dup(comm, &x)?;
-        copy_attrs(comm, h)?;
-        if let Some(i) = hints {
-            st().comm_infos.insert(h, i);
-        }
-        // SAFETY: checked non-NULL above; the program's output argument.
-        unsafe { put(out, h, "newcomm") }?;
-        activate(Outcome::Done, comm)?
-    } else {
-        // SAFETY: the pending dup (which owns the members buffer) stays in `PENDING`
-        // until its completion is consumed.
-        let dup = unsafe { c.post_dup() }?;
-        let id = dup.id();
-        pending().insert(
-            id,
-            Idup {
-                dup,
-                parent: comm,
-                out: out as usize,
-                hints,
-            },
-        );
-        crate::request::ReqEntry {
-            id,
-            comm,
-            is_recv: false,
-            send_tmp: None,
-            unpack: None,
-        }
+    // An intercommunicator: its union (an intracommunicator over both groups) is
+    // duplicated without waiting; the local group's dup and the new contexts are made at
+    // completion (collectives over the members, which all complete the request).
+    let inter = inter_of(comm);
+    let posted_on = match &inter {
+        Some(x) => comm_of(x.union)?,
+        None => c,
+    };
+    // SAFETY: the pending dup (which owns the members buffer) stays in `PENDING` until
+    // its completion is consumed.
+    let dup = unsafe { posted_on.post_dup() }?;
+    let id = dup.id();
+    pending().insert(
+        id,
+        Idup {
+            dup,
+            parent: comm,
+            inter,
+            out: out as usize,
+            hints,
+        },
+    );
+    let entry = crate::request::ReqEntry {
+        id,
+        comm,
+        is_recv: false,
+        send_tmp: None,
+        unpack: None,
     };
     let h = insert_req(entry);
     // SAFETY: checked non-NULL above; MPI's contract for the request argument.

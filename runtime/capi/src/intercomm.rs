@@ -219,8 +219,14 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(
 
 /// `MPI_Comm_dup` of an intercommunicator: the same groups, new contexts.
 pub fn dup(h: MpiComm, x: &Inter) -> MpiResult<MpiComm> {
-    let local = comm_of(x.local)?.dup()?;
     let u2 = comm_of(x.union)?.dup()?;
+    dup_with(h, x, u2)
+}
+
+/// The rest of [`dup`] once the union is duplicated (`u2`; `MPI_Comm_idup` posts that
+/// dup without waiting, idup.rs).
+pub fn dup_with(h: MpiComm, x: &Inter, u2: Comm) -> MpiResult<MpiComm> {
+    let local = comm_of(x.local)?.dup()?;
     let salt = [u64::from(u2.id()), 0xd0b];
     let out = build(errhandler(h), local, x.remote_members.to_vec(), &salt);
     u2.free()?;

@@ -2,11 +2,14 @@
 //! `MPI_Alltoallw_init`.
 //!
 //! A persistent collective is a persistent request (persist.rs, [`PersistOp::Coll`]) whose
-//! body is the nonblocking collective's: `MPI_Start` runs it in
-//! [`Mode::Nonblocking`] and files the posted collective under the request's handle, so
-//! the runtime, the recording and replay see exactly the `MPI_Ibcast` (etc.) it stands
-//! for, matched with the other members' collectives in starting order. Wait/Test make
-//! the request inactive again; `MPI_Request_free` forgets it.
+//! body is the nonblocking collective's: `MPI_Start` runs it in [`Mode::Nonblocking`] and
+//! files the posted collective under the request's handle, so the runtime, the recording
+//! and replay see exactly the `MPI_Ibcast` (etc.) it stands for. Persistent collectives
+//! match in the order they were *initialized* (MPI-4.0 6.13; MPICH's `p_order` starts
+//! them in different orders on different ranks), so each runs on its own hidden context,
+//! a dup of the communicator made at the `_init` call (which is therefore synchronizing,
+//! as the standard allows). Wait/Test make the request inactive again;
+//! `MPI_Request_free` forgets it.
 //!
 //! The arguments are checked when the request is started (the body's checks are the
 //! nonblocking call's), not at the `_init` call: an invalid argument is reported by
@@ -30,6 +33,21 @@ use crate::{coll, collv, reduce};
 
 /// The body `MPI_Start` runs: the nonblocking collective, posted.
 pub type CollBody = Arc<dyn Fn() -> MpiResult<Outcome> + Send + Sync>;
+
+/// The communicator a persistent collective runs on: a hidden dup of an
+/// intracommunicator, made at the `_init` call (MPI-4.0 6.13: persistent collectives match
+/// in the order they were initialized, not started, so each gets its own context); an
+/// intercommunicator's own handle (its collectives run over hidden contexts already).
+/// The hidden communicator lives as long as the process (freeing it would be a collective
+/// call inside the local `MPI_Request_free`).
+fn own_context(comm: MpiComm) -> MpiResult<MpiComm> {
+    if crate::intercomm::inter_of(comm).is_some() {
+        return Ok(comm);
+    }
+    let c = crate::comm::comm_of(comm)?;
+    let d = c.dup()?;
+    Ok(crate::comm::new_comm_handle(comm, Some(d)))
+}
 
 /// A buffer or table address kept by a persistent request (raw pointers are not `Send`).
 #[derive(Clone, Copy)]
@@ -57,7 +75,7 @@ unsafe fn persistent(
     call: Call,
     comm: MpiComm,
     req: *mut MpiRequest,
-    body: impl Fn() -> MpiResult<Outcome> + Send + Sync + 'static,
+    body: impl Fn(MpiComm) -> MpiResult<Outcome> + Send + Sync + 'static,
 ) -> c_int {
     entry(call, comm, || {
         crate::env::ready()?;
@@ -67,6 +85,7 @@ unsafe fn persistent(
         if comm == COMM_NULL {
             fail!(class::COMM, "MPI_COMM_NULL is not a communicator");
         }
+        let context = own_context(comm)?;
         let spec = PersistSpec {
             op: PersistOp::Coll,
             buf: 0,
@@ -75,7 +94,7 @@ unsafe fn persistent(
             peer: 0,
             tag: 0,
             comm,
-            coll: Some(Arc::new(body)),
+            coll: Some(Arc::new(move || body(context))),
         };
         let h = {
             let mut s = st();
@@ -94,7 +113,7 @@ pub unsafe extern "C" fn PMPI_Barrier_init(
     _info: c_int,
     req: *mut MpiRequest,
 ) -> c_int {
-    let body = move || coll::barrier(Mode::Nonblocking, comm);
+    let body = move |comm| coll::barrier(Mode::Nonblocking, comm);
     // SAFETY: `req` is the caller's request handle (MPI contract); no buffer.
     unsafe { persistent(Call::BarrierInit, comm, req, body) }
 }
@@ -110,7 +129,7 @@ pub unsafe extern "C" fn PMPI_Bcast_init(
     req: *mut MpiRequest,
 ) -> c_int {
     let buf = Addr::of(buf);
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe { coll::bcast(Mode::Nonblocking, buf.mut_ptr(), n, dt, root, comm) }
     };
@@ -131,7 +150,7 @@ pub unsafe extern "C" fn PMPI_Reduce_init(
     req: *mut MpiRequest,
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             reduce::reduce(
@@ -162,7 +181,7 @@ pub unsafe extern "C" fn PMPI_Allreduce_init(
     req: *mut MpiRequest,
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe { reduce::allreduce(Mode::Nonblocking, s.ptr(), r.mut_ptr(), n, dt, op, comm) }
     };
@@ -187,7 +206,7 @@ unsafe fn scan_init(
     req: *mut MpiRequest,
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             reduce::scan(
@@ -248,7 +267,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
     req: *mut MpiRequest,
 ) -> c_int {
     let (s, r, rc) = (Addr::of(sbuf), Addr::of(rbuf), Addr::of(rcounts));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             let counts = reduce::scatter_counts(comm, rc.ptr())?;
@@ -281,7 +300,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init(
     req: *mut MpiRequest,
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
-    let body = move || {
+    let body = move |comm| {
         let n = reduce::local_size(comm)?;
         let k = crate::util::count(rn, "recvcount")?;
         // SAFETY: as above.
@@ -322,7 +341,7 @@ unsafe fn rooted_init(
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
     let body = if scatter { coll::scatter } else { coll::gather };
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             body(
@@ -420,7 +439,7 @@ pub unsafe extern "C" fn PMPI_Gatherv_init(
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
     let (rc, d) = (Addr::of(rcounts), Addr::of(displs));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             collv::gatherv(
@@ -458,7 +477,7 @@ pub unsafe extern "C" fn PMPI_Scatterv_init(
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
     let (sc, d) = (Addr::of(scounts), Addr::of(displs));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             collv::scatterv(
@@ -503,7 +522,7 @@ unsafe fn all_init(
     } else {
         collv::allgather
     };
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             body(
@@ -595,7 +614,7 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init(
 ) -> c_int {
     let (s, r) = (Addr::of(sbuf), Addr::of(rbuf));
     let (rc, d) = (Addr::of(rcounts), Addr::of(displs));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             collv::allgatherv(
@@ -632,7 +651,7 @@ pub unsafe extern "C" fn PMPI_Alltoallv_init(
 ) -> c_int {
     let (s, sc, sd) = (Addr::of(sbuf), Addr::of(scounts), Addr::of(sdispls));
     let (r, rc, rd) = (Addr::of(rbuf), Addr::of(rcounts), Addr::of(rdispls));
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             collv::alltoallv(
@@ -680,7 +699,7 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init(
         Addr::of(rdispls),
         Addr::of(rtypes),
     );
-    let body = move || {
+    let body = move |comm| {
         // SAFETY: as above.
         unsafe {
             crate::alltoallw::alltoallw(
