@@ -4,7 +4,7 @@
 #   scripts/mpich-testsuite.sh [--list L]... [--test NAME]... [--jobs J] [--timeout S]
 #                              [--out FILE] [--no-replay]
 #
-# For every entry of the testlists pt2pt coll comm group datatype attr init errhan (or the
+# For every entry of the testlists pt2pt coll comm group datatype attr init errhan topo (or the
 # --list ones): build the test with `strobe mpicc`, run it with `strobe run -n N` (N from
 # the testlist line), judge it as MPICH's runtests does (every output line is "No Errors"
 # or "Test Passed", at least one "No Errors", exit status 0; `resultTest=TestStatus` and
@@ -33,7 +33,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SRC=${STROBE_MPICH_SRC:-$HOME/.cache/strobe/mpich-src}
 BUILD=${STROBE_MPICH_BUILD:-$HOME/.cache/strobe/mpich-build}
 STROBE=${STROBE:-$here/target/release/strobe}
-LISTS_DEFAULT="pt2pt coll comm group datatype attr init errhan"
+# The eight C lists of issue 13, then topo (topologies and neighbour collectives, reported
+# on its own line).
+LISTS_DEFAULT="pt2pt coll comm group datatype attr init errhan topo"
 MAX_RANKS=8
 
 die() { echo "mpich-testsuite: $*" >&2; exit 2; }
