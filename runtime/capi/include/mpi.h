@@ -587,8 +587,8 @@ STROBE_MPI_FN(int, Comm_idup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm 
 #define MPI_GRAPH 1
 #define MPI_CART 2
 #define MPI_DIST_GRAPH 3
-#define MPI_UNWEIGHTED ((int *)1)
-#define MPI_WEIGHTS_EMPTY ((int *)2)
+#define MPI_UNWEIGHTED ((int *) 1)
+#define MPI_WEIGHTS_EMPTY ((int *) 2)
 STROBE_MPI_FN(int, Cart_create, (MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart))
 STROBE_MPI_FN(int, Cart_coords, (MPI_Comm comm, int rank, int maxdims, int coords[]))
 STROBE_MPI_FN(int, Cart_rank, (MPI_Comm comm, const int coords[], int *rank))

@@ -461,11 +461,16 @@ pub unsafe extern "C" fn PMPI_Cart_sub(
                 colour = colour * d[i] + me[i];
             }
         }
-        let Some(s) = c.split(Some(colour), key)? else {
-            fail!(
-                class::INTERN,
-                "MPI_Cart_sub: the split gave no communicator"
-            );
+        // No dimension kept: a zero-dimensional grid of one process, rank 0's (as MPICH,
+        // whose cartsuball test checks it); the others get MPI_COMM_NULL.
+        let colour = if kd.is_empty() {
+            (c.rank() == 0).then_some(0)
+        } else {
+            Some(colour)
+        };
+        let Some(s) = c.split(colour, key)? else {
+            // SAFETY: checked non-NULL; the program's output argument.
+            return unsafe { put(out, COMM_NULL, "newcomm") };
         };
         let h = new_comm_handle(comm, Some(s.clone()));
         attach_to(

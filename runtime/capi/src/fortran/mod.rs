@@ -53,6 +53,7 @@ mod env;
 pub(crate) mod handles;
 mod icoll;
 mod keyval;
+mod mpi4;
 mod mpireq;
 mod p2p;
 mod request;
