@@ -46,6 +46,7 @@ macro_rules! fortran {
 mod abi;
 mod args;
 mod cabi;
+mod cabi_mpi4;
 mod coll;
 mod comm;
 mod env;
