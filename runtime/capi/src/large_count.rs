@@ -2,7 +2,9 @@
 //! counts and `MPI_Aint` displacements. Each checks that its counts fit the `int`
 //! interface and runs the `int` call (so everything posted, recorded and replayed is that
 //! call's); a count beyond `INT_MAX` is refused with `MPI_ERR_COUNT` (strobe's datatype
-//! engine describes at most `INT_MAX` elements per call). The query functions
+//! engine describes at most `INT_MAX` elements per call), except in the type constructors
+//! over a dense old type (`MPI_CHAR`, `MPI_INT`, a contiguous type, ...), whose copies are
+//! plain byte runs: those are built directly, whatever their counts ([`dense`]). The query functions
 //! (`MPI_Type_size_c`, `MPI_Type_get_(true_)extent_c`, `MPI_Get_count_c`) are the `_x`
 //! ones, which already answer in `MPI_Count`.
 
@@ -11,8 +13,9 @@ use std::os::raw::{c_int, c_void};
 use strobe_runtime::calls::Call;
 
 use crate::consts::*;
+use crate::datatype::{any_type, TypeInfo};
 use crate::error::{entry, fail, MpiResult};
-use crate::util::array;
+use crate::util::{array, put};
 
 /// `MPI_Count`.
 type MpiCount = i64;
@@ -299,12 +302,119 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent_c(
     unsafe { crate::typex::PMPI_Type_get_true_extent_x(dt, lb, extent) }
 }
 
+/// A type made of `parts` ((byte displacement, element count) runs) of the dense type
+/// `old`, or `None` when `old` is not dense (one block of its whole size at 0, extent =
+/// size). Built directly: a run of any length is one block, so counts beyond `INT_MAX` cost
+/// nothing (the `int` constructors' generic path walks every element).
+fn dense(
+    parts: &[(isize, usize)],
+    old: &TypeInfo,
+    combiner: c_int,
+    envelope: (c_int, c_int, c_int),
+) -> MpiResult<Option<TypeInfo>> {
+    let size = old.size;
+    if old.blocks.as_slice() != [(0, size)] || old.lb != 0 || old.extent != size as isize {
+        return Ok(None);
+    }
+    let too_big = || crate::error::MpiErr::new(class::COUNT, "the type is larger than memory");
+    let mut blocks: Vec<(isize, usize)> = Vec::new();
+    let (mut total, mut elems, mut lb, mut ub) = (0usize, 0usize, None, None);
+    for &(disp, n) in parts.iter().filter(|p| p.1 > 0) {
+        let len = n.checked_mul(size).ok_or_else(too_big)?;
+        total = total.checked_add(len).ok_or_else(too_big)?;
+        elems = elems
+            .checked_add(n.saturating_mul(old.elems))
+            .ok_or_else(too_big)?;
+        let end = disp
+            .checked_add(isize::try_from(len).map_err(|_| too_big())?)
+            .ok_or_else(too_big)?;
+        lb = Some(lb.map_or(disp, |v: isize| v.min(disp)));
+        ub = Some(ub.map_or(end, |v: isize| v.max(end)));
+        match blocks.last_mut() {
+            Some((po, pl)) if *po + *pl as isize == disp => *pl += len,
+            _ => blocks.push((disp, len)),
+        }
+    }
+    let (lb, ub) = (lb.unwrap_or(0), ub.unwrap_or(0));
+    Ok(Some(TypeInfo {
+        name: "",
+        size: total,
+        lb,
+        extent: ub - lb,
+        true_lb: blocks.iter().map(|b| b.0).min().unwrap_or(0),
+        true_ub: blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap_or(0),
+        blocks,
+        elem: old.elem,
+        committed: false,
+        predefined: false,
+        combiner,
+        envelope,
+        align: old.align,
+        sticky_bounds: old.sticky_bounds,
+        elems,
+    }))
+}
+
+/// Build a type from dense runs (`parts` as [`dense`]); `Ok(false)` when `old` is not
+/// dense and the `int` constructor must be used instead.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one handle.
+unsafe fn try_dense(
+    parts: impl FnOnce() -> MpiResult<Vec<(isize, usize)>>,
+    old: MpiDatatype,
+    combiner: c_int,
+    envelope: (c_int, c_int, c_int),
+    out: *mut MpiDatatype,
+) -> MpiResult<bool> {
+    let t = any_type(old)?;
+    let parts = parts()?;
+    match dense(&parts, &t, combiner, envelope)? {
+        None => Ok(false),
+        Some(info) => {
+            if out.is_null() {
+                fail!(class::ARG, "newtype is NULL");
+            }
+            let h = crate::state::insert_type(info);
+            // SAFETY: checked non-NULL; the program's output argument.
+            unsafe { put(out, h, "newtype") }?;
+            Ok(true)
+        }
+    }
+}
+
+/// Whether `old` is dense ([`dense`] builds types over it directly, whatever the counts:
+/// the same type the `int` constructor builds, without walking every element).
+fn is_dense(old: MpiDatatype) -> bool {
+    any_type(old).is_ok_and(|t| {
+        t.blocks.as_slice() == [(0, t.size)] && t.lb == 0 && t.extent == t.size as isize
+    })
+}
+
+/// A `MPI_Count` that must be a non-negative element count.
+fn ucount(n: MpiCount, what: &str) -> MpiResult<usize> {
+    match usize::try_from(n) {
+        Ok(v) => Ok(v),
+        Err(_) => fail!(class::COUNT, "negative {what} {n}"),
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_contiguous_c(
     n: MpiCount,
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
+    if c_int::try_from(n).is_err() || is_dense(old) {
+        return entry(Call::TypeContiguousC, COMM_WORLD, || {
+            let parts = || Ok(vec![(0, ucount(n, "count")?)]);
+            // SAFETY: `out` is this entry point's output argument.
+            if unsafe { try_dense(parts, old, COMBINER_CONTIGUOUS, (1, 0, 1), out) }? {
+                return Ok(());
+            }
+            small(n, "count").map(drop)
+        });
+    }
     delegate(
         Call::TypeContiguousC,
         COMM_WORLD,
@@ -324,6 +434,42 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
+    let big = usize::try_from(n)
+        .ok()
+        .filter(|_| !blens.is_null())
+        .is_some_and(|k| {
+            // SAFETY: MPI requires `count` entries in array_of_blocklengths (non-NULL).
+            let b = unsafe { std::slice::from_raw_parts(blens, k) };
+            b.iter().any(|&x| c_int::try_from(x).is_err())
+        });
+    if big || is_dense(old) {
+        return entry(Call::TypeCreateHindexedC, COMM_WORLD, || {
+            let parts = || {
+                let k = ucount(n, "count")?;
+                // SAFETY: MPI requires `count` entries in each array.
+                let (b, d) = unsafe {
+                    (
+                        array(blens, k, "array_of_blocklengths")?,
+                        array(disps, k, "array_of_displacements")?,
+                    )
+                };
+                let mut v = Vec::with_capacity(k);
+                for (&b, &d) in b.iter().zip(d) {
+                    v.push((d as isize, ucount(b, "blocklength")?));
+                }
+                Ok(v)
+            };
+            let env = (n.saturating_add(1) as c_int, n as c_int, 1);
+            // SAFETY: `out` is this entry point's output argument.
+            if unsafe { try_dense(parts, old, COMBINER_HINDEXED, env, out) }? {
+                return Ok(());
+            }
+            fail!(
+                class::COUNT,
+                "a blocklength is beyond INT_MAX and the old type is not dense"
+            )
+        });
+    }
     let convert = || {
         let k = small(n, "count")?;
         let len = crate::util::count(k, "count")?;
@@ -358,6 +504,29 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
     old: MpiDatatype,
     out: *mut MpiDatatype,
 ) -> c_int {
+    if c_int::try_from(blen).is_err() || is_dense(old) {
+        return entry(Call::TypeCreateIndexedBlockC, COMM_WORLD, || {
+            let parts = || {
+                let k = ucount(n, "count")?;
+                let b = ucount(blen, "blocklength")?;
+                let ext = any_type(old)?.extent;
+                // SAFETY: MPI requires `count` entries.
+                let d = unsafe { array(disps, k, "array_of_displacements")? };
+                Ok(d.iter()
+                    .map(|&x| ((x as isize).wrapping_mul(ext), b))
+                    .collect())
+            };
+            let env = (n.saturating_add(2) as c_int, 0, 1);
+            // SAFETY: `out` is this entry point's output argument.
+            if unsafe { try_dense(parts, old, COMBINER_INDEXED_BLOCK, env, out) }? {
+                return Ok(());
+            }
+            fail!(
+                class::COUNT,
+                "blocklength {blen} is beyond INT_MAX and the old type is not dense"
+            )
+        });
+    }
     let convert = || {
         let k = small(n, "count")?;
         let b = small(blen, "blocklength")?;
