@@ -9,6 +9,9 @@
 //! and a Wait/Test on an inactive request returns at once with the empty status, as on
 //! `MPI_REQUEST_NULL`. `MPI_Request_free` frees it (an active one completes in the
 //! background, as any freed request).
+//!
+//! MPI-4's persistent collectives (`MPI_Bcast_init`, ...) are persistent requests of kind
+//! [`PersistOp::Coll`] whose body is the nonblocking collective (pcoll.rs).
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
