@@ -545,3 +545,39 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::predefined_types;
+
+    fn named(name: &str) -> TypeInfo {
+        predefined_types()
+            .into_iter()
+            .map(|(_, t)| t)
+            .find(|t| t.name == name)
+            .expect("predefined type")
+    }
+
+    #[test]
+    fn dense_runs_beyond_int_max_are_one_block() {
+        let int = named("MPI_INT");
+        let n = 3_000_000_000usize;
+        let t = dense(&[(0, n)], &int, COMBINER_CONTIGUOUS, (1, 0, 1))
+            .expect("fits memory")
+            .expect("MPI_INT is dense");
+        assert_eq!(t.blocks, vec![(0, 4 * n)]);
+        assert_eq!((t.size, t.extent, t.elems), (4 * n, 4 * n as isize, n));
+        // Adjacent runs coalesce, a gap does not; zero-length runs are skipped.
+        let t = dense(
+            &[(0, 2), (8, 1), (12, 0), (16, 1)],
+            &int,
+            COMBINER_HINDEXED,
+            (4, 3, 1),
+        )
+        .expect("fits memory")
+        .expect("dense");
+        assert_eq!(t.blocks, vec![(0, 12), (16, 4)]);
+        assert_eq!((t.size, t.lb, t.extent, t.true_ub), (16, 0, 20, 20));
+    }
+}

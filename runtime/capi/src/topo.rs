@@ -618,3 +618,42 @@ pub unsafe extern "C" fn PMPI_Graph_neighbors(
         unsafe { put_array(out, max, graph_adjacent(&i, &e, rank), "neighbors") }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cartesian_coordinates_ranks_and_shifts() {
+        let dims = [3, 2];
+        assert_eq!(coords_of(&dims, 0), vec![0, 0]);
+        assert_eq!(coords_of(&dims, 5), vec![2, 1]);
+        assert_eq!(rank_of(&dims, &[true, false], &[-1, 1]), Some(5));
+        assert_eq!(rank_of(&dims, &[true, false], &[0, 2]), None);
+        // Rank 1 = (0, 1): along 0 (periodic) 2 and 1 rows away; along 1 off the edge.
+        assert_eq!(shift(&dims, &[true, false], 1, 0, 1), (5, 3));
+        assert_eq!(shift(&dims, &[true, false], 1, 1, 1), (0, PROC_NULL));
+    }
+
+    #[test]
+    fn neighbours_follow_the_standard_order() {
+        let cart = Shape::Cart {
+            dims: vec![1],
+            periods: vec![true],
+        };
+        // A periodic ring of one: itself in both directions.
+        assert_eq!(neighbours(&cart, 0), (vec![0, 0], vec![0, 0]));
+        let graph = Shape::Graph {
+            index: vec![2, 3, 4],
+            edges: vec![1, 2, 0, 0],
+        };
+        assert_eq!(neighbours(&graph, 0).0, vec![1, 2]);
+        assert_eq!(neighbours(&graph, 2).1, vec![0]);
+        let dist = Shape::DistGraph {
+            sources: vec![3],
+            dests: vec![1, 2],
+            weights: None,
+        };
+        assert_eq!(neighbours(&dist, 0), (vec![3], vec![1, 2]));
+    }
+}
