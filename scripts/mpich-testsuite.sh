@@ -4,7 +4,7 @@
 #   scripts/mpich-testsuite.sh [--list L]... [--test NAME]... [--jobs J] [--timeout S]
 #                              [--out FILE] [--no-replay]
 #
-# For every entry of the testlists pt2pt coll comm group datatype attr init errhan and of
+# For every entry of the testlists pt2pt coll comm group datatype attr init errhan topo and of
 # the Fortran ones f77 and f90 (their subdirectories; or the --list ones, e.g. `--list f77`
 # or `--list f90/datatype`): build the test with `strobe mpicc` (Fortran: `strobe mpifort`,
 # as MPICH's Makefile.am builds it), run it with `strobe run -n N` (N from
@@ -35,7 +35,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SRC=${STROBE_MPICH_SRC:-$HOME/.cache/strobe/mpich-src}
 BUILD=${STROBE_MPICH_BUILD:-$HOME/.cache/strobe/mpich-build}
 STROBE=${STROBE:-$here/target/release/strobe}
-LISTS_DEFAULT="pt2pt coll comm group datatype attr init errhan f77 f90"
+# The eight C lists of issue 13, topo (topologies and neighbour collectives, reported on
+# its own line), then the Fortran lists.
+LISTS_DEFAULT="pt2pt coll comm group datatype attr init errhan topo f77 f90"
 MAX_RANKS=8
 
 die() { echo "mpich-testsuite: $*" >&2; exit 2; }

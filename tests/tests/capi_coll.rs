@@ -231,3 +231,34 @@ fn fortran_nonblocking_collectives_and_intercommunicators_match_mpich_and_replay
     assert!(rep.stderr.contains("strobe: replay matched the recording"));
     assert_eq!(per_rank(&rec.stdout), per_rank(&rep.stdout));
 }
+
+// ---- issue 13 (mpi13a): MPI-4 persistent collectives, Comm_idup, topologies and
+// neighbour collectives, sessions and large-count calls.
+
+#[test]
+fn persistent_collectives_and_comm_idup_match_mpich() {
+    matches_mpich("pcoll_idup", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn persistent_collectives_and_comm_idup_replay_verified() {
+    // Noise varies the slices in which the idups and the polled persistent collectives
+    // complete; the replay must reproduce every Test outcome.
+    replays_verified("pcoll_idup", &[("STROBE_FIXTURE_NOISE_US", "300")]);
+}
+
+#[test]
+fn topologies_and_neighbour_collectives_match_mpich() {
+    matches_mpich("topo", &[1, 2, 3, 6]);
+}
+
+#[test]
+fn topologies_and_neighbour_collectives_replay_verified() {
+    replays_verified("topo", &[("STROBE_FIXTURE_NOISE_US", "300")]);
+}
+
+#[test]
+fn sessions_and_large_count_calls_match_mpich_and_replay_verified() {
+    matches_mpich("session_large", &[1, 3]);
+    replays_verified("session_large", &[("STROBE_FIXTURE_NOISE_US", "300")]);
+}

@@ -79,7 +79,7 @@ fn group_of(h: MpiGroup) -> MpiResult<Arc<[u32]>> {
     }
 }
 
-fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
+pub fn new_comm_handle(parent: MpiComm, c: Option<Comm>) -> MpiComm {
     match c {
         None => COMM_NULL,
         Some(c) => {
@@ -131,6 +131,7 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MpiComm, out: *mut MpiComm) -> c_in
             unsafe { put(out, COMM_NULL, "newcomm") }?;
             return Err(e);
         }
+        crate::topo::on_dup(comm, h)?;
         // SAFETY: `out` is a C output argument: NULL or writable (MPI contract).
         unsafe { put(out, h, "newcomm") }
     })
@@ -273,6 +274,7 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MpiComm) -> c_int {
         if let Some(x) = inter_of(h) {
             crate::intercomm::free(h, &x)?;
         }
+        crate::topo::on_free(h)?;
         c.free()?;
         st().comms.remove(&h);
         // SAFETY: `comm` is a C output argument: NULL or writable (MPI contract).
@@ -538,7 +540,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
     comm: MpiComm,
     split_type: c_int,
     key: c_int,
-    _info: c_int,
+    info: c_int,
     out: *mut MpiComm,
 ) -> c_int {
     entry(Call::CommSplitType, comm, || {
@@ -549,9 +551,19 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
         let colour = match split_type {
             UNDEFINED => None,
             COMM_TYPE_SHARED => Some(0),
+            // MPI-4.0 7.4.2: strobe knows one hardware resource, the host's shared
+            // memory (every rank of a job shares it); for any other resource, and for
+            // the unguided split (no proper subset exists), the result is MPI_COMM_NULL.
+            COMM_TYPE_HW_GUIDED => {
+                let i = crate::info::info_of(info).ok();
+                let r = i.as_ref().and_then(|i| i.get("mpi_hw_resource_type"));
+                (r == Some("mpi_shared_memory")).then_some(0)
+            }
+            COMM_TYPE_HW_UNGUIDED => None,
             t => fail!(
                 class::ARG,
-                "unknown split_type {t} (strobe knows MPI_COMM_TYPE_SHARED)"
+                "unknown split_type {t} (strobe knows MPI_COMM_TYPE_SHARED, \
+                 MPI_COMM_TYPE_HW_GUIDED and MPI_COMM_TYPE_HW_UNGUIDED)"
             ),
         };
         let s = c.split(colour, key)?;

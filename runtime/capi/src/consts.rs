@@ -65,6 +65,9 @@ pub const BSEND_OVERHEAD: usize = 128;
 
 pub const THREAD_FUNNELED: c_int = 1;
 pub const COMM_TYPE_SHARED: c_int = 1;
+/// MPI-4 split types (MPICH's values).
+pub const COMM_TYPE_HW_UNGUIDED: c_int = 2;
+pub const COMM_TYPE_HW_GUIDED: c_int = 3;
 
 pub const IDENT: c_int = 0;
 pub const CONGRUENT: c_int = 1;
@@ -227,6 +230,8 @@ mod tests {
             ("MPI_BSEND_OVERHEAD", BSEND_OVERHEAD as i64),
             ("MPI_THREAD_FUNNELED", THREAD_FUNNELED as i64),
             ("MPI_COMM_TYPE_SHARED", COMM_TYPE_SHARED as i64),
+            ("MPI_COMM_TYPE_HW_UNGUIDED", COMM_TYPE_HW_UNGUIDED as i64),
+            ("MPI_COMM_TYPE_HW_GUIDED", COMM_TYPE_HW_GUIDED as i64),
             ("MPI_CONGRUENT", CONGRUENT as i64),
             ("MPI_TAG_UB", TAG_UB_KEY as i64),
             ("MPI_LASTUSEDCODE", LASTUSEDCODE_KEY as i64),

@@ -24,7 +24,7 @@ pub fn ready() -> MpiResult {
     Ok(())
 }
 
-fn init(provided: c_int) -> MpiResult {
+pub fn init(provided: c_int) -> MpiResult {
     {
         let s = st();
         if s.initialized {

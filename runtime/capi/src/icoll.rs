@@ -115,6 +115,15 @@ pub fn on_complete(id: u64, ok: bool) -> Option<MpiErr> {
 /// # Safety
 /// `req` must be valid for writing one handle (checked non-NULL here).
 unsafe fn start(o: Outcome, comm: MpiComm, req: *mut MpiRequest) -> MpiResult {
+    let h = insert_req(activate(o, comm)?);
+    // SAFETY: checked non-NULL by the caller; MPI's contract for the request argument.
+    unsafe { req.write(h) };
+    Ok(())
+}
+
+/// The request-table entry of a body's outcome, its finishing work filed for Wait/Test
+/// (also `MPI_Start` of a persistent collective, which files it under its own handle).
+pub fn activate(o: Outcome, comm: MpiComm) -> MpiResult<ReqEntry> {
     let (posted, finish) = match o {
         Outcome::Pending(p, f) => (p, f),
         // Computed at the call: a request that completes at the next slice boundary.
@@ -132,16 +141,13 @@ unsafe fn start(o: Outcome, comm: MpiComm, req: *mut MpiRequest) -> MpiResult {
             finish,
         },
     );
-    let h = insert_req(ReqEntry {
+    Ok(ReqEntry {
         id,
         comm,
         is_recv: false,
         send_tmp: None,
         unpack: None,
-    });
-    // SAFETY: checked non-NULL by the caller; MPI's contract for the request argument.
-    unsafe { req.write(h) };
-    Ok(())
+    })
 }
 
 /// The shared shape of every `MPI_I*` entry point: check the request pointer, run the

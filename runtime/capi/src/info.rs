@@ -34,13 +34,13 @@ const ERR_INFO: c_int = 33;
 pub struct InfoObj(Vec<(String, String)>);
 
 impl InfoObj {
-    fn get(&self, key: &str) -> Option<&str> {
+    pub fn get(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
-    fn set(&mut self, key: String, value: String) {
+    pub fn set(&mut self, key: String, value: String) {
         match self.0.iter_mut().find(|(k, _)| *k == key) {
             Some(e) => e.1 = value,
             None => self.0.push((key, value)),
@@ -69,7 +69,7 @@ fn env_info() -> InfoObj {
 }
 
 /// A copy of info object `h` (`MPI_ERR_INFO` for a bad handle).
-fn info_of(h: c_int) -> MpiResult<InfoObj> {
+pub fn info_of(h: c_int) -> MpiResult<InfoObj> {
     if h == INFO_ENV {
         return Ok(env_info());
     }
@@ -93,7 +93,7 @@ fn with_info<R>(h: c_int, f: impl FnOnce(&mut InfoObj) -> MpiResult<R>) -> MpiRe
     }
 }
 
-fn insert_info(i: InfoObj) -> c_int {
+pub fn insert_info(i: InfoObj) -> c_int {
     let mut g = st();
     let s = &mut *g;
     let mut h = s.next_info.max(FIRST_USER_INFO);
@@ -350,7 +350,7 @@ const COMM_HINTS: [&str; 4] = [
 ];
 
 /// The hints of `info` strobe keeps for a communicator.
-fn comm_hints(info: c_int) -> MpiResult<InfoObj> {
+pub fn comm_hints(info: c_int) -> MpiResult<InfoObj> {
     let mut i = hints(info)?;
     i.0.retain(|(k, _)| COMM_HINTS.contains(&k.as_str()));
     Ok(i)

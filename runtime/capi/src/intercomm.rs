@@ -221,6 +221,18 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(
 pub fn dup(h: MpiComm, x: &Inter) -> MpiResult<MpiComm> {
     let local = comm_of(x.local)?.dup()?;
     let u2 = comm_of(x.union)?.dup()?;
+    dup_from(h, x, local, u2)
+}
+
+/// `MPI_Comm_idup` of an intercommunicator, once the union is duplicated (`u2`, posted
+/// without waiting by idup.rs): the local group's dup, then the new contexts.
+pub fn dup_with(h: MpiComm, x: &Inter, u2: Comm) -> MpiResult<MpiComm> {
+    let local = comm_of(x.local)?.dup()?;
+    dup_from(h, x, local, u2)
+}
+
+/// The intercommunicator of [`dup`] from the dups of the local group and of the union.
+fn dup_from(h: MpiComm, x: &Inter, local: Comm, u2: Comm) -> MpiResult<MpiComm> {
     let salt = [u64::from(u2.id()), 0xd0b];
     let out = build(errhandler(h), local, x.remote_members.to_vec(), &salt);
     u2.free()?;

@@ -9,6 +9,9 @@
 //! and a Wait/Test on an inactive request returns at once with the empty status, as on
 //! `MPI_REQUEST_NULL`. `MPI_Request_free` frees it (an active one completes in the
 //! background, as any freed request).
+//!
+//! MPI-4's persistent collectives (`MPI_Bcast_init`, ...) are persistent requests of kind
+//! [`PersistOp::Coll`] whose body is the nonblocking collective (pcoll.rs).
 
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -30,6 +33,9 @@ pub enum PersistOp {
     Send(SendMode),
     Bsend,
     Recv,
+    /// An MPI-4 persistent collective (`MPI_Bcast_init`, ...): its body is
+    /// [`PersistSpec::coll`] (pcoll.rs).
+    Coll,
 }
 
 /// The arguments of a persistent request, checked at its creation.
@@ -43,6 +49,8 @@ pub struct PersistSpec {
     pub peer: c_int,
     pub tag: c_int,
     pub comm: MpiComm,
+    /// The collective a persistent collective's `MPI_Start` posts (pcoll.rs).
+    pub coll: Option<crate::pcoll::CollBody>,
 }
 
 /// Whether `h` is a persistent request (active or not).
@@ -97,6 +105,7 @@ fn create(
         peer,
         tag,
         comm,
+        coll: None,
     };
     let h = {
         let mut s = st();
@@ -123,6 +132,10 @@ fn start(h: MpiRequest) -> MpiResult {
     let c = comm_of(spec.comm)?;
     let (ptr, n, peer, tag) = (spec.buf as *mut c_void, spec.count, spec.peer, spec.tag);
     let entry = match spec.op {
+        PersistOp::Coll => match &spec.coll {
+            Some(body) => crate::icoll::activate(body()?, spec.comm)?,
+            None => fail!(class::INTERN, "persistent collective {h} has no body"),
+        },
         PersistOp::Bsend => {
             // SAFETY: the buffer given to MPI_Bsend_init, valid while the request lives
             // (MPI contract); it is copied at once.

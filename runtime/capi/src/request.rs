@@ -102,7 +102,10 @@ fn finish(e: ReqEntry) -> (MpiStatus, Option<MpiErr>) {
     };
     let (mut s, mut err) = completion_status(&c);
     // Nonblocking collectives (icoll.rs) finish here: unpack or copy out their results.
-    if let Some(late) = crate::icoll::on_complete(e.id, err.is_none()) {
+    // So do nonblocking dups (idup.rs): the new handle is made here.
+    let late = crate::icoll::on_complete(e.id, err.is_none())
+        .or_else(|| crate::idup::on_complete(e.id, &c, err.is_none()));
+    if let Some(late) = late {
         if err.is_none() {
             s.error = late.class;
             err = Some(late);

@@ -82,6 +82,23 @@ impl Comm {
             .ok_or(Error::Comm)
     }
 
+    /// `MPI_Comm_idup`: post the duplication and return at once. The new communicator is
+    /// decided at a slice boundary like a blocking dup's (the dup is matched with the
+    /// members' other collectives on `self` in posting order); [`PendingDup::finish`]
+    /// builds it from the completion that Wait/Test consume.
+    ///
+    /// # Safety
+    /// The returned value owns the buffer the runtime writes the members into: keep it
+    /// alive until the request completes.
+    pub unsafe fn post_dup(&self) -> Result<PendingDup> {
+        let mut members = vec![0u32; self.size as usize].into_boxed_slice();
+        let mut d = self.desc(DescKind::CommDup);
+        d.rbuf = addr_mut(&mut members);
+        d.rbytes = nbytes(&members);
+        let id = ctx().post(d);
+        Ok(PendingDup { id, members })
+    }
+
     /// `MPI_Comm_split`: `None` colour is `MPI_UNDEFINED` (the result is `None`). Members
     /// of one colour are ordered by `key`, then by rank here.
     pub fn split(&self, colour: Option<i32>, key: i32) -> Result<Option<Comm>> {
@@ -145,6 +162,29 @@ impl Comm {
             return Err(Error::Comm);
         }
         self.call(self.desc(DescKind::CommFree)).map(|_| ())
+    }
+}
+
+/// A communicator duplication posted by [`Comm::post_dup`], not completed yet.
+#[derive(Debug)]
+pub struct PendingDup {
+    id: u64,
+    /// Written by the Collective Helper at completion (a boxed slice: its address is
+    /// stable while this value moves).
+    members: Box<[u32]>,
+}
+
+impl PendingDup {
+    /// The runtime's request id (complete it with `RankCtx::wait`/`poll_completed`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The new communicator, from the request's completion.
+    pub fn finish(self, c: &Completion) -> Result<Comm> {
+        finish(c)?;
+        let members: Vec<u32> = self.members.iter().map(|&m| u32::from_le(m)).collect();
+        Comm::derived(c, &members).ok_or(Error::Comm)
     }
 }
 

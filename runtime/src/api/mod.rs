@@ -41,7 +41,7 @@ mod request;
 mod types;
 
 pub use collective::{post_unscoped, PostedCollective};
-pub use comm::Comm;
+pub use comm::{Comm, PendingDup};
 pub use p2p::SendMode;
 pub use request::{
     scope, test_all, test_any, test_some, wait_all, wait_any, wait_some, Request, Scope,

@@ -91,3 +91,9 @@ weak_aliases! { "mpi_", "pmpi_", "_":
     "unpack_external" "type_create_darray" "type_create_f90_integer" "type_create_f90_real"
     "type_create_f90_complex"
 }
+
+// Issue 13 (mpi13a): persistent collectives, Comm_idup, topologies, neighbour collectives,
+// sessions (fortran/mpi4.rs).
+weak_aliases! { "mpi_", "pmpi_", "_":
+    "barrier_init" "bcast_init" "reduce_init" "allreduce_init" "scan_init" "exscan_init" "reduce_scatter_init" "reduce_scatter_block_init" "gather_init" "gatherv_init" "scatter_init" "scatterv_init" "allgather_init" "allgatherv_init" "alltoall_init" "alltoallv_init" "alltoallw_init" "comm_idup" "comm_idup_with_info" "cart_create" "cart_coords" "cart_rank" "cart_shift" "cart_sub" "cart_get" "cart_map" "cartdim_get" "graph_create" "graph_get" "graph_neighbors" "graph_neighbors_count" "graph_map" "graphdims_get" "dist_graph_create" "dist_graph_create_adjacent" "dist_graph_neighbors" "dist_graph_neighbors_count" "topo_test" "neighbor_allgather" "neighbor_allgatherv" "neighbor_alltoall" "neighbor_alltoallv" "neighbor_alltoallw" "ineighbor_allgather" "ineighbor_allgatherv" "ineighbor_alltoall" "ineighbor_alltoallv" "ineighbor_alltoallw" "session_init" "session_finalize" "session_get_info" "session_get_num_psets" "session_get_nth_pset" "session_get_pset_info" "group_from_session_pset" "comm_create_from_group"
+}

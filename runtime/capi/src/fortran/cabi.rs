@@ -8,6 +8,10 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 
+// Issue 13's second half (persistent collectives, Comm_idup, topologies, neighbour
+// collectives, sessions), declared in their own file.
+pub use super::cabi_mpi4::*;
+
 /// `MPI_Status` as laid out in mpi.h.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
