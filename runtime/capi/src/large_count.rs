@@ -11,6 +11,7 @@
 use std::os::raw::{c_int, c_void};
 
 use strobe_runtime::calls::Call;
+use strobe_runtime::datatype::TypeSig;
 
 use crate::consts::*;
 use crate::datatype::{any_type, TypeInfo};
@@ -336,7 +337,15 @@ fn dense(
         }
     }
     let (lb, ub) = (lb.unwrap_or(0), ub.unwrap_or(0));
+    // The type signature, as the int constructors compute it (datatype.rs).
+    let sig = parts
+        .iter()
+        .filter(|p| p.1 > 0)
+        .fold(Some(TypeSig::EMPTY), |sig, &(_, n)| {
+            sig.zip(old.sig).map(|(s, o)| s.concat(o.repeat(n as u64)))
+        });
     Ok(Some(TypeInfo {
+        sig,
         name: "",
         size: total,
         lb,

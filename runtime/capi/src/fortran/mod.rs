@@ -46,8 +46,8 @@ macro_rules! fortran {
 mod abi;
 mod args;
 mod cabi;
-mod callbacks;
 mod cabi_mpi4;
+mod callbacks;
 mod coll;
 mod comm;
 mod dtypes;
