@@ -383,6 +383,37 @@ BEGIN
 END;
 "#;
 
+/// Call sites (issue 12): where in the program each blocked rank made its call. One
+/// `call_site` row per distinct site (the object and the return address's offset in it,
+/// which are the same in every run of the binary whatever ASLR does, and what its debug
+/// information says: function, file, line), and one `blocked_site` row per blocked span
+/// whose site is known, naming its site by id (a span ends where the site changes). Older
+/// files have neither table: readers show no sites for them.
+const V_CALL_SITES: &str = r#"
+CREATE TABLE call_site (
+    id        INTEGER PRIMARY KEY,
+    object    TEXT NOT NULL,
+    offset    INTEGER NOT NULL,
+    function  TEXT,
+    file      TEXT,
+    line      INTEGER
+);
+
+CREATE TABLE blocked_site (
+    rank         INTEGER NOT NULL,
+    first_slice  INTEGER NOT NULL,
+    site         INTEGER NOT NULL REFERENCES call_site(id),
+    PRIMARY KEY (rank, first_slice)
+) WITHOUT ROWID;
+
+CREATE VIEW blocked_where AS
+    SELECT b.rank, b.first_slice, b.last_slice, b.call,
+           c.file, c.line, c.function, c.object, c.offset
+    FROM blocked_span b
+    LEFT JOIN blocked_site s ON s.rank = b.rank AND s.first_slice = b.first_slice
+    LEFT JOIN call_site c ON c.id = s.site;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -391,7 +422,38 @@ pub const MIGRATIONS: &[&str] = &[
     V_REPLAY_LOG,
     V_SCHEDULER_VERSION,
     V_BLOCKED_SPANS,
+    V_CALL_SITES,
 ];
+
+/// The first format with call sites (`call_site`, `blocked_site`): the position of
+/// [`V_CALL_SITES`] in [`MIGRATIONS`], never a number written by hand.
+pub const CALL_SITES_VERSION: i64 = position_of(V_CALL_SITES) as i64 + 1;
+
+const fn position_of(script: &str) -> usize {
+    let mut i = 0;
+    while i < MIGRATIONS.len() {
+        if same(MIGRATIONS[i], script) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("migration script not in MIGRATIONS");
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -16,6 +16,7 @@ pub use strobe_core::{datatype, descriptor, ops, sched, slice, waitfor};
 
 pub mod api;
 pub mod calls;
+pub mod callsite;
 pub mod chaos;
 pub mod engine;
 pub mod futex;
@@ -28,4 +29,5 @@ pub mod rank;
 pub mod ring;
 pub mod segment;
 pub mod shm_region;
+pub mod symbolize;
 pub mod transport;

@@ -185,6 +185,10 @@ impl RankCtx {
 
     /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.
     pub fn post(&self, mut d: Descriptor) -> u64 {
+        // Where the program made this call, for reports (walks the stack once per C call).
+        self.seg
+            .slot(self.rank)
+            .set_site(crate::callsite::current());
         let mut g = self.inner.lock().expect("rank context lock");
         if g.replay.is_none() && crate::chaos::active() {
             // The MPI call's entry, for `strobe hunt`'s delays and `strobe explore`'s
@@ -410,6 +414,7 @@ impl RankCtx {
                     return;
                 }
             }
+            slot.set_site(crate::callsite::current());
             slot.set_blocked_call(call);
             // A replaying Strobe Sender may be waiting for this rank to block (the recorded
             // blocked set of the next slice): tell it even if others still compute.

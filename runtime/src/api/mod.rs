@@ -78,7 +78,9 @@ pub fn init() -> Result<Comm> {
 }
 
 /// `MPI_Finalize`. Does nothing if `init` was never called.
+#[track_caller]
 pub fn finalize() {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Finalize);
     if let Some(c) = RankCtx::get() {
         c.finalize();
@@ -86,7 +88,9 @@ pub fn finalize() {
 }
 
 /// `MPI_Abort`: the whole job goes down; this process exits with `code` (1 if `code` is 0).
+#[track_caller]
 pub fn abort(code: i32) -> ! {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Abort);
     match RankCtx::get() {
         Some(c) => c.abort(code),

@@ -65,6 +65,8 @@ pub struct NodeManager {
     livelock: super::LivelockWatch,
     /// Node 0: every rank's queues, to see a post that raced with stretching the timer.
     watch: Vec<RankQueues>,
+    /// Node 0: the blocked ranks' call sites, for the slice record.
+    sites: crate::symbolize::SiteCache,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -144,6 +146,7 @@ impl NodeManager {
             idle_slices: 0,
             livelock: Default::default(),
             watch,
+            sites: Default::default(),
         }
     }
 
@@ -368,6 +371,22 @@ impl NodeManager {
             .collect()
     }
 
+    /// The call sites of `blocked` (node 0, live runs), resolved while the ranks are alive.
+    fn blocked_sites(
+        &mut self,
+        blocked: &[(u32, BlockedCall)],
+    ) -> Vec<(u32, Arc<crate::symbolize::CallSite>)> {
+        let seg = &self.shared.seg;
+        blocked
+            .iter()
+            .filter_map(|&(r, _)| {
+                let slot = seg.slot(r);
+                let pid = slot.pid.load(Ordering::Acquire) as i32;
+                self.sites.site(r, pid, slot.site()).map(|s| (r, s))
+            })
+            .collect()
+    }
+
     fn all_done(&self) -> bool {
         (0..self.cfg.ranks).all(|r| self.shared.seg.slot(r).state().is_done())
     }
@@ -527,6 +546,11 @@ impl NodeManager {
             w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
         let digest = w.dec.digest();
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
+        let sites = if w.recorded_blocked.is_some() {
+            Vec::new()
+        } else {
+            self.blocked_sites(&all_blocked)
+        };
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
         self.sink.slice(&SliceRecord {
             slice: w.slice,
@@ -537,6 +561,7 @@ impl NodeManager {
             decisions: w.dec,
             digest,
             blocked: all_blocked,
+            sites,
         });
         quiet
     }
