@@ -258,8 +258,19 @@ fn describe(o: &PendingOp) -> String {
         o.tag.to_string()
     };
     let what = o.kind.mpi_name();
-    if o.kind.is_collective() {
+    let rooted = matches!(
+        o.kind,
+        DescKind::Bcast
+            | DescKind::Reduce
+            | DescKind::Scatter
+            | DescKind::Scatterv
+            | DescKind::Gather
+            | DescKind::Gatherv
+    );
+    if o.kind.is_collective() && rooted {
         format!("{what}(comm={}, root={})", comm_name(o.comm), o.peer)
+    } else if o.kind.is_collective() {
+        format!("{what}(comm={})", comm_name(o.comm))
     } else if o.kind.is_send() {
         format!(
             "{what}(dest={peer}, tag={tag}, comm={}, {} bytes)",

@@ -1,0 +1,147 @@
+//! Issue 12: a deadlock is reported with the source line of every blocked rank's call (C
+//! through the C ABI's call-site capture, Rust through `#[track_caller]`), by `strobe run`
+//! and by `strobe stats` of the recording, with a hint for the classic patterns.
+
+use std::path::Path;
+
+use strobe_tests::c_fixtures::source_dir;
+use strobe_tests::replay::strobe_cmd;
+use strobe_tests::tools::{build_c, record_c};
+use strobe_tests::{fixture, run_fixture};
+
+/// The 1-based line of `fixtures/c/<file>` holding `needle` (its first occurrence).
+fn line_of(file: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(source_dir().join(file)).expect("fixture source");
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("{needle} not in {file}"))
+}
+
+fn run_c(prog: &Path, ranks: u32, args: &[&str]) -> strobe_tests::replay::Out {
+    let n = ranks.to_string();
+    let p = prog.display().to_string();
+    let mut all = vec!["run", "-n", &n, "--timeout", "60s", "--", &p];
+    all.extend_from_slice(args);
+    strobe_cmd(&all, &[])
+}
+
+#[test]
+fn a_c_deadlock_names_the_file_line_and_function_of_every_blocked_rank_in_run_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("deadlock", dir.path());
+    let line = line_of("deadlock.c", "FX_MPI(MPI_Recv(");
+    let want = |r: u32| {
+        format!(
+            "rank {r} blocked in MPI_Recv(source={}, tag=66, comm=MPI_COMM_WORLD, 8 bytes) at deadlock.c:{line} (in main)",
+            (r + 1) % 3
+        )
+    };
+    let run = run_c(&prog, 3, &[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    for r in 0..3 {
+        assert!(
+            run.stderr.contains(&want(r)),
+            "{}\nwanted: {}",
+            run.stderr,
+            want(r)
+        );
+    }
+    // The recording keeps the report (and the sites of the blocked spans).
+    let db = dir.path().join("dl.db");
+    let rec = record_c(&db, &prog, 3, &[], &[]);
+    assert_eq!(rec.code, 3, "{}", rec.stderr);
+    let stats = strobe_cmd(&["stats", &db.display().to_string()], &[]);
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
+    for r in 0..3 {
+        assert!(stats.stdout.contains(&want(r)), "{}", stats.stdout);
+    }
+    let sites = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg("SELECT DISTINCT file, line, function FROM blocked_where WHERE file IS NOT NULL AND last_slice = (SELECT max(last_slice) FROM blocked_span)")
+        .output()
+        .expect("sqlite3");
+    let sites = String::from_utf8_lossy(&sites.stdout);
+    assert!(
+        sites.contains(&format!("deadlock.c|{line}|main")),
+        "{sites}"
+    );
+}
+
+#[test]
+fn each_classic_pattern_gets_its_hint_and_the_line_inside_its_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("deadlock_patterns", dir.path());
+    let src = "deadlock_patterns.c";
+    let cases = [
+        (
+            "mode=sendsend",
+            "hint: send-send without buffering: ranks 0, 1 and 2",
+            vec![(0, format!("MPI_Ssend(dest=1, tag=7, comm=MPI_COMM_WORLD, 8 bytes) at {src}:{} (in exchange)", line_of(src, "MPI_Ssend(")))],
+        ),
+        (
+            "mode=collective",
+            "hint: collective mismatch: rank 0 waits in MPI_Barrier while rank 1 is in MPI_Recv",
+            vec![
+                (0, format!("MPI_Barrier(comm=MPI_COMM_WORLD) at {src}:{} (in sync_then_send)", line_of(src, "MPI_Barrier("))),
+                (1, format!("MPI_Recv(source=0, tag=8, comm=MPI_COMM_WORLD, 8 bytes) at {src}:{} (in sync_then_send)", line_of(src, ", 0, 8, MPI_COMM_WORLD"))),
+            ],
+        ),
+        (
+            "mode=wildcard",
+            "hint: wildcard receive starvation: rank 0 waits in MPI_Recv(MPI_ANY_SOURCE)",
+            vec![(0, format!("MPI_Recv(source=MPI_ANY_SOURCE, tag=9, comm=MPI_COMM_WORLD, 8 bytes) at {src}:{} (in serve_requests)", line_of(src, "MPI_ANY_SOURCE, 9")))],
+        ),
+    ];
+    for (mode, hint, ranks) in cases {
+        let run = run_c(&prog, 3, &[mode]);
+        assert_eq!(run.code, 3, "{mode}: {}", run.stderr);
+        assert!(run.stderr.contains(hint), "{mode}: {}", run.stderr);
+        for (r, what) in ranks {
+            let line = format!("rank {r} blocked in {what}");
+            assert!(
+                run.stderr.contains(&line),
+                "{mode}: {}\nwanted: {line}",
+                run.stderr
+            );
+        }
+        // One pattern each: the hints do not fire where they do not apply.
+        assert_eq!(
+            run.stderr.matches("hint:").count(),
+            1,
+            "{mode}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_rust_deadlock_names_the_rust_source_line() {
+    let src = std::fs::read_to_string(
+        fixture("deadlock")
+            .parent()
+            .map(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/src/bin/deadlock.rs"))
+            .expect("path"),
+    )
+    .expect("deadlock.rs");
+    let line = src
+        .lines()
+        .position(|l| l.contains("world.recv("))
+        .expect("the recv")
+        + 1;
+    let r = run_fixture(&["-n", "2"], "deadlock", &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    for rank in 0..2 {
+        let want = format!(
+            "rank {rank} blocked in MPI_Recv(source={}, tag=0",
+            (rank + 1) % 2
+        );
+        assert!(r.stderr.contains(&want), "{}", r.stderr);
+    }
+    assert_eq!(
+        r.stderr.matches(&format!("deadlock.rs:{line}")).count(),
+        2,
+        "{}",
+        r.stderr
+    );
+}
