@@ -56,6 +56,7 @@ fn a_c_deadlock_names_the_file_line_and_function_of_every_blocked_rank_in_run_an
     for r in 0..3 {
         assert!(stats.stdout.contains(&want(r)), "{}", stats.stdout);
     }
+    tui_slice_detail_shows_the_sites(&db, line);
     let sites = std::process::Command::new("sqlite3")
         .arg(&db)
         .arg("SELECT DISTINCT file, line, function FROM blocked_where WHERE file IS NOT NULL AND last_slice = (SELECT max(last_slice) FROM blocked_span)")
@@ -144,4 +145,49 @@ fn a_rust_deadlock_names_the_rust_source_line() {
         "{}",
         r.stderr
     );
+}
+
+/// The TUI, offline on the recording: `e` (to where the deadlock formed), Enter (slice
+/// detail) shows each blocked rank's call site, at 80x24 (scrolled) and 200x60; the
+/// timeline's crosshair names it too.
+fn tui_slice_detail_shows_the_sites(db: &Path, line: usize) {
+    use strobe_tui::app::Event;
+    use strobe_tui::ratatui::backend::TestBackend;
+    use strobe_tui::ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use strobe_tui::ratatui::Terminal;
+    use strobe_tui::{App, Recording, Theme};
+    let key = |c: KeyCode| Event::Key(KeyEvent::new(c, KeyModifiers::NONE));
+    let want = format!("at deadlock.c:{line} (in main)");
+    for (w, h) in [(200u16, 60u16), (120, 40)] {
+        let rec = Recording::open(db).unwrap();
+        let mut app = App::new(rec, Theme { color: false });
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        let mut screen = |app: &mut App, events: &[Event]| {
+            for e in events {
+                app.handle(e.clone());
+            }
+            strobe_tui::terminal::draw(&mut term, app).unwrap();
+            let buf = term.backend().buffer();
+            let mut s = String::new();
+            for y in 0..buf.area.height {
+                for x in 0..buf.area.width {
+                    s.push_str(buf[(x, y)].symbol());
+                }
+                s.push('\n');
+            }
+            s
+        };
+        let detail = screen(&mut app, &[key(KeyCode::Char('e')), key(KeyCode::Enter)]);
+        assert_eq!(
+            detail.matches(&want).count(),
+            3,
+            "{w}x{h}: every blocked rank's site:\n{detail}"
+        );
+        assert!(detail.contains("CYCLE 0 -> 1 -> 2 -> 0"), "{detail}");
+        let timeline = screen(&mut app, &[key(KeyCode::Esc), key(KeyCode::Char('2'))]);
+        assert!(
+            timeline.contains(&format!("blocked in MPI_Recv {want}")),
+            "{w}x{h}: the timeline's crosshair:\n{timeline}"
+        );
+    }
 }

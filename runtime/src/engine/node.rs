@@ -546,11 +546,7 @@ impl NodeManager {
             w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
         let digest = w.dec.digest();
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
-        let sites = if w.recorded_blocked.is_some() {
-            Vec::new()
-        } else {
-            self.blocked_sites(&all_blocked)
-        };
+        let sites = self.blocked_sites(&all_blocked);
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
         self.sink.slice(&SliceRecord {
             slice: w.slice,
