@@ -57,6 +57,18 @@ fn a_c_deadlock_names_the_file_line_and_function_of_every_blocked_rank_in_run_an
         assert!(stats.stdout.contains(&want(r)), "{}", stats.stdout);
     }
     tui_slice_detail_shows_the_sites(&db, line);
+    // A replay held before the deadlock's slice names the sites of the held ranks.
+    let slice: u64 = rec
+        .stderr
+        .split("deadlock in slice ")
+        .nth(1)
+        .and_then(|t| t.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the deadlock's slice");
+    let until = (slice - 1).to_string();
+    let held = held_replay(&db, &until);
+    let at = format!("blocked in MPI_Recv at deadlock.c:{line} (in main)");
+    assert_eq!(held.matches(&at).count(), 3, "{held}");
     let sites = std::process::Command::new("sqlite3")
         .arg(&db)
         .arg("SELECT DISTINCT file, line, function FROM blocked_where WHERE file IS NOT NULL AND last_slice = (SELECT max(last_slice) FROM blocked_span)")
@@ -147,8 +159,8 @@ fn a_rust_deadlock_names_the_rust_source_line() {
     );
 }
 
-/// The TUI, offline on the recording: `e` (to where the deadlock formed), Enter (slice
-/// detail) shows each blocked rank's call site, at 80x24 (scrolled) and 200x60; the
+/// The TUI, offline on the recording: `G` (the last slice, inside the deadlock), Enter
+/// (slice detail) shows each blocked rank's call site, at 200x60 and 120x40; the
 /// timeline's crosshair names it too.
 fn tui_slice_detail_shows_the_sites(db: &Path, line: usize) {
     use strobe_tui::app::Event;
@@ -177,7 +189,7 @@ fn tui_slice_detail_shows_the_sites(db: &Path, line: usize) {
             }
             s
         };
-        let detail = screen(&mut app, &[key(KeyCode::Char('e')), key(KeyCode::Enter)]);
+        let detail = screen(&mut app, &[key(KeyCode::Char('G')), key(KeyCode::Enter)]);
         assert_eq!(
             detail.matches(&want).count(),
             3,
@@ -190,4 +202,32 @@ fn tui_slice_detail_shows_the_sites(db: &Path, line: usize) {
             "{w}x{h}: the timeline's crosshair:\n{timeline}"
         );
     }
+}
+
+/// `strobe replay DB --until-slice N`: its stderr up to the hold's last line (the replay
+/// then waits for the control socket; it is stopped here).
+fn held_replay(db: &Path, until: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(strobe_tests::strobe())
+        .args(["replay", &db.display().to_string(), "--until-slice", until])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strobe replay");
+    let mut text = String::new();
+    for l in BufReader::new(child.stderr.take().expect("stderr")).lines() {
+        let l = l.expect("stderr line");
+        text.push_str(&l);
+        text.push('\n');
+        if l.contains("to the control socket") || l.contains("replay DIVERGED") {
+            break;
+        }
+    }
+    // SIGINT: the replay stops (exit 130) and takes its ranks down.
+    // SAFETY: kill(2) on our own child's pid, which it keeps until we wait for it.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = child.wait();
+    text
 }
