@@ -57,6 +57,7 @@ fn a_c_deadlock_names_the_file_line_and_function_of_every_blocked_rank_in_run_an
         assert!(stats.stdout.contains(&want(r)), "{}", stats.stdout);
     }
     tui_slice_detail_shows_the_sites(&db, line);
+    damaged_sites_are_refused(&db, dir.path());
     // A replay held before the deadlock's slice names the sites of the held ranks.
     let slice: u64 = rec
         .stderr
@@ -230,4 +231,37 @@ fn held_replay(db: &Path, until: &str) -> String {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let _ = child.wait();
     text
+}
+
+/// A tampered call site is damage (exit 2, "damaged recording"), never printed.
+fn damaged_sites_are_refused(db: &Path, dir: &Path) {
+    for (i, sql) in [
+        "UPDATE call_site SET line = 'twenty'",
+        "UPDATE call_site SET file = zeroblob(10)",
+        "UPDATE blocked_site SET site = 999",
+        "UPDATE blocked_site SET first_slice = first_slice + 100000",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let bad = dir.join(format!("bad{i}.db"));
+        std::fs::copy(db, &bad).unwrap();
+        let o = std::process::Command::new("sqlite3")
+            .arg(&bad)
+            .arg(sql)
+            .output()
+            .expect("sqlite3");
+        assert!(
+            o.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let stats = strobe_cmd(&["stats", &bad.display().to_string()], &[]);
+        assert_eq!(stats.code, 2, "{sql}: {}{}", stats.stdout, stats.stderr);
+        assert!(
+            stats.stderr.contains("damaged recording") && stats.stderr.contains("_site table"),
+            "{sql}: {}",
+            stats.stderr
+        );
+    }
 }
