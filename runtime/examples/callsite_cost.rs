@@ -54,11 +54,15 @@ fn per_call(name: &str, n: u32, mut f: impl FnMut() -> u64) {
 }
 
 fn main() {
-    per_call("C entry, no post or block (marker only)", 10_000_000, || {
-        exported(false)
-    });
-    per_call("C entry that posts or blocks (one stack walk)", 200_000, || {
-        exported(true)
-    });
+    per_call(
+        "C entry, no post or block (marker only)",
+        10_000_000,
+        || exported(false),
+    );
+    per_call(
+        "C entry that posts or blocks (one stack walk)",
+        200_000,
+        || exported(true),
+    );
     per_call("Rust API (#[track_caller])", 10_000_000, rust_api);
 }

@@ -265,3 +265,63 @@ fn damaged_sites_are_refused(db: &Path, dir: &Path) {
         );
     }
 }
+
+/// Fortran calls go through their own entry wrapper: the site is the Fortran source line.
+/// Linked statically too, the C fixture's sites are found (the marker is frame-based, not
+/// object-based).
+#[test]
+fn fortran_and_statically_linked_c_deadlocks_name_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("dl.f90");
+    std::fs::write(
+        &src,
+        "program dl\n  use mpi\n  integer :: ierr, rank, size, buf(1)\n  call MPI_Init(ierr)\n  \
+         call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)\n  \
+         call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)\n  \
+         call MPI_Recv(buf, 1, MPI_INTEGER, mod(rank+1, size), 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)\n  \
+         call MPI_Finalize(ierr)\nend program dl\n",
+    )
+    .unwrap();
+    let prog = dir.path().join("fdl");
+    let (s, p) = (src.display().to_string(), prog.display().to_string());
+    let built = strobe_cmd(&["mpifort", "-g", "-o", &p, &s], &[]);
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    let run = run_c(&prog, 2, &[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("at dl.f90:7 (in dl)").count(),
+        2,
+        "{}",
+        run.stderr
+    );
+    let stat = dir.path().join("deadlock_static");
+    let c = source_dir().join("deadlock.c").display().to_string();
+    let inc = source_dir().display().to_string();
+    let st = stat.display().to_string();
+    let built = strobe_cmd(
+        &[
+            "mpicc",
+            "-static-mpi",
+            "-std=c11",
+            "-O2",
+            "-g",
+            "-I",
+            &inc,
+            "-o",
+            &st,
+            &c,
+        ],
+        &[],
+    );
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    let run = run_c(&stat, 2, &[]);
+    let line = line_of("deadlock.c", "FX_MPI(MPI_Recv(");
+    assert_eq!(
+        run.stderr
+            .matches(&format!("at deadlock.c:{line} (in main)"))
+            .count(),
+        2,
+        "{}",
+        run.stderr
+    );
+}
