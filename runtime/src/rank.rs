@@ -303,6 +303,12 @@ impl RankCtx {
         let slot = self.seg.slot(self.rank);
         let n = slot.pending_fails.load(Ordering::Relaxed) + 1;
         slot.pending_fails.store(n, Ordering::Relaxed);
+        // A polling rank posts nothing and never blocks: publish where it polls at the
+        // first failed test of a run and every 1024th after (one stack walk each, not one
+        // per test), for the livelock report.
+        if n == 1 || n % 1024 == 0 {
+            slot.set_site(crate::callsite::current());
+        }
         if n >= 1 << 30 {
             self.capture(&[]);
         }
