@@ -12,7 +12,7 @@
 //! * **C and Fortran ABI** (`strobe-mpi`): Rust has no `__builtin_return_address`. The entry
 //!   wrapper, inlined into every exported function, only records the address of a local of
 //!   that function's frame (a marker: nothing else, so `MPI_Comm_rank` costs nothing more).
-//!   When the call posts or blocks, [`current`] walks the stack once with the system
+//!   When the call blocks (or, in replay, posts), [`current`] walks the stack once with the system
 //!   unwinder (`backtrace`): the first frame whose stack pointer lies above the marker is
 //!   the program's (the exported function's own stack pointer is below its locals); its
 //!   instruction pointer is the return address into the program. Measured in

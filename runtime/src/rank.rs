@@ -185,11 +185,15 @@ impl RankCtx {
 
     /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.
     pub fn post(&self, mut d: Descriptor) -> u64 {
-        // Where the program made this call, for reports (walks the stack once per C call).
-        self.seg
-            .slot(self.rank)
-            .set_site(crate::callsite::current());
         let mut g = self.inner.lock().expect("rank context lock");
+        if g.replay.is_some() {
+            // Where the program made this call, for the replay's holds and divergence
+            // report (one stack walk per C call; a live run walks only when a call blocks
+            // or polls in vain: a walk costs microseconds, docs/recording.md).
+            self.seg
+                .slot(self.rank)
+                .set_site(crate::callsite::current());
+        }
         if g.replay.is_none() && crate::chaos::active() {
             // The MPI call's entry, for `strobe hunt`'s delays and `strobe explore`'s
             // holds (chaos.rs): outside the lock, so the DMA Helper is never kept waiting.

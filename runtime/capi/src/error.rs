@@ -98,8 +98,8 @@ fn rank_text() -> String {
 /// (`MPI_COMM_WORLD` for calls without one).
 ///
 /// Always inlined into the exported function, so `marker` lives in that function's frame:
-/// the call site of the program's call is found from it when the call posts or blocks
-/// (`strobe_runtime::callsite`; nothing is walked for calls that do neither).
+/// the call site of the program's call is found from it when the call blocks or polls in
+/// vain, or posts in a replay (`strobe_runtime::callsite`; nothing is walked otherwise).
 #[inline(always)]
 pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
     let marker = 0u8;
