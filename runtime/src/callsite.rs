@@ -1,8 +1,8 @@
 //! Where in the program an MPI call was made (issue 12, "source locations").
 //!
 //! A rank keeps the call site of the MPI call it is in as two words, [`SiteWords`], and
-//! publishes them in its slot of the job segment whenever the call posts a descriptor or
-//! blocks, so the launcher can say `rank 1 blocked in MPI_Recv(...) at deadlock.c:23 (in
+//! publishes them in its slot of the job segment when the call blocks, fails a test (see
+//! `RankCtx::capture_fail`) or, in a replay, posts a descriptor, so the launcher can say `rank 1 blocked in MPI_Recv(...) at deadlock.c:23 (in
 //! exchange)` (the launcher turns the words into a [`crate::symbolize::CallSite`]).
 //!
 //! * **Rust API** (`api`): its public functions are `#[track_caller]`, so the site is

@@ -286,7 +286,7 @@ pub struct RankSlot {
     /// while the rank polls (layout 5; padding before).
     pub wake_sleepers: AtomicU32,
     /// The call site of the MPI call the rank is (or was last) in, published when the call
-    /// posts or blocks ([`crate::callsite::SiteWords`], layout 6; second cache line, written
+    /// blocks, polls in vain or (replay) posts ([`crate::callsite::SiteWords`], layout 6; second cache line, written
     /// only by the rank).
     site_addr: AtomicU64,
     site_info: AtomicU64,
