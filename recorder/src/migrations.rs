@@ -406,6 +406,13 @@ CREATE TABLE blocked_site (
     PRIMARY KEY (rank, first_slice)
 ) WITHOUT ROWID;
 
+-- A span deleted (directly, or through the `blocked` view's INSTEAD OF DELETE trigger)
+-- takes its site row with it.
+CREATE TRIGGER blocked_span_site_delete AFTER DELETE ON blocked_span
+BEGIN
+    DELETE FROM blocked_site WHERE rank = OLD.rank AND first_slice = OLD.first_slice;
+END;
+
 CREATE VIEW blocked_where AS
     SELECT b.rank, b.first_slice, b.last_slice, b.call,
            c.file, c.line, c.function, c.object, c.offset

@@ -239,7 +239,7 @@ fn damaged_sites_are_refused(db: &Path, dir: &Path) {
         "UPDATE call_site SET line = 'twenty'",
         "UPDATE call_site SET file = zeroblob(10)",
         "UPDATE blocked_site SET site = 999",
-        "UPDATE blocked_site SET first_slice = first_slice + 100000",
+        "UPDATE blocked_site SET rank = -1 - rank",
     ]
     .iter()
     .enumerate()
