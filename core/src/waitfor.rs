@@ -22,6 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::descriptor::DescKind;
 
+mod hint;
+pub use hint::{classify, Pattern};
+
 /// One pending operation of a blocked rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaitOp {

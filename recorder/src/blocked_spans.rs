@@ -5,15 +5,25 @@
 //! rank and first slice), so a committed batch always holds the blocked sets of its slices.
 //! A 1,000-rank job blocked for thousands of slices writes a few rows per rank, not one per
 //! rank and slice.
+//!
+//! Call sites (`call_site`, `blocked_site`): a span also ends where the rank's call site
+//! changes; each distinct site gets one `call_site` row (interned here) and each span with
+//! a known site one `blocked_site` row.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 use strobe_runtime::segment::BlockedCall;
+use strobe_runtime::symbolize::CallSite;
 
 #[derive(Clone, Copy)]
 struct Span {
     first: u64,
     last: u64,
     call: BlockedCall,
+    /// The `call_site` id of where the call was made, when known.
+    site: Option<i64>,
     /// Changed since it was last written.
     dirty: bool,
 }
@@ -25,6 +35,10 @@ pub(crate) struct BlockedSpans {
     n_open: usize,
     /// Closed spans not yet written (written at the next commit).
     closed: Vec<(u32, Span)>,
+    /// Every call site seen, by id (`call_site.id`).
+    site_ids: HashMap<Arc<CallSite>, i64>,
+    /// Sites seen since the last flush (written before the spans that name them).
+    new_sites: Vec<(i64, Arc<CallSite>)>,
 }
 
 impl BlockedSpans {
@@ -32,14 +46,30 @@ impl BlockedSpans {
     /// another call, or whose span ended before the previous slice (a slice outside the
     /// schedule log's window has no blocked set), starts or ends a span. Linear in the
     /// blocked set, with no hashing: a 1,000-rank job has 1,000 entries per slice.
-    pub fn slice(&mut self, slice: u64, blocked: &[(u32, BlockedCall)]) {
+    ///
+    /// `sites`: the call sites of some of the blocked ranks, in the blocked set's order.
+    pub fn slice(
+        &mut self,
+        slice: u64,
+        blocked: &[(u32, BlockedCall)],
+        sites: &[(u32, Arc<CallSite>)],
+    ) {
+        let mut next_site = sites.iter().peekable();
         for &(rank, call) in blocked {
+            let site = match next_site.peek() {
+                Some((r, s)) if *r == rank => {
+                    let s = Arc::clone(s);
+                    next_site.next();
+                    Some(self.site_id(s))
+                }
+                _ => None,
+            };
             let i = rank as usize;
             if i >= self.open.len() {
                 self.open.resize(i + 1, None);
             }
             match &mut self.open[i] {
-                Some(s) if s.call == call && s.last + 1 == slice => {
+                Some(s) if s.call == call && s.site == site && s.last + 1 == slice => {
                     s.last = slice;
                     s.dirty = true;
                 }
@@ -48,6 +78,7 @@ impl BlockedSpans {
                         first: slice,
                         last: slice,
                         call,
+                        site,
                         dirty: true,
                     };
                     match slot.replace(fresh) {
@@ -70,9 +101,34 @@ impl BlockedSpans {
         }
     }
 
+    fn site_id(&mut self, site: Arc<CallSite>) -> i64 {
+        let next = self.site_ids.len() as i64 + 1;
+        *self.site_ids.entry(Arc::clone(&site)).or_insert_with(|| {
+            self.new_sites.push((next, site));
+            next
+        })
+    }
+
     /// Write every span closed or changed since the last flush (inside the writer's open
     /// transaction).
     pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut site = conn.prepare_cached(
+            "INSERT INTO call_site (id, object, offset, function, file, line)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for (id, s) in self.new_sites.drain(..) {
+            site.execute(params![
+                id,
+                s.object,
+                s.offset as i64,
+                s.function,
+                s.file,
+                s.line
+            ])?;
+        }
+        let mut where_ = conn.prepare_cached(
+            "INSERT OR IGNORE INTO blocked_site (rank, first_slice, site) VALUES (?1, ?2, ?3)",
+        )?;
         let mut st = conn.prepare_cached(
             "INSERT INTO blocked_span (rank, first_slice, last_slice, call)
              VALUES (?1, ?2, ?3, ?4)
@@ -81,11 +137,17 @@ impl BlockedSpans {
         for (rank, s) in self.closed.drain(..) {
             if s.dirty {
                 st.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
+                if let Some(id) = s.site {
+                    where_.execute(params![rank, s.first as i64, id])?;
+                }
             }
         }
         for (rank, slot) in self.open.iter_mut().enumerate() {
             if let Some(s) = slot.as_mut().filter(|s| s.dirty) {
                 st.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
+                if let Some(id) = s.site {
+                    where_.execute(params![rank, s.first as i64, id])?;
+                }
                 s.dirty = false;
             }
         }

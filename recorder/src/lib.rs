@@ -586,6 +586,7 @@ impl SliceSink for Recorder {
                 catalog: Vec::new(),
             },
             blocked: rec.blocked.clone(),
+            sites: rec.sites.clone(),
         });
         self.send(Msg::Slice(Box::new(SliceMsg {
             slice: rec.slice,

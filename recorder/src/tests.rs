@@ -107,6 +107,7 @@ fn record(i: u64) -> SliceRecord {
         digest: decisions.digest(),
         decisions,
         blocked: vec![(1, DescKind::Recv.into())],
+        sites: Vec::new(),
     }
 }
 

@@ -58,6 +58,8 @@ pub(crate) struct Schedule {
     /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
     pub decisions: SliceDecisions,
     pub blocked: Vec<(u32, BlockedCall)>,
+    /// The blocked ranks' call sites, in the blocked set's order.
+    pub sites: Vec<(u32, std::sync::Arc<strobe_runtime::symbolize::CallSite>)>,
 }
 
 pub(crate) struct WriterDone {
@@ -135,7 +137,7 @@ pub(crate) fn run(
                     &s.completed,
                 );
                 if let Some(sch) = &s.schedule {
-                    spans.slice(s.slice, &sch.blocked);
+                    spans.slice(s.slice, &sch.blocked, &sch.sites);
                 }
                 write_slice(&conn, s)
             }

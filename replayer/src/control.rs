@@ -9,7 +9,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use strobe_runtime::engine::Gate;
-use strobe_runtime::segment::JobSegment;
+use strobe_runtime::segment::{JobSegment, RankState};
 
 /// Where a replay stops by itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,6 +152,9 @@ pub struct RankView {
     pub call: &'static str,
     /// Descriptors it has posted so far.
     pub posted: u64,
+    /// Where in the program it made the call it is blocked or held in
+    /// (`deadlock.c:23 (in exchange)`), when known.
+    pub site: Option<String>,
 }
 
 /// The replay is held before `slice` starts; every rank is held at its next MPI call.
@@ -649,15 +652,25 @@ fn every_rank_spawned(seg: &JobSegment) -> bool {
 
 /// What every rank is doing, from the job segment.
 pub fn rank_views(seg: &JobSegment) -> Vec<RankView> {
+    let mut sym = strobe_runtime::symbolize::Symbolizer::default();
     (0..seg.ranks())
         .map(|r| {
             let slot = seg.slot(r);
+            let pid = slot.pid.load(Ordering::Acquire);
+            let state = slot.state();
+            // A rank in a call (blocked, or held at its next one) is alive: its call site
+            // can be resolved now.
+            let in_call = matches!(state, RankState::Blocked | RankState::Held);
             RankView {
                 rank: r,
-                pid: slot.pid.load(Ordering::Acquire),
-                state: slot.state().name(),
+                pid,
+                state: state.name(),
                 call: slot.blocked_call().name(),
                 posted: slot.posted.load(Ordering::Acquire),
+                site: in_call
+                    .then(|| sym.resolve(pid as i32, slot.site()))
+                    .flatten()
+                    .map(|s| s.short()),
             }
         })
         .collect()
@@ -671,11 +684,14 @@ impl Pause {
             self.slice, self.reason
         );
         for r in &self.ranks {
-            let what = if r.state == "blocked" {
+            let mut what = if r.state == "blocked" {
                 format!("blocked in {}", r.call)
             } else {
                 r.state.to_string()
             };
+            if let Some(site) = &r.site {
+                what.push_str(&format!(" at {site}"));
+            }
             let gdb = match (r.pid, r.state) {
                 (0, _) => "(not started)".to_string(),
                 (_, "exited") => "(exited)".to_string(),

@@ -97,6 +97,10 @@ fn render(d: &Divergence, shared: &Shared, node_of_rank: &[u32]) -> String {
     if let Some(r) = d.rank {
         let node = node_of_rank.get(r as usize).copied().unwrap_or(0);
         s.push_str(&format!(" (node {node}, rank {r})"));
+        // Where the replayed program was (issue 12: source locations everywhere).
+        if let Some((_, site)) = d.sites.iter().find(|(x, _)| *x == r) {
+            s.push_str(&format!(" at {site}"));
+        }
     }
     s.push('\n');
     s.push_str(&format!(
@@ -321,6 +325,7 @@ pub(crate) fn verdict(
         ),
         calls: Vec::new(),
         decisions: Vec::new(),
+        sites: Vec::new(),
     };
     let text = render(&d, shared, node_of_rank);
     (Verdict::Diverged(d), text)

@@ -316,6 +316,7 @@ fn verdict(rec: &Recording, rank: u32, r: AloneReport, warnings: Vec<String>) ->
             replayed: what.clone(),
             calls: Vec::new(),
             decisions: Vec::new(),
+            sites: Vec::new(),
         };
         (
             Verdict::Diverged(d),

@@ -39,6 +39,10 @@ pub struct Divergence {
     /// The replayed slice's calls (rank, text) and decisions, when a digest differed.
     pub calls: Vec<(u32, String)>,
     pub decisions: Vec<Decision>,
+    /// Where in the program replayed ranks were when the divergence was found (rank,
+    /// `ring.h:31 (in ring_step)`): the diverging rank's own, or the blocked ranks' of the
+    /// slice whose digest differed; the report shows the one of the rank it names.
+    pub sites: Vec<(u32, String)>,
 }
 
 /// State shared by the source, the verifier and the report.
@@ -165,7 +169,19 @@ impl ReplaySource {
         self.cum.len() as u32
     }
 
-    fn diverge(&self, slice: u64, rank: u32, recorded: String, replayed: String) -> Gate {
+    fn diverge(
+        &self,
+        slice: u64,
+        rank: u32,
+        recorded: String,
+        replayed: String,
+        seg: &JobSegment,
+    ) -> Gate {
+        // The rank waits to be stopped: its call site can still be resolved.
+        let slot = seg.slot(rank);
+        let site = strobe_runtime::symbolize::Symbolizer::default()
+            .resolve(slot.pid.load(Ordering::Acquire) as i32, slot.site())
+            .map(|s| (rank, s.short()));
         self.shared.diverged(Divergence {
             slice,
             rank: Some(rank),
@@ -173,6 +189,7 @@ impl ReplaySource {
             replayed,
             calls: Vec::new(),
             decisions: Vec::new(),
+            sites: site.into_iter().collect(),
         });
         Gate::Stop(
             self.shared
@@ -205,6 +222,7 @@ impl ReplaySource {
                     r,
                     "the recorded timing-dependent outcome (see the rank's message above)".into(),
                     format!("rank {r} {what}, after posting {posted} descriptors"),
+                    seg,
                 );
             }
         }
@@ -231,6 +249,7 @@ impl ReplaySource {
                     r,
                     format!("the job ended after slice {}", self.last_slice),
                     "the replayed job goes on (ranks wait for more slices)".into(),
+                    seg,
                 );
             }
             return Gate::Wait;
@@ -271,6 +290,7 @@ impl ReplaySource {
                         next - 1
                     ),
                     format!("rank {r} posted {posted} and {how}"),
+                    seg,
                 );
             }
         }
@@ -410,6 +430,7 @@ impl SliceSink for Verifier {
                     .map(|d| (d.rank, descriptor_text(d)))
                     .collect(),
                 decisions: rec.decisions.decisions.clone(),
+                sites: rec.sites.iter().map(|(r, s)| (*r, s.short())).collect(),
             });
         }
         if let Some(s) = &self.inner {

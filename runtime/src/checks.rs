@@ -569,6 +569,7 @@ mod tests {
                 decisions,
                 digest: 0,
                 blocked: Vec::new(),
+                sites: Vec::new(),
             };
             self.checker.slice(&rec);
         }

@@ -186,6 +186,14 @@ impl RankCtx {
     /// Post a descriptor; returns its request id. `d.rank`, `seq` and `request` are filled in.
     pub fn post(&self, mut d: Descriptor) -> u64 {
         let mut g = self.inner.lock().expect("rank context lock");
+        if g.replay.is_some() {
+            // Where the program made this call, for the replay's holds and divergence
+            // report (one stack walk per C call; a live run walks only when a call blocks
+            // or polls in vain: a walk costs microseconds, docs/recording.md).
+            self.seg
+                .slot(self.rank)
+                .set_site(crate::callsite::current());
+        }
         if g.replay.is_none() && crate::chaos::active() {
             // The MPI call's entry, for `strobe hunt`'s delays and `strobe explore`'s
             // holds (chaos.rs): outside the lock, so the DMA Helper is never kept waiting.
@@ -300,6 +308,12 @@ impl RankCtx {
         let slot = self.seg.slot(self.rank);
         let n = slot.pending_fails.load(Ordering::Relaxed) + 1;
         slot.pending_fails.store(n, Ordering::Relaxed);
+        // A polling rank posts nothing and never blocks: publish where it polls at the
+        // first failed test of a run and every 1024th after (one stack walk each, not one
+        // per test), for the livelock report.
+        if n == 1 || n % 1024 == 0 {
+            slot.set_site(crate::callsite::current());
+        }
         if n >= 1 << 30 {
             self.capture(&[]);
         }
@@ -411,6 +425,7 @@ impl RankCtx {
                     return;
                 }
             }
+            slot.set_site(crate::callsite::current());
             slot.set_blocked_call(call);
             // A replaying Strobe Sender may be waiting for this rank to block (the recorded
             // blocked set of the next slice): tell it even if others still compute.

@@ -17,8 +17,8 @@ use crate::shm_region::ShmRegion;
 
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 5: the header's `stretched` word (the adaptive strobe's stretched timer). Slot
-/// encodings are unchanged since 4.
-pub const LAYOUT_VERSION: u32 = 5;
+/// encodings are unchanged since 4. 6: the slot's call-site words (128-byte slots).
+pub const LAYOUT_VERSION: u32 = 6;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -285,9 +285,14 @@ pub struct RankSlot {
     /// Threads sleeping on `wake` (`futex::wait_counted`): a wake-up skips the system call
     /// while the rank polls (layout 5; padding before).
     pub wake_sleepers: AtomicU32,
+    /// The call site of the MPI call the rank is (or was last) in, published when the call
+    /// blocks, polls in vain or (replay) posts ([`crate::callsite::SiteWords`], layout 6; second cache line, written
+    /// only by the rank).
+    site_addr: AtomicU64,
+    site_info: AtomicU64,
 }
 
-const _: () = assert!(std::mem::size_of::<RankSlot>() == 64);
+const _: () = assert!(std::mem::size_of::<RankSlot>() == 128);
 
 impl RankSlot {
     /// Wake the rank (bump `wake`); a system call only if it sleeps rather than polls.
@@ -330,6 +335,25 @@ impl RankSlot {
     pub fn set_diverged(&self, why: Divergence) {
         self.diverged.store(why as u32, Ordering::Release);
     }
+
+    /// Where in the program the rank's current (or last) MPI call was made.
+    pub fn site(&self) -> crate::callsite::SiteWords {
+        crate::callsite::SiteWords {
+            addr: self.site_addr.load(Ordering::Acquire),
+            info: self.site_info.load(Ordering::Acquire),
+        }
+    }
+
+    /// Publish the call site (before the state or blocked call that makes it interesting,
+    /// which are stored with `Release`). Skips the stores when nothing changed.
+    pub fn set_site(&self, w: crate::callsite::SiteWords) {
+        if self.site_addr.load(Ordering::Relaxed) != w.addr
+            || self.site_info.load(Ordering::Relaxed) != w.info
+        {
+            self.site_info.store(w.info, Ordering::Relaxed);
+            self.site_addr.store(w.addr, Ordering::Release);
+        }
+    }
 }
 
 /// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
@@ -351,7 +375,7 @@ pub struct DmaWork {
 pub const DMA_CAPACITY: usize = 256;
 
 const HEADER_BYTES: usize = 4096;
-const SLOT_HEADER: usize = 64;
+const SLOT_HEADER: usize = std::mem::size_of::<RankSlot>();
 
 fn align_up(v: usize, a: usize) -> usize {
     v.div_ceil(a) * a

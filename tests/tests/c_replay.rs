@@ -98,4 +98,11 @@ fn a_c_program_that_reads_its_environment_diverges_where_it_changes() {
         "the report names the slice and the rank:\n{}",
         rep.stderr
     );
+    // ... and where the replayed rank was in the program (issue 12): the ring's step.
+    let first = rep.stderr.lines().next().unwrap_or("");
+    assert!(
+        first.contains(" at ring.h:") && first.contains("(in ring_step)"),
+        "the first divergence names the source line:\n{}",
+        rep.stderr
+    );
 }

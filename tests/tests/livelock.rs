@@ -54,6 +54,7 @@ fn build(dir: &Path) -> PathBuf {
     let out = strobe_cmd(
         &[
             "mpicc",
+            "-g",
             "-o",
             &exe.display().to_string(),
             &src.display().to_string(),
@@ -94,6 +95,18 @@ fn ranks_polling_for_what_never_comes_are_a_livelock() {
         );
         if mode == "test" {
             assert!(e.contains("pending MPI_Recv(source=1"), "{e}");
+            // Where each rank polls (issue 12: source locations): the MPI_Test loop.
+            let line = PROGRAM
+                .lines()
+                .position(|l| l.contains("while (!flag) MPI_Test"))
+                .expect("the loop")
+                + 1;
+            assert_eq!(
+                e.matches(&format!("at livelock.c:{line} (in main)"))
+                    .count(),
+                2,
+                "{e}"
+            );
             assert!(
                 e.contains("wait-for cycle: rank 0 -> rank 1 -> rank 0"),
                 "{e}"

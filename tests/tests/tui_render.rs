@@ -450,7 +450,10 @@ fn overview_shows_the_deadlock_report_at_every_size_and_e_says_why() {
         if size.0 >= 200 {
             // The report's longest line is whole on one screen line.
             assert!(
-                screen.lines().any(|l| l.contains("-> waits for rank(s) 1")),
+                screen
+                    .lines()
+                    .any(|l| l.contains("rank 0 blocked in MPI_Recv(source=1")
+                        && l.contains("deadlock.rs:")),
                 "{ctx}: the report is wrapped:\n{screen}"
             );
         }

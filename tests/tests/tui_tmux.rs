@@ -138,6 +138,18 @@ fn a_person_browses_a_deadlock_in_tmux() {
         &["wait-for graph", "CYCLE 0 -> 1 -> 2 -> 0"],
         "slice detail",
     );
+    // Each blocked rank with where the program made its call (the fixture's one receive).
+    let line = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/src/bin/deadlock.rs"),
+    )
+    .unwrap()
+    .lines()
+    .position(|l| l.contains("world.recv("))
+    .expect("the receive")
+        + 1;
+    let site = format!("at deadlock.rs:{line}");
+    let s = t.wait_for(&[&site], "slice detail, call sites");
+    assert_eq!(s.matches(&site).count(), 3, "{s}");
 
     // The statistics table.
     t.keys(&["4"]);

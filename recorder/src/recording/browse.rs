@@ -65,6 +65,9 @@ pub struct BlockedRank {
     /// `waits_on` is matched or completed by a decision of this slice: it no longer waits
     /// for another rank (the wait-for graph leaves it out).
     pub matched: bool,
+    /// Where in the program the rank made its call (`deadlock.c:23 (in exchange)`), when
+    /// the recording has it (format [`crate::migrations::CALL_SITES_VERSION`] and later).
+    pub site: Option<String>,
 }
 
 /// Everything the slice detail view shows about one slice.
@@ -575,11 +578,13 @@ impl Recording {
                 };
                 decisions.iter().any(|dec| matches_or_completes(dec, id))
             });
+            let site = self.blocked_site(rank, slice)?.map(|s| s.short());
             blocked.push(BlockedRank {
                 rank,
                 call,
                 waits_on,
                 matched,
+                site,
             });
         }
         Ok(SliceDetail {
@@ -590,6 +595,42 @@ impl Recording {
             blocked,
             nodes: self.metrics(slice..=slice)?,
         })
+    }
+
+    /// Where rank `rank`, blocked at the start of `slice`, made its call (`None` when it
+    /// was not blocked then, its site is unknown, or the file predates call sites).
+    pub fn blocked_site(
+        &self,
+        rank: u32,
+        slice: u64,
+    ) -> Result<Option<strobe_runtime::symbolize::CallSite>, RecordError> {
+        if self.format < crate::migrations::CALL_SITES_VERSION {
+            return Ok(None);
+        }
+        let site = self
+            .conn
+            .prepare_cached(
+                // The rank's last span starting at or before the slice (a primary-key
+                // range read from its end), if it reaches the slice.
+                "SELECT c.object, c.offset, c.function, c.file, c.line
+                 FROM (SELECT rank, first_slice, last_slice FROM blocked_span
+                       WHERE rank = ?1 AND first_slice <= ?2
+                       ORDER BY first_slice DESC LIMIT 1) b
+                 JOIN blocked_site s ON s.rank = b.rank AND s.first_slice = b.first_slice
+                 JOIN call_site c ON c.id = s.site
+                 WHERE b.last_slice >= ?2",
+            )?
+            .query_row(params![rank, slice as i64], |r| {
+                Ok(strobe_runtime::symbolize::CallSite {
+                    object: r.get(0)?,
+                    offset: r.get::<_, i64>(1)? as u64,
+                    function: r.get(2)?,
+                    file: r.get(3)?,
+                    line: r.get(4)?,
+                })
+            })
+            .optional()?;
+        Ok(site)
     }
 
     /// Ranks that have per-process statistics.

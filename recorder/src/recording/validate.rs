@@ -349,6 +349,29 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
             total(CAST(total_ns AS REAL)), total(CAST(bytes AS REAL))) FROM mmds_primitive)
             > 4e18",
     ),
+    // Call sites (`migrations::CALL_SITES_VERSION`): what the TUI and the reports print
+    // as `file:line (in function)`. Bounded lengths (a path, a demangled name), and every
+    // blocked_site row names an existing site. (A row whose span is gone is harmless:
+    // readers join through the span, and `DELETE FROM blocked` on an older strobe's file
+    // leaves such rows.)
+    (
+        "the call_site table",
+        "SELECT id FROM call_site WHERE typeof(id) != 'integer' OR id < 1
+         OR typeof(object) != 'text' OR length(object) > 4096
+         OR typeof(offset) != 'integer' OR offset < 0
+         OR typeof(function) NOT IN ('text', 'null') OR length(function) > 65536
+         OR typeof(file) NOT IN ('text', 'null') OR length(file) > 4096
+         OR typeof(line) NOT IN ('integer', 'null') OR line < 0 OR line > 4294967295
+         LIMIT 1",
+    ),
+    (
+        "the blocked_site table",
+        "SELECT rank FROM blocked_site s WHERE typeof(rank) != 'integer' OR rank < 0
+         OR typeof(first_slice) != 'integer' OR first_slice < 1
+         OR typeof(site) != 'integer'
+         OR NOT EXISTS (SELECT 1 FROM call_site c WHERE c.id = s.site)
+         LIMIT 1",
+    ),
     (
         "the mmds_histogram table",
         "SELECT rank FROM mmds_histogram WHERE typeof(count) != 'integer' OR count < 0

@@ -105,7 +105,7 @@ fn the_writer_folds_consecutive_slices_into_spans() {
             .filter(|r| r.0 == slice)
             .map(|r| (r.1 as u32, call(r.2)))
             .collect();
-        spans.slice(slice as u64, &set);
+        spans.slice(slice as u64, &set, &[]);
         // A commit in the middle of open spans: they are written, then extended.
         if slice == 2 || slice == 5 {
             spans.flush(&c).unwrap();
@@ -300,4 +300,54 @@ fn impossible_spans_are_damage() {
         let e = Recording::open(&p).err().expect(bad);
         assert!(matches!(e, crate::RecordError::Corrupt(_)), "{bad}: {e}");
     }
+}
+
+/// Call sites: each distinct site is one `call_site` row; a rank whose site changes while
+/// it stays blocked in the same call starts a new span; `blocked_where` joins them; and a
+/// deleted span takes its site row with it.
+#[test]
+fn spans_carry_their_call_sites_and_split_where_the_site_changes() {
+    use std::sync::Arc;
+    use strobe_runtime::symbolize::CallSite;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Connection::open(dir.path().join("s.db")).unwrap();
+    migrations::migrate(&mut c).unwrap();
+    let site = |line| {
+        Arc::new(CallSite {
+            object: "/bin/prog".into(),
+            offset: 0x1000 + u64::from(line),
+            function: Some("exchange".into()),
+            file: Some("/src/x.c".into()),
+            line: Some(line),
+        })
+    };
+    let recv: BlockedCall = DescKind::Recv.into();
+    let mut spans = BlockedSpans::default();
+    // Rank 0 at line 10 for slices 1-2, then line 12 in slice 3; rank 1 at line 10 all along.
+    spans.slice(1, &[(0, recv), (1, recv)], &[(0, site(10)), (1, site(10))]);
+    spans.slice(2, &[(0, recv), (1, recv)], &[(0, site(10)), (1, site(10))]);
+    spans.slice(3, &[(0, recv), (1, recv)], &[(0, site(12)), (1, site(10))]);
+    spans.flush(&c).unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM call_site", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(
+        rows(
+            &c,
+            "SELECT rank, first_slice, file || ':' || line || ' ' || function
+             FROM blocked_where ORDER BY rank, first_slice"
+        ),
+        [
+            (0, 1, "/src/x.c:10 exchange".to_string()),
+            (0, 3, "/src/x.c:12 exchange".to_string()),
+            (1, 1, "/src/x.c:10 exchange".to_string()),
+        ]
+    );
+    c.execute_batch("DELETE FROM blocked_span WHERE rank = 1")
+        .unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM blocked_site", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
 }

@@ -11,6 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use strobe_runtime::api;
 use strobe_runtime::calls::Call;
+use strobe_runtime::callsite;
 use strobe_runtime::mmds;
 use strobe_runtime::rank::RankCtx;
 
@@ -130,9 +131,15 @@ fn rank_text() -> String {
 /// Run one C entry point. `call` is its identity in the call table
 /// (`strobe_runtime::calls`), `comm` the communicator whose error handler applies
 /// (`MPI_COMM_WORLD` for calls without one).
-#[inline]
+///
+/// Always inlined into the exported function, so `marker` lives in that function's frame:
+/// the call site of the program's call is found from it when the call blocks or polls in
+/// vain, or posts in a replay (`strobe_runtime::callsite`; nothing is walked otherwise).
+#[inline(always)]
 pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
     let _outermost = OutermostCall::enter(call);
+    let marker = 0u8;
+    let _site = callsite::enter_c(std::hint::black_box(&marker) as *const u8 as usize);
     // Clock reads and getpid calls made inside an MPI call are the runtime's: not recorded.
     let _in_mpi = crate::libc_replay::InMpi::enter();
     // Per-call monitoring (MMDS) under the C name: the Rust API calls inside are nested and

@@ -105,13 +105,17 @@ impl Comm {
     }
 
     /// `MPI_Barrier`.
+    #[track_caller]
     pub fn barrier(&self) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure(Primitive::Barrier);
         self.run(self.desc(DescKind::Barrier), Vec::new())
     }
 
     /// `MPI_Bcast` of `buf` from `root`.
+    #[track_caller]
     pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Bcast, nbytes(buf));
         check_root(root, self.size)?;
         let mut d = self.desc(DescKind::Bcast);
@@ -131,6 +135,7 @@ impl Comm {
     }
 
     /// `MPI_Reduce`: `recv` is used at the root only (and required there).
+    #[track_caller]
     pub fn reduce<T: Equivalence>(
         &self,
         send: &[T],
@@ -138,6 +143,7 @@ impl Comm {
         op: ReduceOp,
         root: i32,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Reduce, nbytes(send));
         check_root(root, self.size)?;
         let mut d = self.reduction::<T>(DescKind::Reduce, op)?;
@@ -155,7 +161,9 @@ impl Comm {
 
     /// `MPI_Reduce` with `MPI_IN_PLACE` at the root: the caller is the root, `buf` is its
     /// input and receives the result. The other members call [`Comm::reduce`].
+    #[track_caller]
     pub fn reduce_root_in_place<T: Equivalence>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Reduce, nbytes(buf));
         let mut d = self.reduction::<T>(DescKind::Reduce, op)?;
         d.peer = self.rank();
@@ -182,18 +190,22 @@ impl Comm {
     }
 
     /// `MPI_Allreduce`; the result fills the first `send.len()` elements of `recv`.
+    #[track_caller]
     pub fn allreduce<T: Equivalence>(
         &self,
         send: &[T],
         recv: &mut [T],
         op: ReduceOp,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Allreduce, nbytes(send));
         self.reduce_to_all(DescKind::Allreduce, send, recv, op)
     }
 
     /// `MPI_Allreduce` with `MPI_IN_PLACE`.
+    #[track_caller]
     pub fn allreduce_in_place<T: Equivalence>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Allreduce, nbytes(buf));
         let mut d = self.reduction::<T>(DescKind::Allreduce, op)?;
         d.flags = FLAG_IN_PLACE;
@@ -203,18 +215,23 @@ impl Comm {
     }
 
     /// `MPI_Scan` (inclusive prefix reduction in rank order).
+    #[track_caller]
     pub fn scan<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Scan, nbytes(send));
         self.reduce_to_all(DescKind::Scan, send, recv, op)
     }
 
     /// `MPI_Exscan` (exclusive; rank 0's `recv` is left untouched).
+    #[track_caller]
     pub fn exscan<T: Equivalence>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Exscan, nbytes(send));
         self.reduce_to_all(DescKind::Exscan, send, recv, op)
     }
 
     /// `MPI_Reduce_scatter`: rank i receives `counts[i]` elements of the reduction.
+    #[track_caller]
     pub fn reduce_scatter<T: Equivalence>(
         &self,
         send: &[T],
@@ -222,6 +239,7 @@ impl Comm {
         counts: &[usize],
         op: ReduceOp,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::ReduceScatter, nbytes(send));
         let n = self.size as usize;
         let displs = prefix_displs(counts);
@@ -241,12 +259,14 @@ impl Comm {
     }
 
     /// `MPI_Reduce_scatter_block`: `send` holds `size` blocks; I receive block `rank`.
+    #[track_caller]
     pub fn reduce_scatter_block<T: Equivalence>(
         &self,
         send: &[T],
         recv: &mut [T],
         op: ReduceOp,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::ReduceScatterBlock, nbytes(send));
         let n = self.size as usize;
         if send.len() % n != 0 {
@@ -263,12 +283,14 @@ impl Comm {
     }
 
     /// `MPI_Scatter`: the root's `send` holds `size` blocks of `recv.len()` elements.
+    #[track_caller]
     pub fn scatter<T: Equivalence>(
         &self,
         send: Option<&[T]>,
         recv: &mut [T],
         root: i32,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure(Primitive::Scatter);
         check_root(root, self.size)?;
         let n = self.size as usize;
@@ -289,12 +311,14 @@ impl Comm {
 
     /// `MPI_Scatterv`: the root passes its buffer with per-rank counts and displacements
     /// (in elements).
+    #[track_caller]
     pub fn scatterv<T: Equivalence>(
         &self,
         send: Option<(&[T], &[usize], &[usize])>,
         recv: &mut [T],
         root: i32,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure(Primitive::Scatterv);
         check_root(root, self.size)?;
         let n = self.size as usize;
@@ -316,12 +340,14 @@ impl Comm {
     }
 
     /// `MPI_Gather`: the root's `recv` receives `size` blocks of `send.len()` elements.
+    #[track_caller]
     pub fn gather<T: Equivalence>(
         &self,
         send: &[T],
         recv: Option<&mut [T]>,
         root: i32,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Gather, nbytes(send));
         check_root(root, self.size)?;
         let n = self.size as usize;
@@ -341,12 +367,14 @@ impl Comm {
     }
 
     /// `MPI_Gatherv`: the root passes its buffer with per-rank counts and displacements.
+    #[track_caller]
     pub fn gatherv<T: Equivalence>(
         &self,
         send: &[T],
         recv: Option<(&mut [T], &[usize], &[usize])>,
         root: i32,
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Gatherv, nbytes(send));
         check_root(root, self.size)?;
         let n = self.size as usize;
@@ -368,7 +396,9 @@ impl Comm {
     }
 
     /// `MPI_Allgather`: `recv` receives `size` blocks of `send.len()` elements.
+    #[track_caller]
     pub fn allgather<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Allgather, nbytes(send));
         let n = self.size as usize;
         let total = send.len().checked_mul(n).ok_or(Error::Count)?;
@@ -384,7 +414,9 @@ impl Comm {
 
     /// `MPI_Allgather` with `MPI_IN_PLACE`: `buf` holds `size` blocks, mine already at
     /// index `rank`.
+    #[track_caller]
     pub fn allgather_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure(Primitive::Allgather);
         let n = self.size as usize;
         if buf.len() % n != 0 {
@@ -401,6 +433,7 @@ impl Comm {
 
     /// `MPI_Allgatherv`: rank i's block (`counts[i]` elements) lands at `displs[i]`.
     /// `send.len()` must equal `counts[rank]`.
+    #[track_caller]
     pub fn allgatherv<T: Equivalence>(
         &self,
         send: &[T],
@@ -408,6 +441,7 @@ impl Comm {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Allgatherv, nbytes(send));
         let n = self.size as usize;
         let table = build_table(counts, displs, n, std::mem::size_of::<T>(), recv.len())?;
@@ -426,7 +460,9 @@ impl Comm {
 
     /// `MPI_Alltoall`: `send` holds `size` blocks; block j goes to rank j; `recv` receives
     /// `size` blocks of the same size.
+    #[track_caller]
     pub fn alltoall<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Alltoall, nbytes(send));
         let n = self.size as usize;
         if send.len() % n != 0 {
@@ -443,6 +479,7 @@ impl Comm {
     }
 
     /// `MPI_Alltoallv` with per-rank counts and displacements in elements.
+    #[track_caller]
     pub fn alltoallv<T: Equivalence>(
         &self,
         send: &[T],
@@ -452,6 +489,7 @@ impl Comm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = measure_bytes(Primitive::Alltoallv, nbytes(send));
         let n = self.size as usize;
         let es = std::mem::size_of::<T>();

@@ -76,7 +76,9 @@ impl Comm {
     }
 
     /// `MPI_Comm_dup`.
+    #[track_caller]
     pub fn dup(&self) -> Result<Comm> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::CommDup);
         self.new_comm(self.desc(DescKind::CommDup))?
             .ok_or(Error::Comm)
@@ -101,7 +103,9 @@ impl Comm {
 
     /// `MPI_Comm_split`: `None` colour is `MPI_UNDEFINED` (the result is `None`). Members
     /// of one colour are ordered by `key`, then by rank here.
+    #[track_caller]
     pub fn split(&self, colour: Option<i32>, key: i32) -> Result<Option<Comm>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::CommSplit);
         let mut d = self.desc(DescKind::CommSplit);
         d.aux = match colour {
@@ -121,7 +125,9 @@ impl Comm {
     /// 0 for an intracommunicator; otherwise the new context is an intercommunicator's,
     /// whose groups are `members[..first]` and `members[first..]` (see
     /// [`Comm::intercomm_view`]).
+    #[track_caller]
     pub fn create_group(&self, key: u64, members: &[u32], first: usize) -> Result<Comm> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::CommCreateGroup);
         let me = self.world_rank_of(self.rank()).ok_or(Error::Comm)?;
         let pos = members.iter().position(|&m| m == me).ok_or(Error::Rank)?;
@@ -156,7 +162,9 @@ impl Comm {
     }
 
     /// `MPI_Comm_free`. `MPI_COMM_WORLD` and `MPI_COMM_SELF` cannot be freed.
+    #[track_caller]
     pub fn free(self) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::CommFree);
         if self.id == COMM_WORLD || self.id >= descriptor::COMM_SELF_BASE {
             return Err(Error::Comm);

@@ -37,21 +37,26 @@ impl Comm {
     }
 
     /// `MPI_Ibarrier`.
+    #[track_caller]
     pub fn ibarrier<'scope>(&self, s: &'scope Scope<'scope, '_>) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.barrier())
     }
 
     /// `MPI_Ibcast` of `buf` from `root`.
+    #[track_caller]
     pub fn ibcast<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
         buf: &'scope mut [T],
         root: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.bcast(buf, root))
     }
 
     /// `MPI_Ireduce`: `recv` is used at the root only (and required there).
+    #[track_caller]
     pub fn ireduce<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -60,10 +65,12 @@ impl Comm {
         op: ReduceOp,
         root: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.reduce(send, recv, op, root))
     }
 
     /// `MPI_Iallreduce`.
+    #[track_caller]
     pub fn iallreduce<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -71,10 +78,12 @@ impl Comm {
         recv: &'scope mut [T],
         op: ReduceOp,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.allreduce(send, recv, op))
     }
 
     /// `MPI_Iscan`.
+    #[track_caller]
     pub fn iscan<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -82,10 +91,12 @@ impl Comm {
         recv: &'scope mut [T],
         op: ReduceOp,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.scan(send, recv, op))
     }
 
     /// `MPI_Iexscan`.
+    #[track_caller]
     pub fn iexscan<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -93,10 +104,12 @@ impl Comm {
         recv: &'scope mut [T],
         op: ReduceOp,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.exscan(send, recv, op))
     }
 
     /// `MPI_Igather`.
+    #[track_caller]
     pub fn igather<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -104,10 +117,12 @@ impl Comm {
         recv: Option<&'scope mut [T]>,
         root: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.gather(send, recv, root))
     }
 
     /// `MPI_Iscatter`.
+    #[track_caller]
     pub fn iscatter<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -115,30 +130,36 @@ impl Comm {
         recv: &'scope mut [T],
         root: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.scatter(send, recv, root))
     }
 
     /// `MPI_Iallgather`.
+    #[track_caller]
     pub fn iallgather<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
         send: &'scope [T],
         recv: &'scope mut [T],
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.allgather(send, recv))
     }
 
     /// `MPI_Ialltoall`.
+    #[track_caller]
     pub fn ialltoall<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
         send: &'scope [T],
         recv: &'scope mut [T],
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.alltoall(send, recv))
     }
 
     /// `MPI_Ireduce_scatter_block`.
+    #[track_caller]
     pub fn ireduce_scatter_block<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -146,6 +167,7 @@ impl Comm {
         recv: &'scope mut [T],
         op: ReduceOp,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         self.icollective(s, || self.reduce_scatter_block(send, recv, op))
     }
 }

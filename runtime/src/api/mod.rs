@@ -78,13 +78,16 @@ pub fn init() -> Result<Comm> {
 }
 
 /// `MPI_Finalize`. Does nothing if `init` was never called.
+#[track_caller]
 pub fn finalize() {
     finalize_with_leaks(&[]);
 }
 
 /// `MPI_Finalize` of a program whose requests created by `leaked` (one entry per request)
 /// were never completed or freed, for the checks (`crate::checks`).
+#[track_caller]
 pub fn finalize_with_leaks(leaked: &[Option<crate::calls::Call>]) {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Finalize);
     if let Some(c) = RankCtx::get() {
         c.finalize_with_leaks(leaked);
@@ -92,7 +95,9 @@ pub fn finalize_with_leaks(leaked: &[Option<crate::calls::Call>]) {
 }
 
 /// `MPI_Abort`: the whole job goes down; this process exits with `code` (1 if `code` is 0).
+#[track_caller]
 pub fn abort(code: i32) -> ! {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Abort);
     match RankCtx::get() {
         Some(c) => c.abort(code),

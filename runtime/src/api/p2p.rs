@@ -74,29 +74,38 @@ impl Comm {
     }
 
     /// `MPI_Send` (returns once the data has moved to the receiver).
+    #[track_caller]
     pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Send, nbytes(buf));
         self.blocking_send(DescKind::Send, buf, dest, tag)
     }
     /// `MPI_Ssend`.
+    #[track_caller]
     pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Ssend, nbytes(buf));
         self.blocking_send(DescKind::Ssend, buf, dest, tag)
     }
     /// `MPI_Rsend`.
+    #[track_caller]
     pub fn rsend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Rsend, nbytes(buf));
         self.blocking_send(DescKind::Rsend, buf, dest, tag)
     }
 
     /// `MPI_Recv`. A message longer than `buf` gives `Error::Truncate`.
+    #[track_caller]
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], source: i32, tag: i32) -> Result<Status> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Recv, nbytes(buf));
         let d = self.recv_desc(DescKind::Recv, buf, source, tag)?;
         finish(&ctx().call(d))
     }
 
     /// `MPI_Isend`: the request borrows `buf` for the whole scope `s` ([`super::scope`]).
+    #[track_caller]
     pub fn isend<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -104,11 +113,13 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Isend, nbytes(buf));
         let d = self.send_desc(DescKind::Send, buf, dest, tag)?;
         Ok(s.adopt(ctx().post(d), DescKind::Send))
     }
     /// `MPI_Issend`.
+    #[track_caller]
     pub fn issend<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -116,11 +127,13 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Issend, nbytes(buf));
         let d = self.send_desc(DescKind::Ssend, buf, dest, tag)?;
         Ok(s.adopt(ctx().post(d), DescKind::Ssend))
     }
     /// `MPI_Irsend`.
+    #[track_caller]
     pub fn irsend<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -128,11 +141,13 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Irsend, nbytes(buf));
         let d = self.send_desc(DescKind::Rsend, buf, dest, tag)?;
         Ok(s.adopt(ctx().post(d), DescKind::Rsend))
     }
     /// `MPI_Irecv`: the request borrows `buf` mutably for the whole scope `s`.
+    #[track_caller]
     pub fn irecv<'scope, T: Equivalence>(
         &self,
         s: &'scope Scope<'scope, '_>,
@@ -140,6 +155,7 @@ impl Comm {
         source: i32,
         tag: i32,
     ) -> Result<Request<'scope>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Irecv, nbytes(buf));
         let d = self.recv_desc(DescKind::Recv, buf, source, tag)?;
         Ok(s.adopt(ctx().post(d), DescKind::Recv))
@@ -188,6 +204,7 @@ impl Comm {
 
     /// `MPI_Sendrecv`: both are posted, then both awaited. Returns the receive's status.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     pub fn sendrecv<T: Equivalence, U: Equivalence>(
         &self,
         send: &[T],
@@ -197,6 +214,7 @@ impl Comm {
         source: i32,
         rtag: i32,
     ) -> Result<Status> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Sendrecv, nbytes(send));
         let sd = self.send_desc(DescKind::Send, send, dest, stag)?;
         let rd = self.recv_desc(DescKind::Recv, recv, source, rtag)?;
@@ -210,6 +228,7 @@ impl Comm {
     }
 
     /// `MPI_Sendrecv_replace` (through a temporary copy of the outgoing data).
+    #[track_caller]
     pub fn sendrecv_replace<T: Equivalence>(
         &self,
         buf: &mut [T],
@@ -218,13 +237,16 @@ impl Comm {
         source: i32,
         rtag: i32,
     ) -> Result<Status> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::SendrecvReplace, nbytes(buf));
         let tmp: Vec<T> = buf.to_vec();
         self.sendrecv(&tmp, dest, stag, buf, source, rtag)
     }
 
     /// `MPI_Probe`: blocks until a matching message is known; it stays to be received.
+    #[track_caller]
     pub fn probe(&self, source: i32, tag: i32) -> Result<Status> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::Probe);
         check_source(source, self.size)?;
         check_recv_tag(tag)?;
@@ -236,7 +258,9 @@ impl Comm {
 
     /// `MPI_Iprobe`. The answer is given at the next slice boundary (the caller sleeps
     /// until then), from the scheduler's view after that slice's matching.
+    #[track_caller]
     pub fn iprobe(&self, source: i32, tag: i32) -> Result<Option<Status>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::Iprobe);
         check_source(source, self.size)?;
         check_recv_tag(tag)?;

@@ -183,7 +183,9 @@ impl Request<'_> {
     }
 
     /// `MPI_Wait`.
+    #[track_caller]
     pub fn wait(mut self) -> Result<Status> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::Wait);
         if self.completed {
             return Ok(Status::EMPTY);
@@ -194,7 +196,9 @@ impl Request<'_> {
     }
 
     /// `MPI_Test`: `Some` once complete (later calls give the empty status).
+    #[track_caller]
     pub fn test(&mut self) -> Result<Option<Status>> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::Test);
         if self.completed {
             return Ok(Some(Status::EMPTY));
@@ -214,7 +218,9 @@ impl Request<'_> {
     /// matched yet, and the request then completes with `Status::cancelled`. Blocks until
     /// the next slice boundary (when the runtime processes the cancel). The request must
     /// still be waited on or tested.
+    #[track_caller]
     pub fn cancel(&mut self) -> Result<()> {
+        let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter(Primitive::Cancel);
         if self.completed || self.kind != DescKind::Recv {
             return Ok(());
@@ -286,7 +292,9 @@ fn take_some(reqs: &mut [Request<'_>], idx: &[usize]) -> Result<Vec<(usize, Stat
 
 /// `MPI_Waitall`. Statuses are in request order; on any error every request has still
 /// completed and the first error is returned.
+#[track_caller]
 pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Waitall);
     let idx = reported(&reqs, Primitive::Waitall, Want::All, true);
     let got = take_some(&mut reqs, &idx)?;
@@ -299,7 +307,9 @@ pub fn wait_all(mut reqs: Vec<Request<'_>>) -> Result<Vec<Status>> {
 
 /// `MPI_Waitany`: waits for one active request, removes it from `reqs` and returns its
 /// index (the lowest among those completed) and status. `Error::Arg` if none is active.
+#[track_caller]
 pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Waitany);
     if active(reqs).0.is_empty() {
         return Err(Error::Arg);
@@ -313,7 +323,9 @@ pub fn wait_any(reqs: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
 /// `MPI_Waitsome`: waits for at least one active request, removes every completed one
 /// from `reqs` and returns their original indices (ascending) and statuses. On an error
 /// the completed requests are still removed and the first error is returned.
+#[track_caller]
 pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Waitsome);
     if active(reqs).0.is_empty() {
         return Ok(Vec::new());
@@ -328,7 +340,9 @@ pub fn wait_some(reqs: &mut Vec<Request<'_>>) -> Result<Vec<(usize, Status)>> {
 
 /// `MPI_Testall`: all or nothing. `Some` (statuses in order; inactive requests give the
 /// empty status) when every request has completed, and then they are all inactive.
+#[track_caller]
 pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Testall);
     let (act, _) = active(reqs);
     let idx = reported(reqs, Primitive::Testall, Want::All, false);
@@ -345,7 +359,9 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
 
 /// `MPI_Testany`: the lowest-indexed active request that completed, now inactive.
 /// `None` if none has (or none is active).
+#[track_caller]
 pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Testany);
     match reported(reqs, Primitive::Testany, Want::Any, false).first() {
         None => Ok(None),
@@ -354,7 +370,9 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 }
 
 /// `MPI_Testsome`: every active request that completed (now inactive), ascending.
+#[track_caller]
 pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
+    let _site = crate::callsite::enter_rust(std::panic::Location::caller());
     let _mmds = mmds::enter(Primitive::Testsome);
     let idx = reported(reqs, Primitive::Testsome, Want::Some, false);
     take_some(reqs, &idx)

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use crate::descriptor::{DescKind, Descriptor, COMPLETION_FOUND};
 use crate::segment::BlockedCall;
@@ -11,7 +12,8 @@ use strobe_core::sched::{Decision, SliceDecisions};
 use crate::descriptor::{ANY_SOURCE, COMM_SELF_BASE, COMM_WORLD};
 use crate::sched::{PendingOp, Scheduler};
 use crate::segment::{JobSegment, RankState};
-use strobe_core::waitfor::{self, Blocked, WaitOp};
+use crate::symbolize::{CallSite, Symbolizer};
+use strobe_core::waitfor::{self, Blocked, Pattern, WaitOp};
 
 #[derive(Clone, Debug)]
 pub struct BlockedRank {
@@ -20,6 +22,9 @@ pub struct BlockedRank {
     pub call: &'static str,
     /// Its pending operations, each with the ranks it waits for.
     pub ops: Vec<PendingOp>,
+    /// Where in the program it made that call (unknown when the rank is gone or the call
+    /// site could not be found).
+    pub site: Option<Arc<CallSite>>,
 }
 
 #[derive(Clone, Debug)]
@@ -29,6 +34,8 @@ pub struct DeadlockReport {
     /// A wait-for cycle, as world ranks, if there is one (`[0, 1]` means 0 waits for 1
     /// and 1 waits for 0).
     pub cycle: Option<Vec<u32>>,
+    /// The classic patterns recognised (`strobe_core::waitfor::classify`), each a hint.
+    pub patterns: Vec<Pattern>,
     /// A livelock: every live rank polling (or blocked) for this many slices in a row with
     /// nothing matched; `None` for a deadlock.
     pub livelock: Option<u32>,
@@ -141,6 +148,7 @@ impl LivelockWatch {
             return None;
         }
         let mut report = DeadlockReport::build(slice, seg, sched, ranks);
+        let mut sym = Symbolizer::default();
         for &r in &pollers {
             if let Some(b) = report.blocked.iter_mut().find(|b| b.rank == r) {
                 b.call = "MPI_Iprobe";
@@ -149,11 +157,12 @@ impl LivelockWatch {
                     rank: r,
                     call: POLLING,
                     ops: sched.pending_of(r),
+                    site: site_of(&mut sym, seg, r),
                 });
             }
         }
         report.blocked.sort_by_key(|b| b.rank);
-        report.cycle = cycle_of(&report.blocked, sched);
+        (report.cycle, report.patterns) = analyze(&report.blocked, sched);
         report.livelock = Some(self.quiet);
         tracing::info!(slice, pollers = ?pollers, "livelock detected");
         Some(report)
@@ -162,29 +171,40 @@ impl LivelockWatch {
 
 impl DeadlockReport {
     pub fn build(slice: u64, seg: &JobSegment, sched: &Scheduler, ranks: u32) -> Self {
+        let mut sym = Symbolizer::default();
         let blocked: Vec<BlockedRank> = (0..ranks)
             .filter(|&r| seg.slot(r).state() == RankState::Blocked)
             .map(|r| BlockedRank {
                 rank: r,
                 call: seg.slot(r).blocked_call().name(),
                 ops: sched.pending_of(r),
+                site: site_of(&mut sym, seg, r),
             })
             .collect();
-        let cycle = cycle_of(&blocked, sched);
+        let (cycle, patterns) = analyze(&blocked, sched);
         if let Some(c) = &cycle {
             tracing::info!(slice, cycle = ?c, "deadlock with a wait-for cycle");
         }
         DeadlockReport {
             slice,
             cycle,
+            patterns,
             blocked,
             livelock: None,
         }
     }
 }
 
-/// The wait-for cycle among `blocked` (the core's analysis, `strobe_core::waitfor`).
-fn cycle_of(blocked: &[BlockedRank], sched: &Scheduler) -> Option<Vec<u32>> {
+/// The call site rank `r` published in its slot, resolved while the rank is alive.
+fn site_of(sym: &mut Symbolizer, seg: &JobSegment, r: u32) -> Option<Arc<CallSite>> {
+    let slot = seg.slot(r);
+    let pid = slot.pid.load(Ordering::Acquire) as i32;
+    sym.resolve(pid, slot.site())
+}
+
+/// The wait-for cycle among `blocked` and the classic patterns (the core's analysis,
+/// `strobe_core::waitfor`).
+fn analyze(blocked: &[BlockedRank], sched: &Scheduler) -> (Option<Vec<u32>>, Vec<Pattern>) {
     let input: Vec<Blocked> = blocked
         .iter()
         .map(|b| Blocked {
@@ -192,7 +212,9 @@ fn cycle_of(blocked: &[BlockedRank], sched: &Scheduler) -> Option<Vec<u32>> {
             ops: b.ops.iter().map(|o| wait_op(sched, b.rank, o)).collect(),
         })
         .collect();
-    waitfor::analyze(&input).cycle
+    let wf = waitfor::analyze(&input);
+    let patterns = waitfor::classify(&input, &wf);
+    (wf.cycle, patterns)
 }
 
 /// The wait-for analysis' view of a pending operation: world ranks instead of
@@ -236,8 +258,19 @@ fn describe(o: &PendingOp) -> String {
         o.tag.to_string()
     };
     let what = o.kind.mpi_name();
-    if o.kind.is_collective() {
+    let rooted = matches!(
+        o.kind,
+        DescKind::Bcast
+            | DescKind::Reduce
+            | DescKind::Scatter
+            | DescKind::Scatterv
+            | DescKind::Gather
+            | DescKind::Gatherv
+    );
+    if o.kind.is_collective() && rooted {
         format!("{what}(comm={}, root={})", comm_name(o.comm), o.peer)
+    } else if o.kind.is_collective() {
+        format!("{what}(comm={})", comm_name(o.comm))
     } else if o.kind.is_send() {
         format!(
             "{what}(dest={peer}, tag={tag}, comm={}, {} bytes)",
@@ -273,7 +306,21 @@ impl fmt::Display for DeadlockReport {
             } else {
                 "blocked in"
             };
-            writeln!(f, "  rank {} {how} {}", b.rank, b.call)?;
+            let at = b
+                .site
+                .as_ref()
+                .map(|s| format!(" at {s}"))
+                .unwrap_or_default();
+            // One operation of the call the rank is in: say it in one line, with its
+            // arguments (`rank 1 blocked in MPI_Recv(source=0, tag=7, ...) at x.c:23`).
+            if let [o] = &b.ops[..] {
+                if o.kind.mpi_name() == b.call && self.livelock.is_none() {
+                    writeln!(f, "  rank {} {how} {}{at}", b.rank, describe(o))?;
+                    writeln!(f, "    waits for {}", waits_text(&o.waits_for))?;
+                    continue;
+                }
+            }
+            writeln!(f, "  rank {} {how} {}{at}", b.rank, b.call)?;
             for o in &b.ops {
                 let waits: Vec<String> = o.waits_for.iter().map(|w| w.to_string()).collect();
                 writeln!(
@@ -288,16 +335,29 @@ impl fmt::Display for DeadlockReport {
             Some(c) => {
                 let mut s: Vec<String> = c.iter().map(|r| format!("rank {r}")).collect();
                 s.push(format!("rank {}", c[0]));
-                writeln!(f, "  wait-for cycle: {}", s.join(" -> "))
+                writeln!(f, "  wait-for cycle: {}", s.join(" -> "))?;
             }
             None if self.livelock.is_some() => writeln!(
                 f,
                 "  no wait-for cycle: the pending operations wait for ranks that never post what they need"
-            ),
+            )?,
             None => writeln!(
                 f,
                 "  no wait-for cycle: some rank waits for a rank that already finished"
-            ),
+            )?,
         }
+        for p in &self.patterns {
+            writeln!(f, "  hint: {p}")?;
+        }
+        Ok(())
     }
+}
+
+/// `rank 1`, `rank 0 or rank 2` (a wildcard receive), `nobody` (it can match at once).
+fn waits_text(ranks: &[u32]) -> String {
+    if ranks.is_empty() {
+        return "nobody (it can complete as soon as it is scheduled)".into();
+    }
+    let r: Vec<String> = ranks.iter().map(|r| format!("rank {r}")).collect();
+    r.join(" or ")
 }

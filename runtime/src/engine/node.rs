@@ -67,6 +67,8 @@ pub struct NodeManager {
     watch: Vec<RankQueues>,
     /// `--capture-payloads`: what captured ranks were handed (`capture.rs`).
     capture: super::capture::PayloadCapture,
+    /// Node 0: the blocked ranks' call sites, for the slice record.
+    sites: crate::symbolize::SiteCache,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -147,6 +149,7 @@ impl NodeManager {
             livelock: Default::default(),
             watch,
             capture: Default::default(),
+            sites: Default::default(),
         }
     }
 
@@ -374,6 +377,22 @@ impl NodeManager {
             .collect()
     }
 
+    /// The call sites of `blocked` (node 0, live runs), resolved while the ranks are alive.
+    fn blocked_sites(
+        &mut self,
+        blocked: &[(u32, BlockedCall)],
+    ) -> Vec<(u32, Arc<crate::symbolize::CallSite>)> {
+        let seg = &self.shared.seg;
+        blocked
+            .iter()
+            .filter_map(|&(r, _)| {
+                let slot = seg.slot(r);
+                let pid = slot.pid.load(Ordering::Acquire) as i32;
+                self.sites.site(r, pid, slot.site()).map(|s| (r, s))
+            })
+            .collect()
+    }
+
     fn all_done(&self) -> bool {
         (0..self.cfg.ranks).all(|r| self.shared.seg.slot(r).state().is_done())
     }
@@ -559,6 +578,7 @@ impl NodeManager {
             w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
         let digest = w.dec.digest();
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
+        let sites = self.blocked_sites(&all_blocked);
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
         self.sink.slice(&SliceRecord {
             slice: w.slice,
@@ -569,6 +589,7 @@ impl NodeManager {
             decisions: w.dec,
             digest,
             blocked: all_blocked,
+            sites,
         });
         quiet
     }

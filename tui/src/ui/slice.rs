@@ -59,8 +59,19 @@ fn kind_of(name: &str) -> Option<DescKind> {
 /// `MPI_COMM_SELF`; on a derived communicator the recording has no member list at hand
 /// here, so such a wait shows no edge (decided: no edge rather than a wrong one).
 pub fn wait_for(blocked: &[BlockedRank], ranks: u32) -> WaitFor {
+    waitfor::analyze(&wait_input(blocked, ranks))
+}
+
+/// The classic deadlock patterns among a slice's blocked ranks (`strobe_core::waitfor`,
+/// the same classification as the runtime's deadlock report), each a hint.
+pub fn patterns(blocked: &[BlockedRank], ranks: u32) -> Vec<waitfor::Pattern> {
+    let input = wait_input(blocked, ranks);
+    waitfor::classify(&input, &waitfor::analyze(&input))
+}
+
+fn wait_input(blocked: &[BlockedRank], ranks: u32) -> Vec<Blocked> {
     let world: Vec<u32> = (0..ranks).collect();
-    let input: Vec<Blocked> = blocked
+    blocked
         .iter()
         .map(|b| {
             let op = b.waits_on.as_ref().and_then(|d| {
@@ -90,8 +101,7 @@ pub fn wait_for(blocked: &[BlockedRank], ranks: u32) -> WaitFor {
                 ops: op.into_iter().collect(),
             }
         })
-        .collect();
-    waitfor::analyze(&input)
+        .collect()
 }
 
 fn metrics_lines(d: &SliceDetail, t: &Theme) -> Vec<Line<'static>> {
@@ -169,6 +179,13 @@ fn blocked_lines(d: &SliceDetail, ranks: u32, t: &Theme) -> Vec<Line<'static>> {
             format!("  rank {:<4} {:<16} on {on}", b.rank, b.call),
             style,
         )));
+        if let Some(site) = &b.site {
+            // Where the program made the call (the recording's `call_site`).
+            l.push(Line::from(Span::styled(
+                format!("            at {site}"),
+                style,
+            )));
+        }
     }
     l.push(section("wait-for graph", t));
     if graph.edges.is_empty() {
@@ -190,6 +207,9 @@ fn blocked_lines(d: &SliceDetail, ranks: u32, t: &Theme) -> Vec<Line<'static>> {
     for (a, to) in &graph.edges {
         let to = to.iter().map(|r| r.to_string()).collect::<Vec<_>>();
         l.push(Line::from(format!("  {a} -> {}", to.join(", "))));
+    }
+    for p in patterns(&d.blocked, ranks) {
+        l.push(Line::from(Span::styled(format!("  hint: {p}"), t.bad())));
     }
     l.push(section("per node", t));
     if d.nodes.is_empty() {
@@ -281,6 +301,7 @@ mod tests {
                 blocking: true,
             }),
             matched,
+            site: None,
         }
     }
 

@@ -230,7 +230,16 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
         .and_then(|c| c.get(ccol))
         .copied()
         .flatten()
-        .map(|i| format!("blocked in {}", grid.calls[i as usize]))
+        .map(|i| {
+            // One slice under the cursor: where the program made the call, if recorded.
+            let site = (v.per_col == 1)
+                .then(|| app.rec.blocked_site(app.rank, v.slice_at(ccol)).ok())
+                .flatten()
+                .flatten()
+                .map(|s| format!(" at {s}"))
+                .unwrap_or_default();
+            format!("blocked in {}{site}", grid.calls[i as usize])
+        })
         .unwrap_or_else(|| "not blocked".into());
     let span = if v.per_col == 1 {
         format!("slice {}", v.slice_at(ccol))

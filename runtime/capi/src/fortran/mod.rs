@@ -84,7 +84,13 @@ const UNDEFINED: c_int = -32766;
 
 /// Run one Fortran entry point: store its return code in `ierror` and turn a panic into
 /// `MPI_ERR_INTERN` handled like any other error.
+/// Always inlined into the exported Fortran entry, whose frame then holds the call-site
+/// marker (see `crate::error::entry`): the C entry it calls is nested and does not count.
+#[inline(always)]
 fn guard(name: &'static str, ierr: *mut c_int, f: impl FnOnce() -> c_int) {
+    let marker = 0u8;
+    let _site =
+        strobe_runtime::callsite::enter_c(std::hint::black_box(&marker) as *const u8 as usize);
     let rc = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(rc) => rc,
         Err(p) => {
