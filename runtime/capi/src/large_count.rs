@@ -341,8 +341,8 @@ fn dense(
     let sig = parts
         .iter()
         .filter(|p| p.1 > 0)
-        .fold(Some(TypeSig::EMPTY), |sig, &(_, n)| {
-            sig.zip(old.sig).map(|(s, o)| s.concat(o.repeat(n as u64)))
+        .try_fold(TypeSig::EMPTY, |sig, &(_, n)| {
+            old.sig.map(|o| sig.concat(o.repeat(n as u64)))
         });
     Ok(Some(TypeInfo {
         sig,
