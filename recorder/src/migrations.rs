@@ -383,6 +383,18 @@ BEGIN
 END;
 "#;
 
+/// The content checksum (issue 11; `checksum.rs`, `docs/reliability.md`): one row with a
+/// SHA-256 over the tables replay and `stats` act on, written when the recording is
+/// finished (or cut by a full disk). Self-contained: it only adds a table; a file without
+/// the row opens as unverified.
+const V_CONTENT_CHECKSUM: &str = r#"
+CREATE TABLE content_checksum (
+    algorithm  TEXT NOT NULL,
+    covers     TEXT NOT NULL,
+    digest     TEXT NOT NULL
+);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -391,10 +403,41 @@ pub const MIGRATIONS: &[&str] = &[
     V_REPLAY_LOG,
     V_SCHEDULER_VERSION,
     V_BLOCKED_SPANS,
+    V_CONTENT_CHECKSUM,
 ];
 
 /// The schema version this build writes and reads.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The first format with the `content_checksum` table (its position in [`MIGRATIONS`]).
+pub const CONTENT_CHECKSUM_VERSION: i64 = position(V_CONTENT_CHECKSUM);
+
+/// The version a script brings a file to: its index in [`MIGRATIONS`] plus one.
+const fn position(script: &str) -> i64 {
+    let mut i = 0;
+    while i < MIGRATIONS.len() {
+        if same(MIGRATIONS[i], script) {
+            return i as i64 + 1;
+        }
+        i += 1;
+    }
+    panic!("the script is not in MIGRATIONS")
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The first format whose blocked sets are spans (`blocked_span`; `blocked` is a view).
 pub const BLOCKED_SPANS_VERSION: i64 = 6;

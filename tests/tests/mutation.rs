@@ -10,11 +10,12 @@
 //! with "damaged recording" (or "not a strobe recording"), or a normal result when the
 //! damage was harmless (a metrics column, free pages).
 //!
-//! One kind of damage cannot be told from a divergence without a checksum in the file: a
-//! byte flip inside a value that is itself what replay verifies (a slice digest, an
-//! outcome in the replay log) makes a well-formed recording of another run. Those are
-//! counted in their own column ("undetectable") and not failed; SQL tampering leaves the
-//! digest column alone for that reason. `docs/reliability.md` has the table of the big run.
+//! Damage that validation cannot tell from another run (a byte flip inside a slice digest
+//! or an outcome of the replay log, a changed `job.message`, a deleted last chunk of an
+//! outcome stream, a lowered `job.deadlock_slices`) is refused by the content checksum
+//! (`recorder/src/checksum.rs`): every divergence for damage fails the test, and SQL
+//! tampering also edits the digests and the checksum row itself. `docs/reliability.md`
+//! has the table of the big run.
 //!
 //! CI runs 150 mutants; `scripts/mutation-corpus.sh` runs thousands
 //! (`STROBE_MUTANTS=N`, `STROBE_MUTATION_TABLE=FILE` for the table).
@@ -72,7 +73,7 @@ const JOB_COLUMNS: &[&str] = &[
     "total_slices",
     "scheduler_version",
 ];
-/// Every column but `digest` (see the module comment).
+/// Every column (the digest too: the content checksum covers it).
 const SLICE_COLUMNS: &[&str] = &[
     "slice",
     "reason",
@@ -87,7 +88,10 @@ const SLICE_COLUMNS: &[&str] = &[
     "n_collectives",
     "n_completions",
     "n_blocked",
+    "digest",
 ];
+/// The checksum row (recorder/src/checksum.rs).
+const CHECKSUM_COLUMNS: &[&str] = &["algorithm", "covers", "digest"];
 const LOG_COLUMNS: &[&str] = &["stream", "rank", "chunk", "last_slice", "data"];
 /// The per-process statistics `stats` prints.
 const MMDS_COLUMNS: &[&str] = &["rank", "wall_ns", "compute_ns", "comm_ns", "calls"];
@@ -118,7 +122,7 @@ fn mutate(rng: &mut Rng, src: &Path, dst: &Path) -> Option<(&'static str, String
     std::fs::copy(src, dst).unwrap();
     let mut bytes = std::fs::read(dst).unwrap();
     let len = bytes.len() as u64;
-    match rng.below(9) {
+    match rng.below(10) {
         0 | 1 => {
             let n = 1 + rng.below(8);
             let mut at = Vec::new();
@@ -150,7 +154,8 @@ fn mutate(rng: &mut Rng, src: &Path, dst: &Path) -> Option<(&'static str, String
                 4 | 5 => ("job", JOB_COLUMNS),
                 6 => ("slice", SLICE_COLUMNS),
                 7 => ("replay_log", LOG_COLUMNS),
-                _ => ("mmds_rank", MMDS_COLUMNS),
+                8 => ("mmds_rank", MMDS_COLUMNS),
+                _ => ("content_checksum", CHECKSUM_COLUMNS),
             };
             // `replay_log` has no rowid: its rows are addressed by their key.
             let key = |t: &str| {
@@ -218,8 +223,6 @@ enum Verdict {
     Ok,
     /// Exit 2 with "damaged recording" / "not a strobe recording" / a refusal.
     Refused,
-    /// A divergence where the file is well-formed but another run's (a flipped value).
-    Undetectable,
     Panic,
     Hang,
     Impossible,
@@ -412,13 +415,11 @@ fn judge_replay(r: &Ran, kind: &str) -> (Verdict, String) {
         );
     }
     if r.code == Some(1) {
-        // A flipped byte can make a well-formed file of another run; tampering with SQL,
-        // cutting or zeroing cannot go unnoticed.
-        return if kind == "byte flip" || kind == "undetectable" {
-            (Verdict::Undetectable, String::new())
-        } else {
-            (Verdict::DamageAsDivergence, first_lines(&r.err))
-        };
+        // Whatever the damage: what validation cannot see, the content checksum does.
+        return (
+            Verdict::DamageAsDivergence,
+            format!("{kind}: {}", first_lines(&r.err)),
+        );
     }
     if r.code == Some(2) {
         // Refusals that are not about damage (the recorded cwd or program gone, ...).
@@ -584,21 +585,7 @@ fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
         ),
     ];
     let r = run(&["replay", &f, "--timeout", "20s"], limit);
-    // `job.message` of a failure is free text that replay compares with the replayed
-    // job's: tampering with it is indistinguishable from a different ending. Likewise the
-    // last chunk of a rank's outcome or blocked stream: nothing else in the file says how
-    // many timing-dependent outcomes a rank had (the posting stream is checked against
-    // the slice table; these two have no counterpart). docs/reliability.md says so.
-    // And `job.deadlock_slices` lowered on a deadlock recording: the replay declares the
-    // deadlock sooner (raised above the slices the job ran, it is refused).
-    let undetectable = m.what.contains("\"message\"")
-        || m.what.contains("\"deadlock_slices\"")
-        || (m.what.starts_with("DELETE FROM replay_log WHERE stream = ")
-            && !m
-                .what
-                .starts_with("DELETE FROM replay_log WHERE stream = 0 "));
-    let class = if undetectable { "undetectable" } else { m.kind };
-    verdicts.push(("replay", judge_replay(&r, class)));
+    verdicts.push(("replay", judge_replay(&r, m.kind)));
     verdicts.push(("tui", tui(&m.path, limit)));
     for (cmd, (v, why)) in verdicts {
         *table.entry((m.kind, cmd, v)).or_default() += 1;
@@ -613,7 +600,6 @@ fn render(t: &Table, n: u64, took: Duration) -> String {
     let cols = [
         Verdict::Ok,
         Verdict::Refused,
-        Verdict::Undetectable,
         Verdict::Panic,
         Verdict::Hang,
         Verdict::Impossible,
@@ -621,7 +607,7 @@ fn render(t: &Table, n: u64, took: Duration) -> String {
         Verdict::Other,
     ];
     let mut o = format!(
-        "{n} mutants x 4 commands in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | diverged (undetectable, see above) | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "{n} mutants x 4 commands in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|\n",
         took.as_secs_f64()
     );
     let kinds = ["byte flip", "truncation", "zeroed page", "SQL tampering"];
@@ -743,6 +729,36 @@ fn damage_the_replay_would_have_called_a_divergence_is_damage() {
         "deadlock_slices",
         true,
     );
+}
+
+/// The damage the big corpus run still saw replayed as a divergence before the content
+/// checksum: values that are each well formed, but another run's. Now damage everywhere,
+/// the terminal UI included.
+#[test]
+fn damage_only_the_content_checksum_sees_is_damage() {
+    for (fixture, sql) in [
+        (
+            "deadlock",
+            "UPDATE job SET message = message || ' (edited)'",
+        ),
+        (
+            "deadlock",
+            "UPDATE job SET deadlock_slices = deadlock_slices - 1",
+        ),
+        (
+            "token_ring",
+            "UPDATE slice SET digest = digest + 1 WHERE slice = (SELECT max(slice) FROM slice)",
+        ),
+        (
+            "token_ring",
+            "DELETE FROM replay_log WHERE (stream, rank, chunk) =
+               (SELECT stream, rank, max(chunk) FROM replay_log WHERE stream > 0
+                GROUP BY stream, rank LIMIT 1)",
+        ),
+        ("token_ring", "UPDATE rank SET exit_code = 1 WHERE rank = 1"),
+    ] {
+        assert_damage(fixture, sql, "content checksum does not match", true);
+    }
 }
 
 /// A FIFO, a directory or a device given as the recording is refused at once (issue 11
