@@ -17,6 +17,10 @@
 //! tampering also edits the digests and the checksum row itself. `docs/reliability.md`
 //! has the table of the big run.
 //!
+//! The terminal UI runs twice: its drawing code on a `TestBackend` (every mutant), and the
+//! real `strobe tui` in a tmux pane (`mutation/tmux.rs`; the first `STROBE_MUTATION_TMUX`
+//! mutants, 20 in CI).
+//!
 //! CI runs 150 mutants; `scripts/mutation-corpus.sh` runs thousands
 //! (`STROBE_MUTANTS=N`, `STROBE_MUTATION_TABLE=FILE` for the table).
 
@@ -29,6 +33,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use strobe_tests::{fixture, strobe};
+
+#[path = "mutation/tmux.rs"]
+mod tmux;
 
 /// A small deterministic generator (xorshift64*): the same seed, the same corpus.
 struct Rng(u64);
@@ -548,8 +555,27 @@ fn damaged_recordings_never_panic_hang_lie_or_diverge() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5eed_0011);
+    let in_tmux: u64 = std::env::var("STROBE_MUTATION_TMUX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let mut server = (in_tmux > 0).then(tmux::Server::new);
     let dir = tempfile::tempdir().unwrap();
     let srcs = sources(dir.path());
+    if let Some(server) = server.as_mut() {
+        // The undamaged files go through every tab and quit cleanly, or the tmux runs
+        // prove nothing.
+        for src in &srcs {
+            let v = server.tui(&strobe(), src, dir.path(), Duration::from_secs(60));
+            assert_eq!(
+                v.0,
+                Verdict::Ok,
+                "tui in tmux on {}: {}",
+                src.display(),
+                v.1
+            );
+        }
+    }
     let mut rng = Rng(seed | 1);
     let mut table = Table::new();
     let mut failures = Vec::new();
@@ -562,11 +588,12 @@ fn damaged_recordings_never_panic_hang_lie_or_diverge() {
             continue;
         };
         let m = Mutant { kind, what, path };
-        check(&m, &mut table, &mut failures);
+        let pane = server.as_mut().filter(|_| made < in_tmux);
+        check(&m, pane, dir.path(), &mut table, &mut failures);
         std::fs::remove_file(&m.path).ok();
         made += 1;
     }
-    let text = render(&table, made, t0.elapsed());
+    let text = render(&table, made, made.min(in_tmux), t0.elapsed());
     eprintln!("{text}");
     if let Ok(out) = std::env::var("STROBE_MUTATION_TABLE") {
         std::fs::write(out, &text).unwrap();
@@ -574,7 +601,13 @@ fn damaged_recordings_never_panic_hang_lie_or_diverge() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
+fn check(
+    m: &Mutant,
+    pane: Option<&mut tmux::Server>,
+    scratch: &Path,
+    table: &mut Table,
+    failures: &mut Vec<String>,
+) {
     let f = m.path.display().to_string();
     let limit = Duration::from_secs(30);
     let mut verdicts = vec![
@@ -587,6 +620,12 @@ fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
     let r = run(&["replay", &f, "--timeout", "20s"], limit);
     verdicts.push(("replay", judge_replay(&r, m.kind)));
     verdicts.push(("tui", tui(&m.path, limit)));
+    if let Some(server) = pane {
+        verdicts.push((
+            "tui in tmux",
+            server.tui(&strobe(), &m.path, scratch, limit),
+        ));
+    }
     for (cmd, (v, why)) in verdicts {
         *table.entry((m.kind, cmd, v)).or_default() += 1;
         if v.bad() {
@@ -595,7 +634,7 @@ fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
     }
 }
 
-fn render(t: &Table, n: u64, took: Duration) -> String {
+fn render(t: &Table, n: u64, in_tmux: u64, took: Duration) -> String {
     use std::fmt::Write as _;
     let cols = [
         Verdict::Ok,
@@ -607,12 +646,12 @@ fn render(t: &Table, n: u64, took: Duration) -> String {
         Verdict::Other,
     ];
     let mut o = format!(
-        "{n} mutants x 4 commands in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|\n",
+        "{n} mutants x 4 commands (the terminal UI in tmux: {in_tmux} of them) in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|\n",
         took.as_secs_f64()
     );
     let kinds = ["byte flip", "truncation", "zeroed page", "SQL tampering"];
     for k in kinds {
-        for c in ["stats", "stats --json", "replay", "tui"] {
+        for c in ["stats", "stats --json", "replay", "tui", "tui in tmux"] {
             let _ = write!(o, "| {k} | {c} |");
             for v in cols {
                 let _ = write!(o, " {} |", t.get(&(k, c, v)).copied().unwrap_or(0));
