@@ -6,6 +6,7 @@
 
 mod build;
 mod debugging;
+mod load;
 mod plot;
 mod report;
 mod runner;
@@ -34,7 +35,7 @@ pub struct SuiteArgs {
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
     /// Only these sections (p2p, logp, collectives, papers, recording, scaling, debugging,
-    /// scale).
+    /// scale, load).
     pub only: Vec<String>,
 }
 
@@ -47,6 +48,7 @@ pub const SECTIONS: &[&str] = &[
     "scaling",
     "debugging",
     "scale",
+    "load",
 ];
 
 /// Everything the sections produce.
@@ -208,6 +210,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "scaling" => sections::scaling(&ctx, &mut doc),
             "debugging" => debugging::debugging(&ctx, &mut doc),
             "scale" => scale::scale(&ctx, &mut doc),
+            "load" => load::load(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {
