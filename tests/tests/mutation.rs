@@ -646,7 +646,7 @@ fn render(t: &Table, n: u64, in_tmux: u64, took: Duration) -> String {
         Verdict::Other,
     ];
     let mut o = format!(
-        "{n} mutants x 4 commands (the terminal UI in tmux: {in_tmux} of them) in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|\n",
+        "{n} mutants x 5 runs (stats, stats --json, replay, tui on a TestBackend; tui in tmux for {in_tmux} of them) in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|\n",
         took.as_secs_f64()
     );
     let kinds = ["byte flip", "truncation", "zeroed page", "SQL tampering"];

@@ -77,7 +77,7 @@ pub fn load(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         doc.body,
         "\n## Polling under load\n\n`strobe run -n N -- exchange 0 {iters} 1024`, wall time in \
          seconds, with no load of ours and then beside two busy loops (`sh -c 'while :; do :; \
-         done'`), {} rounds each. \"always poll\" is `STROBE_SPIN_US=50`, the behaviour before \
+         done'`), rounds: {}. \"always poll\" is `STROBE_SPIN_US=50`, the behaviour before \
          the spin policy (an explicit value bypasses it). The machine's other load is not \
          ours to control: the load average is noted.\n",
         ctx.rounds
