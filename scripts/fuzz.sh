@@ -3,7 +3,7 @@
 # for an equal share of a total time budget, libFuzzer with AddressSanitizer. Prints one
 # summary line per target (runs, coverage, crashes) and keeps each target's log in
 # fuzz/target/fuzz-TARGET.log; a crash leaves its input in fuzz/artifacts/TARGET/ and
-# makes the script fail.
+# makes the script fail (an input that takes over 20 s is a hang, reported the same way).
 #
 #   scripts/fuzz.sh [TOTAL_SECONDS] [TARGET...]     (default 600 s over every target)
 #
@@ -30,7 +30,7 @@ mkdir -p target
 failed=0
 for t in "${targets[@]}"; do
     log=target/fuzz-$t.log
-    if "${fuzz[@]}" run "${san[@]}" "$t" -- -max_total_time="$each" -rss_limit_mb=4096 \
+    if "${fuzz[@]}" run "${san[@]}" "$t" -- -max_total_time="$each" -timeout=20 -rss_limit_mb=4096 \
         >"$log" 2>&1; then
         verdict=ok
     else

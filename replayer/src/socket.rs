@@ -222,7 +222,11 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
     let we = w.clone();
     ctl.subscribe_fn(Box::new(move |e| send(&we, &event_json(e))));
     for line in BufReader::new(conn).lines() {
-        let Ok(line) = line else { return };
+        let Ok(line) = line else {
+            // Not UTF-8 (or a read error): say so, then close below.
+            send(&w, &err("not a UTF-8 line: closing the connection"));
+            break;
+        };
         if line.trim().is_empty() {
             continue;
         }
@@ -231,9 +235,17 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
             Err(e) => err(&format!("bad JSON: {e}")),
         };
         if !send(&w, &reply) {
-            return;
+            break;
         }
     }
+    // However the requests ended, close the connection: the event subscription holds a
+    // clone of it, so without this a client whose line was not UTF-8 waited for ever for
+    // an answer or an end (found by the `control_request` fuzz target, fuzz/). The
+    // subscription goes at the next event, whose send now fails.
+    let _ = w
+        .lock()
+        .expect("client lock")
+        .shutdown(std::net::Shutdown::Both);
 }
 
 #[derive(Serialize)]

@@ -69,3 +69,30 @@ proptest! {
         check(&answer(r#"{"cmd":"status"}"#, &ctl));
     }
 }
+
+/// Found by the `control_request` fuzz target (fuzz/): a line that is not UTF-8 ended the
+/// server's reading but left the connection open (the event subscription held a clone of
+/// it), so the client waited for ever. Now: an error line, then the end of the stream.
+#[test]
+fn a_line_that_is_not_utf8_gets_an_error_and_the_end_of_the_connection() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sock");
+    let _server = super::ControlServer::start(&path, Arc::new(Controller::new())).unwrap();
+    let mut c = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    c.write_all(b"\xff\xfe\n{\"cmd\":\"status\"}\n").unwrap();
+    let mut r = BufReader::new(c);
+    let mut first = String::new();
+    r.read_line(&mut first).expect("an answer, not a wait");
+    check(first.trim_end());
+    assert!(first.contains("not a UTF-8 line"), "{first}");
+    let mut rest = String::new();
+    assert_eq!(
+        r.read_line(&mut rest).expect("the end, not a wait"),
+        0,
+        "{rest}"
+    );
+}
