@@ -5,6 +5,7 @@
 #   gcc      `strobe mpicc` compiles C programs with cc
 #   gfortran `strobe mpifort` compiles Fortran programs (tests/tests/fortran.rs)
 #   gdb      `strobe replay --gdb RANK` attaches it to a held rank (tests/tests/replay_gdb.rs)
+#   strace   which prctl calls ranks make (tests/tests/neighbours.rs)
 # MPICH has its own script (scripts/ensure-mpich.sh): only the tests and the benchmarks
 # compare against it. Prints what it could not do and exits non-zero.
 set -euo pipefail
@@ -15,6 +16,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v gfortran >/dev/null 2>&1 || need+=(gfortran)
 command -v gdb >/dev/null 2>&1 || need+=(gdb)
+command -v strace >/dev/null 2>&1 || need+=(strace)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-tools: installing ${need[*]}" >&2

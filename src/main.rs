@@ -539,15 +539,19 @@ fn fixture(name: &str) -> Result<PathBuf> {
 
 fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
     let prog = fixture("token_ring")?;
-    let (path, keep) = match out {
-        Some(p) => (p, true),
-        None => (
-            std::env::temp_dir().join(format!("strobe-demo-{}.db", std::process::id())),
-            false,
-        ),
+    // Without --out: `demo.db` in a fresh private directory (0700, random name, under
+    // `$XDG_RUNTIME_DIR` when it is the user's, else `$TMPDIR`; issue 11), never a name
+    // another user could predict and plant a file at. Removed with its directory however
+    // demo ends (an error, or a reader that closed stdout).
+    let private = match out {
+        Some(_) => None,
+        None => Some(demo_dir()?),
     };
-    // Removed however demo ends (an error, or a reader that closed stdout).
-    let _temporary = (!keep).then(|| RemoveOnDrop(path.clone()));
+    let (path, keep) = match (out, &private) {
+        (Some(p), _) => (p, true),
+        (None, Some(dir)) => (dir.path().join("demo.db"), false),
+        (None, None) => unreachable!("a private directory is made without --out"),
+    };
     eprintln!(
         "strobe demo: recording the token_ring fixture on {ranks} ranks (adaptive strobe, 500us slices) to {}\n",
         path.display()
@@ -591,13 +595,23 @@ fn demo(ranks: u32, out: Option<PathBuf>) -> Result<i32> {
     Ok(if code != 0 { code } else { shown })
 }
 
-/// A temporary file removed when this is dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A new private directory for the demo's recording (see `demo`).
+fn demo_dir() -> Result<tempfile::TempDir> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| {
+            std::fs::symlink_metadata(d)
+                .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0)
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    Ok(tempfile::Builder::new()
+        .prefix("strobe-demo-")
+        // Explicitly: tempfile's default is 0777 masked by the umask.
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(&base)?)
 }
 
 fn parse_direct_min(s: &str) -> Result<u64, String> {

@@ -176,8 +176,8 @@ fn job_lines(s: &Stats) -> (String, Option<String>) {
     let w = &mut o;
     let _ = writeln!(
         w,
-        "recording  {} (format {})",
-        s.recording, s.format_version
+        "recording  {} (format {}), content {}",
+        s.recording, s.format_version, s.content_checksum
     );
     let _ = writeln!(w, "command    {}", s.command.join(" "));
     let _ = writeln!(

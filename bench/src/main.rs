@@ -37,7 +37,7 @@ struct Cli {
     #[arg(long)]
     rounds: Option<usize>,
     /// Suite: only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
-    /// debugging, scale).
+    /// debugging, scale, load).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }

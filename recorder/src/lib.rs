@@ -6,6 +6,7 @@
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
 mod blocked_spans;
+pub mod checksum;
 pub mod file;
 pub mod migrations;
 pub mod mmds_stats;
@@ -496,6 +497,9 @@ impl Recorder {
                 ])?;
             }
         }
+        // In the same transaction as the outcome: a reader never sees a finished
+        // recording without its checksum, nor the checksum of an unfinished one.
+        checksum::seal(&tx)?;
         tx.commit()?;
         // Leave one self-contained file: fold the WAL back and switch to a rollback
         // journal, so the recording can be copied alone and opened read-only anywhere.
@@ -520,7 +524,7 @@ fn mark_cut(conn: Connection, committed: u64, e: &RecordError) {
         } else {
             "write error"
         };
-    let _ = conn.execute(
+    let marked = conn.execute(
         "UPDATE job SET message = ?1, total_slices = ?2, ended_at = ?3 WHERE outcome IS NULL",
         params![
             format!(
@@ -530,6 +534,14 @@ fn mark_cut(conn: Connection, committed: u64, e: &RecordError) {
             unix_ns()
         ],
     );
+    // Then the checksum of what is kept, on its own (best effort, like the cut): with no
+    // room for it the file stays readable, without a checksum (unverified).
+    if marked.is_ok() && conn.execute_batch("BEGIN").is_ok() {
+        let sealed = checksum::seal(&conn).and_then(|()| Ok(conn.execute_batch("COMMIT")?));
+        if sealed.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    }
     let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     let _ = conn.pragma_update(None, "journal_mode", "DELETE");
     let _ = conn.close();

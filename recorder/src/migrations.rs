@@ -468,6 +468,18 @@ CREATE VIEW blocked_where AS
     LEFT JOIN call_site c ON c.id = s.site;
 "#;
 
+/// The content checksum (issue 11; `checksum.rs`, `docs/reliability.md`): one row with a
+/// SHA-256 over the tables replay and `stats` act on, written when the recording is
+/// finished (or cut by a full disk). Self-contained: it only adds a table; a file without
+/// the row opens as unverified.
+const V_CONTENT_CHECKSUM: &str = r#"
+CREATE TABLE content_checksum (
+    algorithm  TEXT NOT NULL,
+    covers     TEXT NOT NULL,
+    digest     TEXT NOT NULL
+);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -479,6 +491,7 @@ pub const MIGRATIONS: &[&str] = &[
     V_PAYLOADS,
     V_CHECKS,
     V_CALL_SITES,
+    V_CONTENT_CHECKSUM,
 ];
 
 /// The first format with call sites (`call_site`, `blocked_site`): the position of
@@ -513,6 +526,9 @@ pub const PAYLOADS_VERSION: i64 = version_of(V_PAYLOADS);
 
 /// The first format with the `check_finding` table.
 pub const CHECKS_VERSION: i64 = version_of(V_CHECKS);
+
+/// The first format with the `content_checksum` table (its position in [`MIGRATIONS`]).
+pub const CONTENT_CHECKSUM_VERSION: i64 = version_of(V_CONTENT_CHECKSUM);
 
 /// The first format whose blocked sets are spans (`blocked_span`; `blocked` is a view).
 pub const BLOCKED_SPANS_VERSION: i64 = 6;

@@ -171,5 +171,10 @@ pub fn add_process_stats(path: &Path, ranks: u32) -> Result<(), RecordError> {
             }
         }
     }
+    // A finished recording's content checksum covers these tables: reseal it, as the
+    // recorder would have had it measured these figures.
+    if crate::checksum::stored(&conn)?.is_some() {
+        crate::checksum::seal(&conn)?;
+    }
     Ok(())
 }

@@ -437,5 +437,6 @@ fn recorded_env_keeps_only_what_matters() {
 }
 
 mod blocked_spans;
+mod checksum;
 mod decision_rows;
 mod payloads;

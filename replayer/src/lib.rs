@@ -200,7 +200,14 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
     if let (Some(why), false) = (plan.needs_confirmation(), opts.confirmed) {
         return Err(ReplayError::NeedsConfirmation(why));
     }
-    let warnings = plan.warnings();
+    let mut warnings = plan.warnings();
+    if let strobe_recorder::recording::ChecksumState::Absent(why) = rec.checksum() {
+        // Said with every verdict: damage validation cannot see would replay as a
+        // divergence in such a file (docs/reliability.md, "The content checksum").
+        warnings.push(format!(
+            "note: the recording's content is unverified ({why}): a divergence may also be damage to the file"
+        ));
+    }
     // Breakpoints that can never fire are refused before anything runs (issue 12, item 3).
     check_stops(&rec, opts, &ctl)?;
     let regen_path = opts.regenerate.as_deref().map(absolute);

@@ -62,6 +62,11 @@ impl Recording {
         &self.reader
     }
 
+    /// Whether the content checksum was verified on opening (`strobe_recorder::checksum`).
+    pub fn checksum(&self) -> &strobe_recorder::recording::ChecksumState {
+        self.reader.checksum()
+    }
+
     /// The recorded descriptors of `slice` as comparable text lines `(rank, line)` (the
     /// format of `source::descriptor_text`), if the schedule log covers it.
     pub fn descriptors(&self, slice: u64) -> Option<Vec<(u32, String)>> {

@@ -205,8 +205,14 @@ impl Drop for ControlServer {
     }
 }
 
-fn send(w: &Mutex<UnixStream>, line: &str) -> bool {
-    let mut s = w.lock().expect("client lock");
+/// The write half of a client's connection; `None` once the connection is closed.
+type Client = Mutex<Option<UnixStream>>;
+
+fn send(w: &Client, line: &str) -> bool {
+    let mut guard = w.lock().expect("client lock");
+    let Some(s) = guard.as_mut() else {
+        return false;
+    };
     s.write_all(line.as_bytes())
         .and_then(|_| s.write_all(b"\n"))
         .is_ok()
@@ -218,11 +224,15 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
     };
     // A client that stops reading must not stall the replay for long.
     let _ = write_half.set_write_timeout(Some(std::time::Duration::from_secs(1)));
-    let w = Arc::new(Mutex::new(write_half));
+    let w: Arc<Client> = Arc::new(Mutex::new(Some(write_half)));
     let we = w.clone();
     ctl.subscribe_fn(Box::new(move |e| send(&we, &event_json(e))));
     for line in BufReader::new(conn).lines() {
-        let Ok(line) = line else { return };
+        let Ok(line) = line else {
+            // Not UTF-8 (or a read error): say so, then close below.
+            send(&w, &err("not a UTF-8 line: closing the connection"));
+            break;
+        };
         if line.trim().is_empty() {
             continue;
         }
@@ -231,8 +241,18 @@ fn serve(conn: UnixStream, ctl: Arc<Controller>) {
             Err(e) => err(&format!("bad JSON: {e}")),
         };
         if !send(&w, &reply) {
-            return;
+            break;
         }
+    }
+    // However the requests ended, close the connection here: the event subscription
+    // holds the write half, so without this a client whose line was not UTF-8 waited for
+    // ever for an answer or an end, and every closed connection kept its descriptor until
+    // the next event (a client polling `status` during a long run ran the replay out of
+    // descriptors). Both found by the `control_request` fuzz target (fuzz/). The
+    // subscription itself goes at the next event, whose send now fails.
+    let closed = w.lock().expect("client lock").take();
+    if let Some(s) = closed {
+        let _ = s.shutdown(std::net::Shutdown::Both);
     }
 }
 

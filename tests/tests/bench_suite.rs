@@ -35,6 +35,7 @@ fn the_quick_suite_runs_every_section_and_writes_its_report() {
         "## Scaling on one host",
         "## Debugging tools",
         "## Scale: token_ring recorded with everything on",
+        "## Polling under load",
         "## Commands",
     ] {
         assert!(md.contains(heading), "no {heading:?} in the report:\n{md}");

@@ -10,11 +10,16 @@
 //! with "damaged recording" (or "not a strobe recording"), or a normal result when the
 //! damage was harmless (a metrics column, free pages).
 //!
-//! One kind of damage cannot be told from a divergence without a checksum in the file: a
-//! byte flip inside a value that is itself what replay verifies (a slice digest, an
-//! outcome in the replay log) makes a well-formed recording of another run. Those are
-//! counted in their own column ("undetectable") and not failed; SQL tampering leaves the
-//! digest column alone for that reason. `docs/reliability.md` has the table of the big run.
+//! Damage that validation cannot tell from another run (a byte flip inside a slice digest
+//! or an outcome of the replay log, a changed `job.message`, a deleted last chunk of an
+//! outcome stream, a lowered `job.deadlock_slices`) is refused by the content checksum
+//! (`recorder/src/checksum.rs`): every divergence for damage fails the test, and SQL
+//! tampering also edits the digests and the checksum row itself. `docs/reliability.md`
+//! has the table of the big run.
+//!
+//! The terminal UI runs twice: its drawing code on a `TestBackend` (every mutant), and the
+//! real `strobe tui` in a tmux pane (`mutation/tmux.rs`; the first `STROBE_MUTATION_TMUX`
+//! mutants, 20 in CI).
 //!
 //! CI runs 150 mutants; `scripts/mutation-corpus.sh` runs thousands
 //! (`STROBE_MUTANTS=N`, `STROBE_MUTATION_TABLE=FILE` for the table).
@@ -28,6 +33,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use strobe_tests::{fixture, strobe};
+
+#[path = "mutation/tmux.rs"]
+mod tmux;
 
 /// A small deterministic generator (xorshift64*): the same seed, the same corpus.
 struct Rng(u64);
@@ -72,7 +80,7 @@ const JOB_COLUMNS: &[&str] = &[
     "total_slices",
     "scheduler_version",
 ];
-/// Every column but `digest` (see the module comment).
+/// Every column (the digest too: the content checksum covers it).
 const SLICE_COLUMNS: &[&str] = &[
     "slice",
     "reason",
@@ -87,7 +95,10 @@ const SLICE_COLUMNS: &[&str] = &[
     "n_collectives",
     "n_completions",
     "n_blocked",
+    "digest",
 ];
+/// The checksum row (recorder/src/checksum.rs).
+const CHECKSUM_COLUMNS: &[&str] = &["algorithm", "covers", "digest"];
 const LOG_COLUMNS: &[&str] = &["stream", "rank", "chunk", "last_slice", "data"];
 /// The per-process statistics `stats` prints.
 const MMDS_COLUMNS: &[&str] = &["rank", "wall_ns", "compute_ns", "comm_ns", "calls"];
@@ -118,7 +129,7 @@ fn mutate(rng: &mut Rng, src: &Path, dst: &Path) -> Option<(&'static str, String
     std::fs::copy(src, dst).unwrap();
     let mut bytes = std::fs::read(dst).unwrap();
     let len = bytes.len() as u64;
-    match rng.below(9) {
+    match rng.below(10) {
         0 | 1 => {
             let n = 1 + rng.below(8);
             let mut at = Vec::new();
@@ -150,7 +161,8 @@ fn mutate(rng: &mut Rng, src: &Path, dst: &Path) -> Option<(&'static str, String
                 4 | 5 => ("job", JOB_COLUMNS),
                 6 => ("slice", SLICE_COLUMNS),
                 7 => ("replay_log", LOG_COLUMNS),
-                _ => ("mmds_rank", MMDS_COLUMNS),
+                8 => ("mmds_rank", MMDS_COLUMNS),
+                _ => ("content_checksum", CHECKSUM_COLUMNS),
             };
             // `replay_log` has no rowid: its rows are addressed by their key.
             let key = |t: &str| {
@@ -218,8 +230,6 @@ enum Verdict {
     Ok,
     /// Exit 2 with "damaged recording" / "not a strobe recording" / a refusal.
     Refused,
-    /// A divergence where the file is well-formed but another run's (a flipped value).
-    Undetectable,
     Panic,
     Hang,
     Impossible,
@@ -412,13 +422,11 @@ fn judge_replay(r: &Ran, kind: &str) -> (Verdict, String) {
         );
     }
     if r.code == Some(1) {
-        // A flipped byte can make a well-formed file of another run; tampering with SQL,
-        // cutting or zeroing cannot go unnoticed.
-        return if kind == "byte flip" || kind == "undetectable" {
-            (Verdict::Undetectable, String::new())
-        } else {
-            (Verdict::DamageAsDivergence, first_lines(&r.err))
-        };
+        // Whatever the damage: what validation cannot see, the content checksum does.
+        return (
+            Verdict::DamageAsDivergence,
+            format!("{kind}: {}", first_lines(&r.err)),
+        );
     }
     if r.code == Some(2) {
         // Refusals that are not about damage (the recorded cwd or program gone, ...).
@@ -547,8 +555,27 @@ fn damaged_recordings_never_panic_hang_lie_or_diverge() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5eed_0011);
+    let in_tmux: u64 = std::env::var("STROBE_MUTATION_TMUX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let mut server = (in_tmux > 0).then(tmux::Server::new);
     let dir = tempfile::tempdir().unwrap();
     let srcs = sources(dir.path());
+    if let Some(server) = server.as_mut() {
+        // The undamaged files go through every tab and quit cleanly, or the tmux runs
+        // prove nothing.
+        for src in &srcs {
+            let v = server.tui(&strobe(), src, dir.path(), Duration::from_secs(60));
+            assert_eq!(
+                v.0,
+                Verdict::Ok,
+                "tui in tmux on {}: {}",
+                src.display(),
+                v.1
+            );
+        }
+    }
     let mut rng = Rng(seed | 1);
     let mut table = Table::new();
     let mut failures = Vec::new();
@@ -561,11 +588,12 @@ fn damaged_recordings_never_panic_hang_lie_or_diverge() {
             continue;
         };
         let m = Mutant { kind, what, path };
-        check(&m, &mut table, &mut failures);
+        let pane = server.as_mut().filter(|_| made < in_tmux);
+        check(&m, pane, dir.path(), &mut table, &mut failures);
         std::fs::remove_file(&m.path).ok();
         made += 1;
     }
-    let text = render(&table, made, t0.elapsed());
+    let text = render(&table, made, made.min(in_tmux), t0.elapsed());
     eprintln!("{text}");
     if let Ok(out) = std::env::var("STROBE_MUTATION_TABLE") {
         std::fs::write(out, &text).unwrap();
@@ -573,7 +601,13 @@ fn damaged_recordings_never_panic_hang_lie_or_diverge() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
+fn check(
+    m: &Mutant,
+    pane: Option<&mut tmux::Server>,
+    scratch: &Path,
+    table: &mut Table,
+    failures: &mut Vec<String>,
+) {
     let f = m.path.display().to_string();
     let limit = Duration::from_secs(30);
     let mut verdicts = vec![
@@ -584,22 +618,14 @@ fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
         ),
     ];
     let r = run(&["replay", &f, "--timeout", "20s"], limit);
-    // `job.message` of a failure is free text that replay compares with the replayed
-    // job's: tampering with it is indistinguishable from a different ending. Likewise the
-    // last chunk of a rank's outcome or blocked stream: nothing else in the file says how
-    // many timing-dependent outcomes a rank had (the posting stream is checked against
-    // the slice table; these two have no counterpart). docs/reliability.md says so.
-    // And `job.deadlock_slices` lowered on a deadlock recording: the replay declares the
-    // deadlock sooner (raised above the slices the job ran, it is refused).
-    let undetectable = m.what.contains("\"message\"")
-        || m.what.contains("\"deadlock_slices\"")
-        || (m.what.starts_with("DELETE FROM replay_log WHERE stream = ")
-            && !m
-                .what
-                .starts_with("DELETE FROM replay_log WHERE stream = 0 "));
-    let class = if undetectable { "undetectable" } else { m.kind };
-    verdicts.push(("replay", judge_replay(&r, class)));
+    verdicts.push(("replay", judge_replay(&r, m.kind)));
     verdicts.push(("tui", tui(&m.path, limit)));
+    if let Some(server) = pane {
+        verdicts.push((
+            "tui in tmux",
+            server.tui(&strobe(), &m.path, scratch, limit),
+        ));
+    }
     for (cmd, (v, why)) in verdicts {
         *table.entry((m.kind, cmd, v)).or_default() += 1;
         if v.bad() {
@@ -608,12 +634,11 @@ fn check(m: &Mutant, table: &mut Table, failures: &mut Vec<String>) {
     }
 }
 
-fn render(t: &Table, n: u64, took: Duration) -> String {
+fn render(t: &Table, n: u64, in_tmux: u64, took: Duration) -> String {
     use std::fmt::Write as _;
     let cols = [
         Verdict::Ok,
         Verdict::Refused,
-        Verdict::Undetectable,
         Verdict::Panic,
         Verdict::Hang,
         Verdict::Impossible,
@@ -621,12 +646,12 @@ fn render(t: &Table, n: u64, took: Duration) -> String {
         Verdict::Other,
     ];
     let mut o = format!(
-        "{n} mutants x 4 commands in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | diverged (undetectable, see above) | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "{n} mutants x 5 runs (stats, stats --json, replay, tui on a TestBackend; tui in tmux for {in_tmux} of them) in {:.0} s\n\n| damage | command | ok (harmless) | exit 2 damaged | panic | hang | impossible value | damage as divergence | other |\n|---|---|---|---|---|---|---|---|---|\n",
         took.as_secs_f64()
     );
     let kinds = ["byte flip", "truncation", "zeroed page", "SQL tampering"];
     for k in kinds {
-        for c in ["stats", "stats --json", "replay", "tui"] {
+        for c in ["stats", "stats --json", "replay", "tui", "tui in tmux"] {
             let _ = write!(o, "| {k} | {c} |");
             for v in cols {
                 let _ = write!(o, " {} |", t.get(&(k, c, v)).copied().unwrap_or(0));
@@ -646,10 +671,26 @@ fn assert_damage_everywhere(sql: &str, want: &str) {
 /// As [`assert_damage_everywhere`]; `tui`: whether the terminal UI must refuse it too (it
 /// does not read the replay log, so damage only there is replay's and stats' business).
 fn assert_damage(fixture: &str, sql: &str, want: &str, tui: bool) {
+    assert_damage_with(fixture, sql, want, tui, false)
+}
+
+/// As [`assert_damage`], with the content checksum recomputed after the edit: the checks
+/// behind the checksum (the replay log's own) must hold for files without one (older
+/// formats, a recording cut by a crash) or whose checksum was forged.
+fn assert_damage_resealed(fixture: &str, sql: &str, want: &str, tui: bool) {
+    assert_damage_with(fixture, sql, want, tui, true)
+}
+
+fn assert_damage_with(fixture: &str, sql: &str, want: &str, tui: bool, reseal: bool) {
     let dir = tempfile::tempdir().unwrap();
     let srcs = sources_of(dir.path(), &[(fixture, "2")]);
     let db = &srcs[0];
-    Connection::open(db).unwrap().execute_batch(sql).unwrap();
+    let c = Connection::open(db).unwrap();
+    c.execute_batch(sql).unwrap();
+    if reseal {
+        strobe_recorder::checksum::seal(&c).unwrap();
+    }
+    drop(c);
     let f = db.display().to_string();
     for args in [
         vec!["stats", f.as_str()],
@@ -711,7 +752,7 @@ fn damage_the_replay_would_have_called_a_divergence_is_damage() {
         "DELETE FROM replay_log WHERE stream = 0 AND rank = 1 AND chunk =
             (SELECT max(chunk) FROM replay_log WHERE stream = 0 AND rank = 1)",
     ] {
-        assert_damage("token_ring", sql, "replay log", false);
+        assert_damage_resealed("token_ring", sql, "replay log", false);
     }
     // An outcome naming more requests than a call can pass: the replaying rank used to
     // stop "diverged" on it ("the recording is damaged"), exit 1; a program that never
@@ -724,7 +765,7 @@ fn damage_the_replay_would_have_called_a_divergence_is_damage() {
     }
     token.push(v as u8);
     let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
-    assert_damage(
+    assert_damage_resealed(
         "token_ring",
         &format!(
             "INSERT INTO replay_log VALUES (1, 0,
@@ -743,6 +784,36 @@ fn damage_the_replay_would_have_called_a_divergence_is_damage() {
         "deadlock_slices",
         true,
     );
+}
+
+/// The damage the big corpus run still saw replayed as a divergence before the content
+/// checksum: values that are each well formed, but another run's. Now damage everywhere,
+/// the terminal UI included.
+#[test]
+fn damage_only_the_content_checksum_sees_is_damage() {
+    for (fixture, sql) in [
+        (
+            "deadlock",
+            "UPDATE job SET message = message || ' (edited)'",
+        ),
+        (
+            "deadlock",
+            "UPDATE job SET deadlock_slices = deadlock_slices - 1",
+        ),
+        (
+            "token_ring",
+            "UPDATE slice SET digest = digest + 1 WHERE slice = (SELECT max(slice) FROM slice)",
+        ),
+        (
+            "token_ring",
+            "DELETE FROM replay_log WHERE (stream, rank, chunk) =
+               (SELECT stream, rank, max(chunk) FROM replay_log WHERE stream > 0
+                GROUP BY stream, rank LIMIT 1)",
+        ),
+        ("token_ring", "UPDATE rank SET exit_code = 1 WHERE rank = 1"),
+    ] {
+        assert_damage(fixture, sql, "content checksum does not match", true);
+    }
 }
 
 /// A FIFO, a directory or a device given as the recording is refused at once (issue 11

@@ -50,7 +50,7 @@ fn strobe_stats_reads_the_old_recording() {
     let s = strobe_cmd(&["stats", &dbs], &[]);
     assert_eq!(s.code, 0, "{}", s.stderr);
     for want in [
-        "(format 4)",
+        "(format 4), content unverified (recorded before strobe kept a content checksum)",
         "4 ranks, 1 node",
         "outcome    success (exit status 0)",
         "229 slices (229 recorded)",
@@ -64,6 +64,9 @@ fn strobe_stats_reads_the_old_recording() {
     assert_eq!(s.code, 0, "{}", s.stderr);
     let j: serde_json::Value = serde_json::from_str(&s.stdout).unwrap();
     assert_eq!(j["format_version"], 4);
+    assert!(j["content_checksum"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("unverified")));
     assert_eq!(j["total_slices"], 229);
     assert_eq!(j["recorded_slices"], 229);
     assert_eq!(j["outcome"], "success");
@@ -133,6 +136,7 @@ fn strobe_replay_verifies_the_old_recording() {
         "{}",
         r.stderr
     );
+    assert!(r.stderr.contains("content is unverified"), "{}", r.stderr);
 }
 
 #[test]

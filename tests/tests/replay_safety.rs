@@ -54,8 +54,13 @@ fn setup(extra: &[&str]) -> Setup {
     Setup { dir, home, db }
 }
 
+/// Edit the recording as an attacker would: including the content checksum, which anyone
+/// who can edit the file can recompute (it detects damage, not forgery). The defences
+/// tested here must hold without it; `an_edit_without_resealing_is_damage` checks it.
 fn sql(db: &Path, s: &str) {
-    Connection::open(db).unwrap().execute_batch(s).unwrap();
+    let c = Connection::open(db).unwrap();
+    c.execute_batch(s).unwrap();
+    strobe_recorder::checksum::seal(&c).unwrap();
 }
 
 fn sha256(p: &Path) -> String {
@@ -81,6 +86,35 @@ fn the_issue_attack_with_no_hash_is_refused_and_runs_nothing() {
         let o = strobe_in(&s.home, &args);
         assert_eq!(o.code, 2, "{extra:?}: {}{}", o.stdout, o.stderr);
         assert!(o.stderr.contains("cannot verify"), "{}", o.stderr);
+        assert!(!pwned.exists(), "{extra:?} ran the recorded shell command");
+    }
+}
+
+/// The same edit without recomputing the content checksum: damage, exit 2, before the
+/// launch plan is even made (and nothing runs).
+#[test]
+fn an_edit_without_resealing_is_damage() {
+    let s = setup(&[]);
+    let pwned = s.dir.path().join("pwned");
+    Connection::open(&s.db)
+        .unwrap()
+        .execute_batch(&format!(
+            "UPDATE job SET program='/bin/sh', program_sha256=NULL, \
+             command='[\"/bin/sh\",\"-c\",\"id > {}\"]'",
+            pwned.display()
+        ))
+        .unwrap();
+    let dbs = s.db.display().to_string();
+    for extra in [&[][..], &["--yes"], &["--dry-run"]] {
+        let mut args = vec!["replay", dbs.as_str()];
+        args.extend_from_slice(extra);
+        let o = strobe_in(&s.home, &args);
+        assert_eq!(o.code, 2, "{extra:?}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains("damaged recording: content checksum"),
+            "{}",
+            o.stderr
+        );
         assert!(!pwned.exists(), "{extra:?} ran the recorded shell command");
     }
 }

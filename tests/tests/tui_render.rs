@@ -290,12 +290,14 @@ fn statistics_table_sorts_and_shows_histograms_at_every_size() {
     let dir = tempfile::tempdir().unwrap();
     let off = dir.path().join("no-metrics.db");
     std::fs::copy(&r.deadlock, &off).unwrap();
-    rusqlite::Connection::open(&off)
-        .unwrap()
-        .execute_batch(
-            "DELETE FROM mmds_rank; DELETE FROM mmds_primitive; DELETE FROM mmds_histogram;",
-        )
-        .unwrap();
+    let c = rusqlite::Connection::open(&off).unwrap();
+    c.execute_batch(
+        "DELETE FROM mmds_rank; DELETE FROM mmds_primitive; DELETE FROM mmds_histogram;",
+    )
+    .unwrap();
+    // As the recorder would have sealed it (the content checksum covers the MMDS tables).
+    strobe_recorder::checksum::seal(&c).unwrap();
+    drop(c);
     let mut ui = Ui::open(&off, (80, 24), true);
     ui.keys("4");
     ui.assert_shows(&["no per-process statistics"], "no stats");

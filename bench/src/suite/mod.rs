@@ -7,6 +7,7 @@
 mod build;
 mod debugging;
 mod nas;
+mod load;
 mod plot;
 mod report;
 mod runner;
@@ -35,7 +36,7 @@ pub struct SuiteArgs {
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
     /// Only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
-    /// debugging, scale).
+    /// debugging, scale, load).
     pub only: Vec<String>,
 }
 
@@ -49,6 +50,7 @@ pub const SECTIONS: &[&str] = &[
     "scaling",
     "debugging",
     "scale",
+    "load",
 ];
 
 /// Everything the sections produce.
@@ -211,6 +213,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "scaling" => sections::scaling(&ctx, &mut doc),
             "debugging" => debugging::debugging(&ctx, &mut doc),
             "scale" => scale::scale(&ctx, &mut doc),
+            "load" => load::load(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {

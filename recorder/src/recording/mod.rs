@@ -27,6 +27,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use strobe_core::sched::Decision;
 
+pub use crate::checksum::ChecksumState;
 use crate::read::{check_header, open_connection, quick_check};
 use crate::replay_log::ReplayLog;
 use crate::RecordError;
@@ -130,6 +131,7 @@ pub struct Recording {
     /// Whether chart columns may be answered from the summaries (see `use_summaries`).
     use_summaries: bool,
     has_decision_sets: bool,
+    checksum: ChecksumState,
 }
 
 const SLICE_COLUMNS: &str = "slice, reason, start_ns, getts_ns, gtdem_ns, gtmsm_ns, gtts_ns,
@@ -186,6 +188,13 @@ impl Recording {
             // refused here rather than printed (a huge file is checked row by row as read).
             validate::tables(&conn)?;
         }
+        // After validation, so a value strobe never writes is named as such; then the
+        // checksum catches what validation cannot see (checksum.rs).
+        let checksum = if full {
+            crate::checksum::verify(&conn)?
+        } else {
+            ChecksumState::NotChecked
+        };
         let mut rec = Recording {
             conn,
             path: path.to_path_buf(),
@@ -196,9 +205,16 @@ impl Recording {
             has_summaries,
             use_summaries: true,
             has_decision_sets,
+            checksum,
         };
         rec.refresh()?;
         Ok(rec)
+    }
+
+    /// Whether the content checksum was verified when the file was opened (damage is an
+    /// error of [`Recording::open`]; this tells "verified" from "unverified").
+    pub fn checksum(&self) -> &ChecksumState {
+        &self.checksum
     }
 
     pub fn path(&self) -> &Path {

@@ -56,6 +56,9 @@ pub struct Stats {
     /// The recording's path, as it was opened.
     pub recording: String,
     pub format_version: i64,
+    /// `verified`, or `unverified (why)`: the content checksum (`checksum.rs`). Damage
+    /// never gets here (the file is refused).
+    pub content_checksum: String,
     pub ranks: u32,
     pub nodes: u32,
     pub policy: String,
@@ -144,6 +147,7 @@ impl Recording {
         Ok(Stats {
             recording: self.path.display().to_string(),
             format_version: job.format_version,
+            content_checksum: self.checksum.describe(),
             ranks: job.ranks,
             nodes: job.nodes,
             policy: job.policy.clone(),
