@@ -72,6 +72,24 @@ pub const COVERED: &[Covered] = &[
         table: "mmds_histogram",
         order: "rank, primitive, metric, lo",
     },
+    // What `strobe replay --rank` feeds a rank with: a tampered payload must be damage,
+    // never a divergence of the program.
+    Covered {
+        table: "payload",
+        order: "rank, seq",
+    },
+    Covered {
+        table: "check_finding",
+        order: "id",
+    },
+    Covered {
+        table: "call_site",
+        order: "id",
+    },
+    Covered {
+        table: "blocked_site",
+        order: "rank, first_slice",
+    },
 ];
 
 /// The checksum's algorithm and encoding (see [`compute`]): a new encoding gets a new name.

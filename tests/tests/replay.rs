@@ -295,11 +295,16 @@ fn regeneration_is_identical_to_a_full_recording() {
             "SELECT * FROM descriptor ORDER BY rank, seq",
             "SELECT * FROM decision ORDER BY slice, idx",
             "SELECT * FROM blocked ORDER BY slice, rank",
+            // Up to the last slice that posted or held anything: whether the launcher ran
+            // one more empty timer slice before it saw the last rank exit is timing (seen
+            // under CI load), not a decision, and the replay need not reproduce it.
             "SELECT slice, n_descriptors, n_matches, n_chunks, n_collectives, n_completions,
-                n_blocked, digest FROM slice ORDER BY slice",
+                n_blocked, digest FROM slice WHERE slice <= (SELECT max(slice) FROM slice
+                WHERE n_descriptors > 0 OR n_blocked > 0) ORDER BY slice",
             "SELECT stream, rank, hex(group_concat(hex(data), '')) FROM
                 (SELECT * FROM replay_log ORDER BY stream, rank, chunk) GROUP BY stream, rank",
-            "SELECT outcome, message, exit_status, total_slices FROM job",
+            // (`total_slices` counts those trailing empty slices too: see above.)
+            "SELECT outcome, message, exit_status FROM job",
         ] {
             let (ra, rb) = (rows(&a, sql), rows(&b, sql));
             // (A deadlocked job decides nothing.)

@@ -200,6 +200,17 @@ fn tampered_payload_is_a_divergence() {
         )
         .unwrap();
     assert_eq!(changed, 1, "rank 3 received nothing from rank 2");
+    // As it stands the file is damaged (the content checksum covers the payloads): refused,
+    // never called a divergence of the program.
+    let damaged = replay_alone(&db, 2, &["--yes"]);
+    assert_eq!(damaged.code, 2, "unsealed: {}", show(&damaged));
+    assert!(
+        damaged.stderr.contains("damaged recording"),
+        "{}",
+        damaged.stderr
+    );
+    // Resealed, as if the recording had captured those bytes: rank 2 alone must notice.
+    strobe_recorder::checksum::seal(&sqlite(&db)).unwrap();
     let alone = replay_alone(&db, 2, &["--yes"]);
     assert_eq!(alone.code, 1, "tampered: {}", show(&alone));
     assert!(
@@ -232,6 +243,9 @@ fn tampered_call_is_a_divergence_naming_it() {
             [],
         )
         .unwrap();
+    // Resealed (the checksum would otherwise refuse it as damage): the check under test is
+    // the rank-alone verification of each call.
+    strobe_recorder::checksum::seal(&sqlite(&db)).unwrap();
     let alone = replay_alone(&db, 2, &["--yes"]);
     assert_eq!(alone.code, 1, "{}", show(&alone));
     assert!(

@@ -97,10 +97,10 @@ impl ReplayFeed {
             pause: None,
             shown: 0,
             pending: vec![FeedEvent::Message(format!(
-                "live replay: space runs/pauses, n steps, < steps back, t goes to the cursor's slice, b breaks at the cursor{}",
+                "live replay: space runs/pauses, n steps, < back, ? keys{}",
                 output
                     .as_ref()
-                    .map(|o| format!("; rank output: {}", o.display()))
+                    .map(|o| format!("; output: {}", o.display()))
                     .unwrap_or_default()
             ))],
             output,

@@ -6,8 +6,8 @@
 
 mod build;
 mod debugging;
-mod nas;
 mod load;
+mod nas;
 mod plot;
 mod report;
 mod runner;
