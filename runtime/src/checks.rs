@@ -37,6 +37,7 @@ use crate::descriptor::{
 };
 use crate::engine::{SliceRecord, SliceSink};
 use crate::sched::Decision;
+use crate::segment::BlockedCall;
 
 /// What a finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -236,6 +237,9 @@ struct State {
     findings: Vec<Finding>,
     /// Findings per kind so far (listed or not).
     per_kind: BTreeMap<CheckKind, usize>,
+    /// Where the program made the blocking calls of the slice being checked, and of the
+    /// unmatched sends (a send-send finding names a send of an earlier slice).
+    sites: BTreeMap<DescRef, String>,
 }
 
 fn call_name(d: &Descriptor) -> String {
@@ -308,7 +312,7 @@ impl State {
             slice,
             rank: d.rank,
             call: call_name(d),
-            call_site: None,
+            call_site: self.sites.get(&d.id()).cloned(),
             detail,
         });
     }
@@ -393,6 +397,32 @@ impl State {
         self.eager.remove(&d.id());
     }
 
+    /// The call sites of this slice's blocking descriptors. Only a blocking call has a
+    /// site here: node 0 resolves the site of each rank blocked at the slice start (the
+    /// call it is in), and a blocking descriptor handled now is the call its rank is blocked
+    /// in. A finding about a non-blocking call (`MPI_Irecv`, `MPI_Isend`) has no site: its
+    /// rank has moved on by the time the slice sees it, and resolving a site at every post
+    /// would cost a stack walk per call (docs/debugging.md, "Correctness checks").
+    fn note_sites(&mut self, rec: &SliceRecord) {
+        let unmatched: BTreeSet<DescRef> = self
+            .unmatched_sends
+            .values()
+            .flat_map(|m| m.keys().copied())
+            .collect();
+        self.sites.retain(|id, _| unmatched.contains(id));
+        for d in rec.descriptors.iter().filter(|d| d.blocking()) {
+            let Some(kind) = d.kind() else { continue };
+            let in_it = rec
+                .blocked
+                .iter()
+                .any(|&(r, call)| r == d.rank && call == BlockedCall::Posted(kind));
+            let site = rec.sites.iter().find(|(r, _)| *r == d.rank);
+            if let (true, Some((_, site))) = (in_it, site) {
+                self.sites.insert(d.id(), site.short());
+            }
+        }
+    }
+
     fn completed(&mut self, id: DescRef) {
         if let Some((rank, start)) = self.pending_at.remove(&id) {
             self.pending.remove(&(rank, start, id));
@@ -452,6 +482,7 @@ impl State {
 impl SliceSink for Checker {
     fn slice(&self, rec: &SliceRecord) {
         let mut st = self.state.lock().expect("checker");
+        st.note_sites(rec);
         let mut fresh = Vec::new();
         for d in &rec.descriptors {
             st.posted(rec.slice, d);

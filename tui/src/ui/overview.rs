@@ -192,7 +192,7 @@ fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
 }
 
 /// The correctness checks' findings (`strobe stats` has them in full): in the wide
-/// layout a "checks" list, one line each (kind, rank, call, slice); in the narrow one a
+/// layout a "checks" list, one line each (kind, rank, call, its source line when known, slice); in the narrow one a
 /// count. Read at each draw: the table holds a handful of rows.
 fn check_lines(app: &App, wide: bool) -> Vec<Line<'static>> {
     let t = &app.theme;
@@ -214,8 +214,15 @@ fn check_lines(app: &App, wide: bool) -> Vec<Line<'static>> {
         Line::from(Span::styled("checks", t.title())),
     ];
     out.extend(found.iter().map(|f| {
+        let at = f
+            .call_site
+            .as_ref()
+            .map_or_else(String::new, |s| format!(" at {s}"));
         Line::from(Span::styled(
-            format!("{}: rank {} {} (slice {})", f.kind, f.rank, f.call, f.slice),
+            format!(
+                "{}: rank {} {}{at} (slice {})",
+                f.kind, f.rank, f.call, f.slice
+            ),
             t.bad(),
         ))
     }));
