@@ -138,6 +138,27 @@ fn explore_finds_the_heisenbug_from_a_passing_recording() {
         .collect();
     assert_eq!(marked.len(), 1, "{history}");
     assert!(marked[0].contains(&slice.to_string()), "{history}");
+    // A row explore could not have written is damage (exit 2), never shown.
+    for damage in [
+        "UPDATE explored SET rank = 9",
+        "UPDATE explored SET kind = 'guess'",
+        "UPDATE explored SET slice = 100000",
+        "UPDATE explored SET runs = 0",
+    ] {
+        let copy = dir.path().join("damaged.db");
+        std::fs::copy(&found, &copy).unwrap();
+        rusqlite::Connection::open(&copy)
+            .unwrap()
+            .execute_batch(damage)
+            .unwrap();
+        let o = strobe_cmd(&["stats", &copy.display().to_string()], &[]);
+        assert_eq!(o.code, 2, "{damage}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains("damaged recording"),
+            "{damage}: {}",
+            o.stderr
+        );
+    }
     // The passing recording has no such row.
     let plain = strobe_recorder::Recording::open(&pass).unwrap();
     assert_eq!(plain.explored().unwrap(), None);
