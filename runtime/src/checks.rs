@@ -583,7 +583,17 @@ mod tests {
             }
         }
 
-        fn slice(&mut self, mut batch: Vec<Descriptor>) {
+        fn slice(&mut self, batch: Vec<Descriptor>) {
+            self.slice_at(batch, Vec::new(), Vec::new());
+        }
+
+        /// A slice whose start found `blocked` ranks, node 0 resolving `sites` for them.
+        fn slice_at(
+            &mut self,
+            mut batch: Vec<Descriptor>,
+            blocked: Vec<(u32, BlockedCall)>,
+            sites: Vec<(u32, std::sync::Arc<crate::symbolize::CallSite>)>,
+        ) {
             self.slice += 1;
             for d in &mut batch {
                 d.seq = self.next_seq[d.rank as usize];
@@ -599,8 +609,8 @@ mod tests {
                 descriptors: batch,
                 decisions,
                 digest: 0,
-                blocked: Vec::new(),
-                sites: Vec::new(),
+                blocked,
+                sites,
             };
             self.checker.slice(&rec);
         }
@@ -663,6 +673,62 @@ mod tests {
             typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
         ]);
         assert_eq!(job.checker.findings().len(), 1);
+    }
+
+    /// A finding about a blocking call names the site its rank was blocked at when the
+    /// slice began; one about a non-blocking call, or a rank without a site, names none.
+    #[test]
+    fn a_finding_names_the_site_of_the_blocking_call_it_is_about() {
+        let site = |line| {
+            std::sync::Arc::new(crate::symbolize::CallSite {
+                object: "/bin/prog".into(),
+                offset: 0x40,
+                function: Some("exchange".into()),
+                file: Some("/src/prog.c".into()),
+                line: Some(line),
+            })
+        };
+        let mut job = Job::new(2);
+        let in_recv = vec![(1, BlockedCall::Posted(DescKind::Recv))];
+        job.slice_at(
+            vec![
+                typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, false), I32, 1),
+                typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), BYTE, 4),
+            ],
+            in_recv.clone(),
+            vec![(1, site(21))],
+        );
+        // A non-blocking receive: rank 1 is in a wait, whose site is not the Irecv's.
+        job.slice_at(
+            vec![
+                typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, false), I32, 1),
+                typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, false), BYTE, 4),
+            ],
+            vec![(1, BlockedCall::Call(crate::calls::Primitive::Wait))],
+            vec![(1, site(30))],
+        );
+        // Blocked in the receive, its site unknown.
+        job.slice_at(
+            vec![
+                typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, false), I32, 1),
+                typed(p2p(DescKind::Recv, 1, 0, 0x3000, 4, true), BYTE, 4),
+            ],
+            in_recv,
+            Vec::new(),
+        );
+        let sites: Vec<Option<String>> = job
+            .checker
+            .findings()
+            .into_iter()
+            .map(|f| f.call_site)
+            .collect();
+        assert_eq!(
+            sites,
+            [Some("prog.c:21 (in exchange)".to_string()), None, None]
+        );
+        assert!(job.checker.findings()[0]
+            .to_string()
+            .starts_with("type-mismatch: rank 1: MPI_Recv at prog.c:21 (in exchange) (slice 1)"));
     }
 
     #[test]
