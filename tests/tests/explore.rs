@@ -131,6 +131,11 @@ fn explore_finds_the_heisenbug_from_a_passing_recording() {
         screen.contains("takes rank 2's message instead"),
         "{screen}"
     );
+    let narrow = tui_screen(&found, (80, 24), None);
+    assert!(
+        narrow.contains(&format!("explored: forced in slice {slice}")),
+        "{narrow}"
+    );
     let history = tui_screen(&found, (200, 40), Some('5'));
     let marked: Vec<&str> = history
         .lines()
