@@ -137,6 +137,11 @@ pub struct Difference {
     pub what: String,
     pub a: Vec<String>,
     pub b: Vec<String>,
+    /// The ranks whose calls the difference involves on each side (the call's rank
+    /// first, then the other parties of the first differing decision): their source lines
+    /// are printed where the recording knows them.
+    pub ranks_a: Vec<u32>,
+    pub ranks_b: Vec<u32>,
 }
 
 impl Difference {
@@ -197,6 +202,8 @@ pub fn differences(a: &Calls, b: &Calls) -> Vec<Difference> {
                 },
                 a: ta.into_iter().collect(),
                 b: tb.into_iter().collect(),
+                ranks_a: vec![id.rank],
+                ranks_b: vec![id.rank],
             });
             continue;
         }
@@ -221,6 +228,8 @@ pub fn differences(a: &Calls, b: &Calls) -> Vec<Difference> {
             what: format!("{}#{} {}{wildcard}", id.rank, id.seq, describe(d)),
             a: la[i..].iter().map(|x| x.1.clone()).collect(),
             b: lb[i..].iter().map(|x| x.1.clone()).collect(),
+            ranks_a: involved(a, &id, i),
+            ranks_b: involved(b, &id, i),
         });
     }
     for (rank, (oa, ob)) in a.outcomes.iter().zip(&b.outcomes).enumerate() {
@@ -242,11 +251,26 @@ pub fn differences(a: &Calls, b: &Calls) -> Vec<Difference> {
                 ),
                 a: oa.get(i).cloned().into_iter().collect(),
                 b: ob.get(i).cloned().into_iter().collect(),
+                ranks_a: Vec::new(),
+                ranks_b: Vec::new(),
             });
         }
     }
     out.sort_by_key(Difference::order);
     out
+}
+
+/// `id`'s rank, then the other ranks named by its `i`th decision in `c`.
+fn involved(c: &Calls, id: &DescRef, i: usize) -> Vec<u32> {
+    let mut ranks = vec![id.rank];
+    if let Some((_, dec)) = c.decided.get(id).and_then(|v| v.get(i)) {
+        for r in named(dec).iter().map(|d| d.rank) {
+            if !ranks.contains(&r) {
+                ranks.push(r);
+            }
+        }
+    }
+    ranks
 }
 
 /// Refuse pairs that are not two runs of one program on the same number of ranks.
@@ -358,7 +382,9 @@ fn report(
         };
         let _ = writeln!(out, "{title}: rank {}, {}", d.rank, d.what);
         print_side(out, "A", &na.to_string(), d.slice_a, &d.a);
+        print_sites(out, "A", ra, d.slice_a, &d.ranks_a);
         print_side(out, "B", &nb.to_string(), d.slice_b, &d.b);
+        print_sites(out, "B", rb, d.slice_b, &d.ranks_b);
     }
     if !args.all && diffs.len() > 1 {
         let _ = writeln!(
@@ -388,6 +414,23 @@ fn print_side(out: &mut String, side: &str, file: &str, slice: Option<u64>, line
                 );
             }
         }
+    }
+}
+
+/// Where the involved ranks made their calls on one side: each rank blocked at the start
+/// of the slice with a known call site (`blocked_site`; the program needs `-g` for file and
+/// line). Nothing when none is known (a non-blocking call, a recording without sites).
+fn print_sites(out: &mut String, side: &str, rec: &Recording, slice: Option<u64>, ranks: &[u32]) {
+    let Some(slice) = slice else { return };
+    let sites: Vec<String> = ranks
+        .iter()
+        .filter_map(|&r| match rec.blocked_site(r, slice) {
+            Ok(Some(site)) => Some(format!("rank {r} at {}", site.short())),
+            _ => None,
+        })
+        .collect();
+    if !sites.is_empty() {
+        let _ = writeln!(out, "  {side} source: {}", sites.join(", "));
     }
 }
 

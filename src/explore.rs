@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use strobe_recorder::recording::Explored;
 use strobe_replayer::alternatives::{
     send_token, test_alternatives, token, TestAlternative, Traffic,
 };
@@ -377,6 +378,10 @@ impl Search {
                 std::io::stdout().write_all(&end.output)?;
                 std::fs::rename(scratch, out)
                     .with_context(|| format!("keeping the recording as {}", out.display()))?;
+                let found = explored(&t, what, runs as u64, out)?;
+                strobe_recorder::recording::store_explored(out, &found).with_context(|| {
+                    format!("noting the forced alternative in {}", out.display())
+                })?;
                 let shown = a.out.display();
                 eprintln!(
                     "strobe explore: found a failing order after {runs} run(s); its recording \
@@ -402,6 +407,37 @@ impl Search {
         println!("runs: {runs}");
         Ok(EXIT_NONE)
     }
+}
+
+/// What was forced to get the failing recording `out`, for its `explored` row: for a
+/// wildcard receive, the slice where it was matched in `out` (the slice in the report is
+/// the parent run's).
+fn explored(t: &Alt, what: String, runs: u64, out: &Path) -> Result<Explored> {
+    Ok(match t {
+        Alt::Wildcard(w) => {
+            let (recv, _) = *w.forced.last().expect("a try forces something");
+            let traffic = Traffic::read(&strobe_recorder::Recording::open(out)?)?;
+            let slice = traffic
+                .wildcards()
+                .iter()
+                .find(|x| x.recv == recv)
+                .map(|x| x.slice);
+            Explored {
+                kind: "wildcard".into(),
+                rank: recv.rank,
+                slice,
+                runs,
+                detail: what,
+            }
+        }
+        Alt::Test(alt) => Explored {
+            kind: "test".into(),
+            rank: alt.force.rank,
+            slice: None,
+            runs,
+            detail: what,
+        },
+    })
 }
 
 /// Run one try, recorded into `scratch`; returns how it ended and whether the last forced

@@ -119,6 +119,9 @@ pub fn text(s: &Stats) -> String {
             }
         }
     }
+    if let Some(e) = &s.explored {
+        let _ = writeln!(o, "explored   {e}");
+    }
     match &s.mmds {
         None => o.push_str("MMDS       not recorded (the metrics layer was off)\n"),
         Some(m) => {

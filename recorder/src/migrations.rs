@@ -480,6 +480,22 @@ CREATE TABLE content_checksum (
 );
 "#;
 
+/// What `strobe explore -o` forced to get the saved recording (issue 17 item 3 of the
+/// gaps): at most one row, written by explore after the run; other recordings have none.
+/// `kind` is `wildcard` (a wildcard receive forced to another sender) or `test` (a
+/// test-like call's outcome forced); `slice` is where the forced receive was matched in
+/// this recording (`NULL` for a test forcing: the outcome log has no slices).
+const V_EXPLORED: &str = r#"
+CREATE TABLE explored (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    kind    TEXT NOT NULL,
+    rank    INTEGER NOT NULL,
+    slice   INTEGER,
+    runs    INTEGER NOT NULL,
+    detail  TEXT NOT NULL
+);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -492,7 +508,11 @@ pub const MIGRATIONS: &[&str] = &[
     V_CHECKS,
     V_CALL_SITES,
     V_CONTENT_CHECKSUM,
+    V_EXPLORED,
 ];
+
+/// The first format with the `explored` table: the position of [`V_EXPLORED`].
+pub const EXPLORED_VERSION: i64 = version_of(V_EXPLORED);
 
 /// The first format with call sites (`call_site`, `blocked_site`): the position of
 /// [`V_CALL_SITES`] in [`MIGRATIONS`], never a number written by hand.

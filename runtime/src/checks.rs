@@ -37,6 +37,7 @@ use crate::descriptor::{
 };
 use crate::engine::{SliceRecord, SliceSink};
 use crate::sched::Decision;
+use crate::segment::BlockedCall;
 
 /// What a finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -236,6 +237,9 @@ struct State {
     findings: Vec<Finding>,
     /// Findings per kind so far (listed or not).
     per_kind: BTreeMap<CheckKind, usize>,
+    /// Where the program made the blocking calls of the slice being checked, and of the
+    /// unmatched sends (a send-send finding names a send of an earlier slice).
+    sites: BTreeMap<DescRef, String>,
 }
 
 fn call_name(d: &Descriptor) -> String {
@@ -308,7 +312,7 @@ impl State {
             slice,
             rank: d.rank,
             call: call_name(d),
-            call_site: None,
+            call_site: self.sites.get(&d.id()).cloned(),
             detail,
         });
     }
@@ -393,6 +397,32 @@ impl State {
         self.eager.remove(&d.id());
     }
 
+    /// The call sites of this slice's blocking descriptors. Only a blocking call has a
+    /// site here: node 0 resolves the site of each rank blocked at the slice start (the
+    /// call it is in), and a blocking descriptor handled now is the call its rank is blocked
+    /// in. A finding about a non-blocking call (`MPI_Irecv`, `MPI_Isend`) has no site: its
+    /// rank has moved on by the time the slice sees it, and resolving a site at every post
+    /// would cost a stack walk per call (docs/debugging.md, "Correctness checks").
+    fn note_sites(&mut self, rec: &SliceRecord) {
+        let unmatched: BTreeSet<DescRef> = self
+            .unmatched_sends
+            .values()
+            .flat_map(|m| m.keys().copied())
+            .collect();
+        self.sites.retain(|id, _| unmatched.contains(id));
+        for d in rec.descriptors.iter().filter(|d| d.blocking()) {
+            let Some(kind) = d.kind() else { continue };
+            let in_it = rec
+                .blocked
+                .iter()
+                .any(|&(r, call)| r == d.rank && call == BlockedCall::Posted(kind));
+            let site = rec.sites.iter().find(|(r, _)| *r == d.rank);
+            if let (true, Some((_, site))) = (in_it, site) {
+                self.sites.insert(d.id(), site.short());
+            }
+        }
+    }
+
     fn completed(&mut self, id: DescRef) {
         if let Some((rank, start)) = self.pending_at.remove(&id) {
             self.pending.remove(&(rank, start, id));
@@ -452,6 +482,7 @@ impl State {
 impl SliceSink for Checker {
     fn slice(&self, rec: &SliceRecord) {
         let mut st = self.state.lock().expect("checker");
+        st.note_sites(rec);
         let mut fresh = Vec::new();
         for d in &rec.descriptors {
             st.posted(rec.slice, d);
@@ -525,241 +556,4 @@ impl SliceSink for Checked {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::descriptor::{ANY_TAG, FLAG_BLOCKING};
-    use crate::engine::{GlobalMetrics, StartReason};
-    use crate::sched::{SchedConfig, Scheduler};
-
-    /// Drives a real scheduler over slices of descriptors and feeds the checker what a
-    /// node manager would: each slice's batch and decisions.
-    struct Job {
-        sched: Scheduler,
-        checker: Checker,
-        slice: u64,
-        next_seq: Vec<u64>,
-    }
-
-    impl Job {
-        fn new(ranks: u32) -> Job {
-            let mut cfg = SchedConfig::single_node(ranks);
-            cfg.eager_max = crate::sched::DEFAULT_EAGER_MAX;
-            Job {
-                sched: Scheduler::new(cfg),
-                checker: Checker::new(),
-                slice: 0,
-                next_seq: vec![0; ranks as usize],
-            }
-        }
-
-        fn slice(&mut self, mut batch: Vec<Descriptor>) {
-            self.slice += 1;
-            for d in &mut batch {
-                d.seq = self.next_seq[d.rank as usize];
-                d.request = d.seq + 1;
-                self.next_seq[d.rank as usize] += 1;
-            }
-            let decisions = self.sched.schedule(self.slice, &batch).unwrap();
-            let rec = SliceRecord {
-                slice: self.slice,
-                reason: StartReason::Timer,
-                start_ns: 0,
-                global: GlobalMetrics::default(),
-                descriptors: batch,
-                decisions,
-                digest: 0,
-                blocked: Vec::new(),
-                sites: Vec::new(),
-            };
-            self.checker.slice(&rec);
-        }
-
-        fn kinds(&self) -> Vec<(CheckKind, u32)> {
-            self.checker
-                .findings()
-                .iter()
-                .map(|f| (f.kind, f.rank))
-                .collect()
-        }
-    }
-
-    fn p2p(
-        kind: DescKind,
-        rank: u32,
-        peer: i32,
-        buf: u64,
-        bytes: u64,
-        blocking: bool,
-    ) -> Descriptor {
-        Descriptor {
-            rank,
-            kind: kind as u8,
-            flags: if blocking { FLAG_BLOCKING } else { 0 },
-            peer,
-            tag: if kind == DescKind::Recv { ANY_TAG } else { 1 },
-            buf,
-            bytes,
-            ..Default::default()
-        }
-    }
-
-    const I32: u64 = crate::datatype::ElemType::I32.sig_code();
-    const BYTE: u64 = crate::datatype::ElemType::Byte.sig_code();
-
-    fn typed(mut d: Descriptor, basic: u64, count: u64) -> Descriptor {
-        d.set_type_sig(TypeSig::basic(basic), count);
-        d
-    }
-
-    #[test]
-    fn a_match_of_different_signatures_is_a_type_mismatch() {
-        let mut job = Job::new(2);
-        job.slice(vec![
-            typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), I32, 1),
-            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), BYTE, 4),
-        ]);
-        assert_eq!(job.kinds(), [(CheckKind::TypeMismatch, 1)]);
-        let detail = &job.checker.findings()[0].detail;
-        assert!(detail.contains("(1 x i32)"), "{detail}");
-        assert!(detail.contains("(4 x byte)"), "{detail}");
-        // The same type on both sides, or no signature on one, is no finding.
-        job.slice(vec![
-            typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),
-            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 8, true), 4, 2),
-        ]);
-        job.slice(vec![
-            p2p(DescKind::Send, 0, 1, 0x1000, 4, true),
-            typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
-        ]);
-        assert_eq!(job.checker.findings().len(), 1);
-    }
-
-    #[test]
-    fn a_receive_into_a_pending_irecv_buffer_is_reported_until_it_completes() {
-        let mut job = Job::new(2);
-        // Rank 1: Irecv into [0x2000, 0x2010), then a send from a disjoint buffer, then a
-        // receive into an overlapping one.
-        job.slice(vec![
-            p2p(DescKind::Recv, 1, 0, 0x2000, 16, false),
-            p2p(DescKind::Send, 1, 0, 0x3000, 16, false),
-            p2p(DescKind::Recv, 1, 0, 0x2008, 16, true),
-        ]);
-        assert_eq!(job.kinds(), [(CheckKind::BufferReuse, 1)]);
-        // Rank 0 sends twice; both receives complete; the buffer is free again.
-        job.slice(vec![p2p(DescKind::Send, 0, 1, 0x1000, 16, true)]);
-        job.slice(vec![p2p(DescKind::Recv, 0, 1, 0x1100, 16, true)]);
-        job.slice(vec![p2p(DescKind::Send, 0, 1, 0x1000, 16, true)]);
-        job.slice(vec![p2p(DescKind::Recv, 1, 0, 0x2000, 16, true)]);
-        job.slice(vec![]);
-        assert_eq!(job.kinds(), [(CheckKind::BufferReuse, 1)]);
-    }
-
-    #[test]
-    fn an_overlap_with_a_long_buffer_below_a_short_one_is_found() {
-        let mut job = Job::new(2);
-        job.slice(vec![
-            // Two pending sends, the short one inside the long one: both only read.
-            p2p(DescKind::Send, 1, 0, 0x1000, 0x8000, false),
-            p2p(DescKind::Send, 1, 0, 0x4000, 0x10, false),
-            // A receive into the long one past the short one, and one beside both.
-            p2p(DescKind::Recv, 1, 0, 0x8000, 0x10, false),
-            p2p(DescKind::Recv, 1, 0, 0x9000, 0x10, true),
-        ]);
-        // Receives from MPI_PROC_NULL move no data: no clash.
-        job.slice(vec![
-            p2p(DescKind::Recv, 0, PROC_NULL, 0x1000, 0x10, false),
-            p2p(DescKind::Recv, 0, PROC_NULL, 0x1000, 0x10, false),
-        ]);
-        let f = job.checker.findings();
-        assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].call, "MPI_Irecv");
-        assert!(
-            f[0].detail.contains("pending MPI_Isend #0"),
-            "{}",
-            f[0].detail
-        );
-    }
-
-    #[test]
-    fn crossed_blocking_sends_saved_by_eager_buffering_are_unsafe_and_reported_once() {
-        let mut job = Job::new(2);
-        job.slice(vec![
-            p2p(DescKind::Send, 0, 1, 0x1000, 64, true),
-            p2p(DescKind::Send, 1, 0, 0x1000, 64, true),
-        ]);
-        job.slice(vec![
-            p2p(DescKind::Recv, 0, 1, 0x2000, 64, true),
-            p2p(DescKind::Recv, 1, 0, 0x2000, 64, true),
-        ]);
-        assert_eq!(job.kinds(), [(CheckKind::UnsafeSendSend, 0)]);
-        // The safe order: rank 1 receives before it sends.
-        let mut safe = Job::new(2);
-        safe.slice(vec![
-            p2p(DescKind::Send, 0, 1, 0x1000, 64, true),
-            p2p(DescKind::Recv, 1, 0, 0x2000, 64, true),
-        ]);
-        safe.slice(vec![p2p(DescKind::Send, 1, 0, 0x1000, 64, true)]);
-        safe.slice(vec![p2p(DescKind::Recv, 0, 1, 0x2000, 64, true)]);
-        assert!(safe.kinds().is_empty(), "{:?}", safe.kinds());
-    }
-
-    #[test]
-    fn a_mistake_in_a_loop_is_listed_a_bounded_number_of_times() {
-        let mut job = Job::new(2);
-        for _ in 0..MAX_PER_KIND + 20 {
-            job.slice(vec![
-                typed(p2p(DescKind::Send, 0, 1, 0x1000, 4, true), 4, 1),
-                typed(p2p(DescKind::Recv, 1, 0, 0x2000, 4, true), 1, 4),
-            ]);
-        }
-        let f = job.checker.findings();
-        assert_eq!(f.len(), MAX_PER_KIND + 1);
-        assert!(
-            f[MAX_PER_KIND].detail.contains("not listed"),
-            "{}",
-            f[MAX_PER_KIND].detail
-        );
-    }
-
-    #[test]
-    fn leaks_round_trip() {
-        let mut calls: Vec<Option<Call>> = [
-            Call::Isend,
-            Call::Irecv,
-            Call::Irecv,
-            Call::SendInit,
-            Call::Isend,
-        ]
-        .map(Some)
-        .to_vec();
-        calls.push(None);
-        calls.push(Some(Call::Ibarrier));
-        let (aux, aux2) = encode_leaks(&calls);
-        let (n, named) = decode_leaks(aux, aux2);
-        assert_eq!(n, 7);
-        assert_eq!(
-            named,
-            [
-                ("MPI_Isend", 2),
-                ("MPI_Irecv", 2),
-                ("MPI_Send_init", 1),
-                ("an unknown call", 1)
-            ]
-        );
-        // Counts saturate; the total stays exact.
-        let many = vec![Some(Call::Irecv); 1000];
-        let (aux, aux2) = encode_leaks(&many);
-        assert_eq!(
-            decode_leaks(aux, aux2),
-            (1000, vec![("MPI_Irecv", LEAK_COUNT_MAX)])
-        );
-        assert_eq!(decode_leaks(0, 0), (0, vec![]));
-    }
-
-    #[test]
-    fn kinds_have_stable_names() {
-        for k in CheckKind::ALL {
-            assert_eq!(CheckKind::from_name(k.name()), Some(k));
-        }
-    }
-}
+mod tests;

@@ -113,7 +113,7 @@ fn an_int_received_as_four_bytes_is_a_type_mismatch() {
     reported(
         "type_mismatch",
         "2",
-        &["type-mismatch: rank 1: MPI_Recv (slice "],
+        &["type-mismatch: rank 1: MPI_Recv at type_mismatch.c:21 (in main) (slice "],
     );
 }
 
@@ -123,8 +123,8 @@ fn requests_never_completed_or_freed_are_reported_per_rank_with_their_call() {
         "leaked_request",
         "2",
         &[
-            "leaked-request: rank 0: MPI_Finalize (slice ",
-            "leaked-request: rank 1: MPI_Finalize (slice ",
+            "leaked-request: rank 0: MPI_Finalize at leaked_request.c:29 (in main) (slice ",
+            "leaked-request: rank 1: MPI_Finalize at leaked_request.c:29 (in main) (slice ",
         ],
     );
     // The calls that created them are named.
@@ -144,7 +144,11 @@ fn requests_never_completed_or_freed_are_reported_per_rank_with_their_call() {
 
 #[test]
 fn a_send_send_exchange_saved_by_eager_buffering_is_flagged_although_it_passed() {
-    reported("sendsend_unsafe", "2", &["unsafe-send-send: rank "]);
+    reported(
+        "sendsend_unsafe",
+        "2",
+        &["unsafe-send-send: rank 0: MPI_Send at sendsend_unsafe.c:22 (in main) (slice "],
+    );
 }
 
 #[test]
@@ -152,7 +156,7 @@ fn a_receive_into_the_buffer_of_a_pending_irecv_is_reported() {
     reported(
         "buffer_reuse",
         "2",
-        &["buffer-reuse: rank 1: MPI_Recv (slice "],
+        &["buffer-reuse: rank 1: MPI_Recv at buffer_reuse.c:25 (in main) (slice "],
     );
 }
 
@@ -251,7 +255,7 @@ fn the_overview_shows_the_findings() {
     let rec = record(&db, &prog(dir.path(), "leaked_request"), "2", &[]);
     assert_eq!(rec.code, 0, "{}", rec.stderr);
     for ((w, h), want) in [
-        ((200, 60), "leaked-request: rank 1 MPI_Finalize (slice "),
+        ((200, 60), "leaked_request.c:29 (in main) (slice "),
         ((80, 24), "checks: 2 finding(s)"),
     ] {
         let mut app = strobe_tui::App::new(

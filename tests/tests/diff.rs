@@ -47,6 +47,25 @@ fn pass_and_fail_differ_at_the_deciding_wildcard_match() {
         o.stdout
     );
     assert!(o.stdout.contains("B rank_failed"), "{}", o.stdout);
+    // Both sides name the source lines of the calls involved (the fixture is built with
+    // -g) where the recording knows them: rank 0's wildcard receive on both, and rank 1's
+    // matched send on the passing side (a sender is only known when it was blocked in its
+    // send when the slice began).
+    for side in ["A", "B"] {
+        assert!(
+            o.stdout.contains(&format!(
+                "{side} source: rank 0 at heisenbug.c:34 (in main), rank "
+            )),
+            "{side}: {}",
+            o.stdout
+        );
+    }
+    assert!(
+        o.stdout
+            .contains("A source: rank 0 at heisenbug.c:34 (in main), rank 1 at heisenbug.c:48"),
+        "{}",
+        o.stdout
+    );
 
     // --all lists more than the first, the first still first; B against A mirrors it.
     let all = diff(&pass, &fail, &["--all"]);

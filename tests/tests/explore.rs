@@ -28,6 +28,34 @@ fn runs(stderr: &str) -> Vec<String> {
         .collect()
 }
 
+/// The TUI drawn on `db` (a `TestBackend` of `size`), after pressing `key` if any.
+fn tui_screen(db: &Path, size: (u16, u16), key: Option<char>) -> String {
+    use strobe_tui::app::Event;
+    use strobe_tui::ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use strobe_tui::ratatui::{backend::TestBackend, Terminal};
+    let mut app = strobe_tui::App::new(
+        strobe_tui::Recording::open(db).unwrap(),
+        strobe_tui::Theme { color: false },
+    );
+    if let Some(k) = key {
+        app.handle(Event::Key(KeyEvent::new(
+            KeyCode::Char(k),
+            KeyModifiers::NONE,
+        )));
+    }
+    let mut term = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+    strobe_tui::terminal::draw(&mut term, &mut app).unwrap();
+    let buf = term.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
+}
+
 fn replays_to(db: &Path, failure: &str) {
     for _ in 0..3 {
         let r = strobe_cmd(&["replay", &db.display().to_string()], &[]);
@@ -69,6 +97,76 @@ fn explore_finds_the_heisenbug_from_a_passing_recording() {
         ]
     );
     replays_to(&found, "killed by SIGABRT");
+    // The saved recording says what was forced: in the file, `strobe stats` and the TUI.
+    let rec = strobe_recorder::Recording::open(&found).unwrap();
+    let e = rec.explored().unwrap().expect("the explored row");
+    assert_eq!((e.kind.as_str(), e.rank, e.runs), ("wildcard", 0, 1));
+    let slice = e.slice.expect("the forced receive's slice");
+    let matched = strobe_replayer::alternatives::Traffic::read(&rec)
+        .unwrap()
+        .wildcards()
+        .into_iter()
+        .find(|w| w.recv.rank == 0 && w.recv.seq == 0)
+        .expect("rank 0's wildcard receive");
+    assert_eq!((matched.slice, matched.matched.rank), (slice, 2));
+    assert!(
+        e.detail
+            .starts_with("rank 0's wildcard receive 0#0 (slice ")
+            && e.detail
+                .ends_with("takes rank 2's message instead of rank 1's"),
+        "{e:?}"
+    );
+    let stats = strobe_cmd(&["stats", &found.display().to_string()], &[]);
+    assert!(
+        stats.stdout.contains(&format!(
+            "explored   {} (found by strobe explore in 1 run(s))",
+            e.detail
+        )),
+        "{}",
+        stats.stdout
+    );
+    let screen = tui_screen(&found, (200, 60), None);
+    assert!(screen.contains("explored"), "{screen}");
+    assert!(
+        screen.contains("takes rank 2's message instead"),
+        "{screen}"
+    );
+    let narrow = tui_screen(&found, (80, 24), None);
+    assert!(
+        narrow.contains(&format!("explored: forced in slice {slice}")),
+        "{narrow}"
+    );
+    let history = tui_screen(&found, (200, 40), Some('5'));
+    let marked: Vec<&str> = history
+        .lines()
+        .filter(|l| l.contains("<- forced by strobe explore (m)"))
+        .collect();
+    assert_eq!(marked.len(), 1, "{history}");
+    assert!(marked[0].contains(&slice.to_string()), "{history}");
+    // A row explore could not have written is damage (exit 2), never shown.
+    for damage in [
+        "UPDATE explored SET rank = 9",
+        "UPDATE explored SET kind = 'guess'",
+        "UPDATE explored SET slice = 100000",
+        "UPDATE explored SET runs = 0",
+    ] {
+        let copy = dir.path().join("damaged.db");
+        std::fs::copy(&found, &copy).unwrap();
+        rusqlite::Connection::open(&copy)
+            .unwrap()
+            .execute_batch(damage)
+            .unwrap();
+        let o = strobe_cmd(&["stats", &copy.display().to_string()], &[]);
+        assert_eq!(o.code, 2, "{damage}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains("damaged recording"),
+            "{damage}: {}",
+            o.stderr
+        );
+    }
+    // The passing recording has no such row.
+    let plain = strobe_recorder::Recording::open(&pass).unwrap();
+    assert_eq!(plain.explored().unwrap(), None);
     // The diff of the two names the deciding match.
     let d = strobe_cmd(
         &[
@@ -229,6 +327,15 @@ fn explore_finds_a_test_polling_race_from_a_passing_recording() {
         assert_eq!(runs(&first.stderr), want, "{}", first.stderr);
     }
     replays_to(&found, "killed by SIGABRT");
+    let e = strobe_recorder::Recording::open(&found)
+        .unwrap()
+        .explored()
+        .unwrap()
+        .expect("the explored row");
+    assert_eq!((e.kind.as_str(), e.rank, e.slice), ("test", 0, None));
+    assert!(e
+        .detail
+        .starts_with("rank 0's test-like call #0 finds its request complete"));
 }
 
 /// A Waitany race (`test_race any=1`): the recorded Waitany reported request 1; explore

@@ -270,6 +270,7 @@ fn the_diff_mark_jumps_and_shows_the_difference() {
                 slice: Some(slice),
                 text: "first difference: rank 0, 0#1 MPI_Recv peer=ANY\n  A ...\n  B ...".into(),
             }),
+            explored: None,
         };
         ui.app.message = ui.app.marks.greeting().map(|g| (g, false));
         ui.draw();

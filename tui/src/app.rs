@@ -168,6 +168,9 @@ pub struct App {
 
 impl App {
     pub fn new(rec: Recording, theme: Theme) -> App {
+        // A damaged row was refused when the file was opened; unreadable now is shown as
+        // nothing rather than failing the UI.
+        let explored = rec.explored().ok().flatten();
         App {
             rec,
             theme,
@@ -199,7 +202,10 @@ impl App {
             debugger: None,
             history_row: 0,
             rank_filter: None,
-            marks: Marks::default(),
+            marks: Marks {
+                diff: None,
+                explored,
+            },
             quit: false,
             data: ViewData::default(),
             seen_slices: 0,

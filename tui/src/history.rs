@@ -122,6 +122,12 @@ impl App {
     /// `m`: the first difference `--diff` found: its slice, and the report in a popup.
     pub(crate) fn jump_to_mark(&mut self) {
         let Some(d) = self.marks.diff.clone() else {
+            if let Some(s) = self.marks.explored.as_ref().and_then(|e| e.slice) {
+                self.view.cursor = s.clamp(1, self.rec.last_slice().max(1));
+                self.message = self.marks.greeting().map(|g| (g, false));
+                self.invalidate();
+                return;
+            }
             self.message = Some((
                 "no marks: strobe tui A.db --diff B.db marks the first difference".into(),
                 false,

@@ -62,8 +62,8 @@ pub fn run_with(path: &Path, marks: Marks) -> Result<(), TuiError> {
     }
     let mut feed = feed::FollowFile::new(&rec, FOLLOW_EVERY);
     let mut app = App::new(rec, Theme::from_env());
-    app.message = marks.greeting().map(|g| (g, false));
-    app.marks = marks;
+    app.marks.diff = marks.diff;
+    app.message = app.marks.greeting().map(|g| (g, false));
     terminal::run(&mut app, &mut feed)?;
     Ok(())
 }

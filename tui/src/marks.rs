@@ -2,11 +2,10 @@
 //! the first slice where A and B differ (`strobe diff`'s first difference; `m` jumps there
 //! and shows both sides).
 //!
-//! Explore results: a recording saved by `strobe explore -o FOUND.db` is an ordinary
-//! recording and opens as one; the alternative that was forced (which wildcard receive got
-//! which sender) is not stored in the file (explore prints it), so the TUI cannot show it.
-//! Its History tab (5) shows every wildcard receive's sender, which is where the forced
-//! choice is visible, and `--diff` against the passing recording marks it.
+//! Explore results: a recording saved by `strobe explore -o FOUND.db` says which
+//! alternative was forced (its `explored` row): the Overview shows it, the status line
+//! greets with it, the History tab (5) marks the forced receive's slice, and `m` jumps
+//! there when no `--diff` mark is set.
 
 use std::path::PathBuf;
 
@@ -26,12 +25,20 @@ pub struct DiffMark {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Marks {
     pub diff: Option<DiffMark>,
+    /// What `strobe explore` forced to get this recording (read from the file).
+    pub explored: Option<strobe_recorder::recording::Explored>,
 }
 
 impl Marks {
     /// The status line's greeting for what is marked.
     pub fn greeting(&self) -> Option<String> {
-        let d = self.diff.as_ref()?;
+        let Some(d) = self.diff.as_ref() else {
+            let e = self.explored.as_ref()?;
+            return Some(match e.slice {
+                Some(s) => format!("found by strobe explore, forced in slice {s}: m jumps there"),
+                None => "found by strobe explore: the Overview says what was forced".into(),
+            });
+        };
         let other = d
             .other
             .file_name()

@@ -14,6 +14,7 @@
 
 mod browse;
 mod checks;
+mod explored;
 mod history;
 mod job;
 mod payloads;
@@ -37,6 +38,7 @@ pub use browse::{
     GRID_SAMPLES,
 };
 pub use checks::CheckRow;
+pub use explored::{store_explored, Explored};
 pub use history::{MatchEntry, MatchHistory};
 pub use job::{FailedRank, Job};
 pub use stats::{BlockedCall, GettsStats, KindCount, Stats, TopSlice};

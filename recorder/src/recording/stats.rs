@@ -78,6 +78,8 @@ pub struct Stats {
     pub accurate: bool,
     /// The correctness checks' findings (`None`: the file predates the checks).
     pub checks: Option<Vec<super::CheckRow>>,
+    /// What `strobe explore` forced to get this recording (`None`: not one of its).
+    pub explored: Option<super::Explored>,
     /// The rank asked for (`--rank`), if any.
     #[serde(skip)]
     pub rank: Option<u32>,
@@ -161,6 +163,7 @@ impl Recording {
             mmds_ranks,
             accurate,
             checks: self.checks()?,
+            explored: self.explored()?,
             rank,
             command: job.command.clone(),
             slice_ns: job.slice_ns,

@@ -372,6 +372,18 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
          OR NOT EXISTS (SELECT 1 FROM call_site c WHERE c.id = s.site)
          LIMIT 1",
     ),
+    // What explore forced (`migrations::EXPLORED_VERSION`): one row, a kind explore
+    // writes, a rank of the job, a slice of the recording, one line of text.
+    (
+        "the explored table",
+        "SELECT id FROM explored WHERE id != 1
+         OR kind NOT IN ('wildcard', 'test')
+         OR typeof(rank) != 'integer' OR rank < 0 OR rank >= (SELECT ranks FROM job)
+         OR (slice IS NOT NULL AND (typeof(slice) != 'integer' OR slice < 1
+             OR slice > (SELECT coalesce(max(slice), 0) FROM slice)))
+         OR typeof(runs) != 'integer' OR runs < 1
+         OR typeof(detail) != 'text' OR length(detail) > 4096 LIMIT 1",
+    ),
     (
         "the mmds_histogram table",
         "SELECT rank FROM mmds_histogram WHERE typeof(count) != 'integer' OR count < 0

@@ -84,6 +84,10 @@ struct SliceWork {
     all_blocked: Option<Vec<(u32, BlockedCall)>>,
     /// Replay: the recorded blocked set.
     recorded_blocked: Option<Vec<u32>>,
+    /// Node 0: the call-site words (and pid) of every blocked rank, read when the blocked
+    /// set was taken, so a site names the call the rank was blocked in then, not one it
+    /// entered during the slice (the checks name a finding's call with it).
+    site_words: Vec<(u32, i32, crate::callsite::SiteWords)>,
     posted: Vec<Descriptor>,
     dec: SliceDecisions,
     errs: Overrides,
@@ -377,19 +381,33 @@ impl NodeManager {
             .collect()
     }
 
-    /// The call sites of `blocked` (node 0, live runs), resolved while the ranks are alive.
-    fn blocked_sites(
-        &mut self,
+    /// Node 0: the call-site words of `blocked` as the ranks publish them now (two loads
+    /// each), resolved at the end of the slice ([`Self::blocked_sites`]).
+    fn site_words(
+        &self,
         blocked: &[(u32, BlockedCall)],
-    ) -> Vec<(u32, Arc<crate::symbolize::CallSite>)> {
+    ) -> Vec<(u32, i32, crate::callsite::SiteWords)> {
+        if self.node != 0 {
+            return Vec::new();
+        }
         let seg = &self.shared.seg;
         blocked
             .iter()
-            .filter_map(|&(r, _)| {
+            .map(|&(r, _)| {
                 let slot = seg.slot(r);
-                let pid = slot.pid.load(Ordering::Acquire) as i32;
-                self.sites.site(r, pid, slot.site()).map(|s| (r, s))
+                (r, slot.pid.load(Ordering::Acquire) as i32, slot.site())
             })
+            .collect()
+    }
+
+    /// The call sites of the blocked ranks (node 0), resolved while the ranks are alive.
+    fn blocked_sites(
+        &mut self,
+        words: &[(u32, i32, crate::callsite::SiteWords)],
+    ) -> Vec<(u32, Arc<crate::symbolize::CallSite>)> {
+        words
+            .iter()
+            .filter_map(|&(r, pid, w)| self.sites.site(r, pid, w).map(|s| (r, s)))
             .collect()
     }
 
@@ -408,6 +426,7 @@ impl NodeManager {
         let blocked = self.observe_blocked(self.local_ranks.iter().copied());
         let all_blocked =
             (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
+        let site_words = self.site_words(all_blocked.as_ref().unwrap_or(&blocked));
         self.drain_outcomes();
         SliceWork {
             slice,
@@ -425,6 +444,7 @@ impl NodeManager {
             blocked,
             all_blocked,
             recorded_blocked: None,
+            site_words,
             posted: Vec::new(),
             dec: SliceDecisions::default(),
             errs: Overrides::new(),
@@ -475,6 +495,7 @@ impl NodeManager {
         if let Some(rec) = &w.recorded_blocked {
             w.blocked = self.with_calls(rec, true);
             w.all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
+            w.site_words = self.site_words(w.all_blocked.as_ref().unwrap_or(&w.blocked));
         }
         w.local.bpts = w.blocked.len() as u32;
         w.dec = self.sched.schedule(w.slice, &w.posted)?;
@@ -578,7 +599,7 @@ impl NodeManager {
             w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
         let digest = w.dec.digest();
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
-        let sites = self.blocked_sites(&all_blocked);
+        let sites = self.blocked_sites(&w.site_words);
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
         self.sink.slice(&SliceRecord {
             slice: w.slice,

@@ -73,8 +73,9 @@ pub struct SliceRecord {
     pub digest: u64,
     /// Ranks blocked when the slice started, with the call each was blocked in.
     pub blocked: Vec<(u32, BlockedCall)>,
-    /// Where in the program those ranks made their calls (the call each is in now), for
-    /// those whose call site is known, in `blocked`'s order.
+    /// Where in the program those ranks made their calls (the call each was blocked in
+    /// when the blocked set was taken), for those whose call site is known, in `blocked`'s
+    /// order.
     pub sites: Vec<(u32, std::sync::Arc<crate::symbolize::CallSite>)>,
 }
 

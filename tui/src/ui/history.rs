@@ -127,6 +127,7 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
         .saturating_sub(rows / 2)
         .min(h.entries.len().saturating_sub(rows));
     let diff_slice = app.marks.diff.as_ref().and_then(|d| d.slice);
+    let explored_slice = app.marks.explored.as_ref().and_then(|e| e.slice);
     for (k, (i, e)) in h
         .entries
         .iter()
@@ -139,6 +140,8 @@ pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
         let mut text = line(&cols, &cells(i, e, wide));
         if diff_slice == Some(e.slice) {
             text.push_str("<- first difference (m)");
+        } else if explored_slice == Some(e.slice) && e.wildcard_source() {
+            text.push_str("<- forced by strobe explore (m)");
         }
         let mut style = if e.wildcard_source() {
             t.wildcard()

@@ -192,34 +192,67 @@ fn render_job(buf: &mut Buffer, area: Rect, app: &App, wide: bool) {
 }
 
 /// The correctness checks' findings (`strobe stats` has them in full): in the wide
-/// layout a "checks" list, one line each (kind, rank, call, slice); in the narrow one a
+/// layout a "checks" list, one line each (kind, rank, call, its source line when known, slice); in the narrow one a
 /// count. Read at each draw: the table holds a handful of rows.
+/// Also what `strobe explore` forced to get this recording, when it made it: one line.
 fn check_lines(app: &App, wide: bool) -> Vec<Line<'static>> {
     let t = &app.theme;
+    let mut out = explored_lines(app, wide);
     let found = match app.rec.checks() {
         Ok(Some(f)) if !f.is_empty() => f,
-        _ => return Vec::new(),
+        _ => return out,
     };
     if !wide {
-        return vec![Line::from(Span::styled(
+        out.push(Line::from(Span::styled(
             format!(
                 "checks: {} finding(s) (strobe stats lists them)",
                 found.len()
             ),
             t.bad(),
-        ))];
+        )));
+        return out;
     }
-    let mut out = vec![
+    out.extend([
         Line::from(""),
         Line::from(Span::styled("checks", t.title())),
-    ];
+    ]);
     out.extend(found.iter().map(|f| {
+        let at = f
+            .call_site
+            .as_ref()
+            .map_or_else(String::new, |s| format!(" at {s}"));
         Line::from(Span::styled(
-            format!("{}: rank {} {} (slice {})", f.kind, f.rank, f.call, f.slice),
+            format!(
+                "{}: rank {} {}{at} (slice {})",
+                f.kind, f.rank, f.call, f.slice
+            ),
             t.bad(),
         ))
     }));
     out
+}
+
+/// The alternative `strobe explore -o` forced (the `explored` table): the whole line in
+/// the wide layout, its slice in the narrow one (`strobe stats` has it in full).
+fn explored_lines(app: &App, wide: bool) -> Vec<Line<'static>> {
+    let Some(e) = &app.marks.explored else {
+        return Vec::new();
+    };
+    let t = &app.theme;
+    let at = e
+        .slice
+        .map_or_else(String::new, |s| format!(" in slice {s}"));
+    if !wide {
+        return vec![Line::from(Span::styled(
+            format!("explored: forced{at} (strobe stats says what)"),
+            t.bad(),
+        ))];
+    }
+    vec![
+        Line::from(""),
+        Line::from(Span::styled("explored", t.title())),
+        Line::from(Span::styled(e.to_string(), t.bad())),
+    ]
 }
 
 /// A duration for the chart's gutter (8 columns): the unit is never cut off (the GETTS
