@@ -14,6 +14,7 @@ pub mod data;
 pub mod debugger;
 pub mod feed;
 pub mod history;
+pub mod history_load;
 pub mod keys;
 pub mod live;
 pub mod marks;
