@@ -51,6 +51,10 @@ enum BenchCmd {
         db: PathBuf,
         #[arg(long, default_value_t = 0)]
         rank: u32,
+        /// Also time the former implementation's pass (decoding every slice's decision
+        /// blob): minutes on a big recording.
+        #[arg(long)]
+        baseline: bool,
     },
     /// Cost of one empty slice versus the number of ranks.
     EmptySlice {
@@ -154,8 +158,10 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             nodes,
             db,
         } => micro::tui(slices, ranks, nodes, db)?,
-        BenchCmd::History { db, rank } => strobe_tui::bench::measure_history(&db, rank, 120, 40)
-            .with_context(|| format!("reading {}", db.display()))?,
+        BenchCmd::History { db, rank, baseline } => {
+            strobe_tui::bench::measure_history(&db, rank, 120, 40, baseline)
+                .with_context(|| format!("reading {}", db.display()))?
+        }
         BenchCmd::Record {
             ranks,
             rounds,

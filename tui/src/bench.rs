@@ -15,6 +15,7 @@ use crate::app::{App, Event};
 use crate::data::DataError;
 use crate::terminal::draw;
 use crate::theme::Theme;
+use strobe_runtime::sched::Decision;
 
 /// One scripted key press, named for the report.
 struct Step {
@@ -173,13 +174,15 @@ pub fn measure(path: &Path, width: u16, height: u16) -> Result<String, DataError
 
 /// `strobe bench history`: the History tab of `rank` on the recording at `path`, as the
 /// user feels it: the frame after pressing `5` (the tab opens before the history is
-/// read, [`crate::history_load`]), then the time until the history is on screen. Returns
-/// a Markdown report.
+/// read, [`crate::history_load`]), then the time until the history is on screen. With
+/// `baseline`, also the pass the former implementation made: decode every slice's
+/// decision-set blob and keep the rank's matches. Returns a Markdown report.
 pub fn measure_history(
     path: &Path,
     rank: u32,
     width: u16,
     height: u16,
+    baseline: bool,
 ) -> Result<String, DataError> {
     let rec = crate::data::open(path)?;
     let (slices, ranks) = (rec.last_slice(), rec.job().ranks);
@@ -215,5 +218,22 @@ pub fn measure_history(
     )
     .ok();
     writeln!(out, "| history: read and drawn | {:.1} |", ms(loaded)).ok();
+    if baseline {
+        let t = Instant::now();
+        let mut found = 0usize;
+        for slice in 1..=slices {
+            for d in app.rec.decisions(slice)?.unwrap_or_default() {
+                if matches!(d, Decision::Match(m) if m.recv.rank == app.rank) {
+                    found += 1;
+                }
+            }
+        }
+        writeln!(
+            out,
+            "| former method: decode every decision-set blob ({found} matches) | {:.1} |",
+            ms(t.elapsed())
+        )
+        .ok();
+    }
     Ok(out)
 }
