@@ -77,16 +77,36 @@ impl App {
         self.loads.loading
     }
 
+    /// What the History tab waits for: the rank being read when no rows of it are shown.
+    pub fn history_placeholder(&self) -> Option<u32> {
+        let shown = self.data.history.as_ref().map(|h| h.rank);
+        self.loads.loading.filter(|r| shown != Some(*r))
+    }
+
     /// Start reading the selected rank's history unless it is shown or being read already.
     pub(crate) fn request_history(&mut self) {
         let target = (self.rank, self.rec.last_slice());
         if self.loads.target == Some(target) {
             return;
         }
+        if self.loads.loading == Some(self.rank) {
+            // The recording grew while this rank is being read: one read at a time per
+            // rank (a live replay grows every slice), the next starts when this one ends.
+            return;
+        }
         self.loads.generation += 1;
         self.loads.target = Some(target);
         self.loads.loading = Some(self.rank);
-        self.data.history = None;
+        if self
+            .data
+            .history
+            .as_ref()
+            .is_some_and(|h| h.rank != self.rank)
+        {
+            // Another rank's rows must not stand for this one's; the same rank's (a
+            // recording that grew) stay on screen until the new read replaces them.
+            self.data.history = None;
+        }
         let (generation, rank) = (self.loads.generation, self.rank);
         let (loader, tx) = (self.loads.loader.clone(), self.loads.tx.clone());
         // Not joined: a stale load runs to its end and its result is dropped (the send
@@ -124,6 +144,10 @@ impl App {
             return;
         }
         self.loads.loading = None;
+        if self.loads.target != Some((self.rank, self.rec.last_slice())) {
+            // The recording grew during the read: read again at the next frame.
+            self.invalidate();
+        }
         match l.result {
             Ok(h) => self.data.history = h,
             Err(e) => {
