@@ -438,4 +438,5 @@ fn recorded_env_keeps_only_what_matters() {
 
 mod blocked_spans;
 mod decision_rows;
+mod match_history;
 mod payloads;
