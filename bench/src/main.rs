@@ -44,6 +44,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum BenchCmd {
+    /// The TUI's History tab on an existing recording: the frame after `5`, and the time
+    /// until rank RANK's match history is read and drawn.
+    History {
+        /// The recording (e.g. made with `strobe record -n 4 -- exchange 0 20000 64`).
+        db: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        rank: u32,
+        /// Also time the former implementation's pass (decoding every slice's decision
+        /// blob): minutes on a big recording.
+        #[arg(long)]
+        baseline: bool,
+    },
     /// Cost of one empty slice versus the number of ranks.
     EmptySlice {
         #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32,64")]
@@ -146,6 +158,10 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
             nodes,
             db,
         } => micro::tui(slices, ranks, nodes, db)?,
+        BenchCmd::History { db, rank, baseline } => {
+            strobe_tui::bench::measure_history(&db, rank, 120, 40, baseline)
+                .with_context(|| format!("reading {}", db.display()))?
+        }
         BenchCmd::Record {
             ranks,
             rounds,

@@ -439,4 +439,5 @@ fn recorded_env_keeps_only_what_matters() {
 mod blocked_spans;
 mod checksum;
 mod decision_rows;
+mod match_history;
 mod payloads;

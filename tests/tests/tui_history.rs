@@ -4,10 +4,13 @@
 //! rank 0) made with `strobe record`.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use strobe_tests::record_fixture_into;
 use strobe_tui::app::{Event, Tab};
+use strobe_tui::history_load::file_loader;
 use strobe_tui::ratatui::backend::TestBackend;
 use strobe_tui::ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use strobe_tui::ratatui::style::{Color, Modifier};
@@ -55,9 +58,25 @@ impl Ui {
     fn draw(&mut self) {
         draw(&mut self.term, &mut self.app).unwrap();
     }
+    /// Handle `e` and draw, then, if that started reading a history (off the UI thread),
+    /// wait for it and draw again: the screen as the user sees it once the tab is filled.
     fn send(&mut self, e: Event) {
+        self.send_nowait(e);
+        if self.app.history_loading().is_some() {
+            self.app.wait_for_history();
+            self.draw();
+        }
+    }
+    /// Handle `e` and draw one frame, whatever is still being read.
+    fn send_nowait(&mut self, e: Event) {
         self.app.handle(e);
         self.draw();
+    }
+    fn key_nowait(&mut self, c: char) {
+        self.send_nowait(Event::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )));
     }
     fn keys(&mut self, s: &str) {
         for c in s.chars() {
@@ -161,6 +180,63 @@ fn the_match_history_shows_every_wildcard_receive_at_every_size() {
             &ctx,
         );
     }
+}
+
+/// The History tab opens before the history is read: the loader here waits until the test
+/// releases it, so a frame that waited for it would never show "loading". A load the user
+/// moved away from (another rank) is dropped when it finishes.
+#[test]
+fn the_history_tab_opens_at_once_and_drops_a_stale_load() {
+    let r = recordings();
+    let mut ui = Ui::open(&r.heisenbug, (120, 40));
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let read = file_loader(r.heisenbug.clone());
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let seen = started.clone();
+    ui.app.set_history_loader(Arc::new(move |rank| {
+        seen.lock().unwrap().push(rank);
+        // Bounded, so that a UI that waited for the loader fails the assertions below
+        // instead of hanging the test.
+        let _ = released
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(60));
+        read(rank)
+    }));
+
+    ui.key_nowait('5');
+    assert_eq!(ui.app.tab, Tab::History);
+    ui.assert_shows(&["5 History", "loading history of rank 0…"], "first frame");
+    assert!(!ui.screen().contains("receives matched"), "{}", ui.screen());
+    assert_eq!(ui.app.history_loading(), Some(0));
+
+    // l while rank 0 is still being read: rank 1 is read, rank 0's result is dropped.
+    ui.key_nowait('l');
+    ui.assert_shows(&["loading history of rank 1…"], "after l");
+    release.send(()).unwrap();
+    release.send(()).unwrap();
+    assert!(ui.app.wait_for_history());
+    ui.draw();
+    ui.assert_shows(
+        &["rank 1: 0 receives matched", "received no point-to-point"],
+        "loaded",
+    );
+    assert_eq!(ui.app.data.history.as_ref().map(|h| h.rank), Some(1));
+    let mut asked = started.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(asked, vec![0, 1], "one read per rank asked for");
+
+    // Back to rank 0: read again, and shown once read.
+    ui.key_nowait('h');
+    ui.assert_shows(&["loading history of rank 0…"], "back to rank 0");
+    release.send(()).unwrap();
+    ui.app.wait_for_history();
+    ui.draw();
+    ui.assert_shows(
+        &["rank 0: 3 receives matched, 3 with MPI_ANY_SOURCE (*)"],
+        "rank 0 loaded",
+    );
 }
 
 #[test]

@@ -55,6 +55,8 @@ pub enum Event {
     Mouse(MouseEvent),
     Resize(u16, u16),
     Feed(FeedEvent),
+    /// A History load finished (on its worker thread, [`crate::history_load`]).
+    History(crate::history_load::HistoryLoaded),
 }
 
 /// The visible part of the slice axis. Screen column `c` shows slices
@@ -164,6 +166,8 @@ pub struct App {
     pub data: ViewData,
     /// The slice count the viewport was last fitted to (to follow a growing recording).
     seen_slices: u64,
+    /// History: the reads under way off the UI thread.
+    pub(crate) loads: crate::history_load::HistoryLoads,
 }
 
 impl App {
@@ -171,6 +175,7 @@ impl App {
         // A damaged row was refused when the file was opened; unreadable now is shown as
         // nothing rather than failing the UI.
         let explored = rec.explored().ok().flatten();
+        let loader = crate::history_load::file_loader(rec.path().to_path_buf());
         App {
             rec,
             theme,
@@ -209,6 +214,7 @@ impl App {
             quit: false,
             data: ViewData::default(),
             seen_slices: 0,
+            loads: crate::history_load::HistoryLoads::new(loader),
         }
     }
 
@@ -281,10 +287,10 @@ impl App {
                 .rec
                 .slice_detail(self.view.cursor)
                 .map(|d| self.data.detail = d),
-            Tab::History => self
-                .rec
-                .match_history(self.rank, crate::history::LIMIT)
-                .map(|h| self.data.history = h),
+            Tab::History => {
+                self.request_history();
+                Ok(())
+            }
             Tab::Statistics => self.rec.mmds_ranks().and_then(|ranks| {
                 self.data.stats_ranks = ranks;
                 self.rec
@@ -311,6 +317,7 @@ impl App {
                 self.invalidate();
             }
             Event::Feed(f) => self.feed(f),
+            Event::History(l) => self.history_loaded(l),
         }
     }
 

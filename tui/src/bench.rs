@@ -15,6 +15,7 @@ use crate::app::{App, Event};
 use crate::data::DataError;
 use crate::terminal::draw;
 use crate::theme::Theme;
+use strobe_runtime::sched::Decision;
 
 /// One scripted key press, named for the report.
 struct Step {
@@ -168,5 +169,71 @@ pub fn measure(path: &Path, width: u16, height: u16) -> Result<String, DataError
         ms(worst)
     )
     .ok();
+    Ok(out)
+}
+
+/// `strobe bench history`: the History tab of `rank` on the recording at `path`, as the
+/// user feels it: the frame after pressing `5` (the tab opens before the history is
+/// read, [`crate::history_load`]), then the time until the history is on screen. With
+/// `baseline`, also the pass the former implementation made: decode every slice's
+/// decision-set blob and keep the rank's matches. Returns a Markdown report.
+pub fn measure_history(
+    path: &Path,
+    rank: u32,
+    width: u16,
+    height: u16,
+    baseline: bool,
+) -> Result<String, DataError> {
+    let rec = crate::data::open(path)?;
+    let (slices, ranks) = (rec.last_slice(), rec.job().ranks);
+    let mut app = App::new(rec, Theme { color: true });
+    let mut term = Terminal::new(TestBackend::new(width, height)).expect("test backend");
+    draw(&mut term, &mut app).expect("test backend draws");
+    app.rank = rank.min(ranks.saturating_sub(1));
+    let t = Instant::now();
+    app.handle(Event::Key(key(KeyCode::Char('5'))));
+    draw(&mut term, &mut app).expect("test backend draws");
+    let first = t.elapsed();
+    app.wait_for_history();
+    draw(&mut term, &mut app).expect("test backend draws");
+    let loaded = t.elapsed();
+    if let Some((m, true)) = &app.message {
+        return Err(DataError::Corrupt(m.clone()));
+    }
+    let matches = app.data.history.as_ref().map_or(0, |h| h.entries.len());
+    let mut out = String::new();
+    writeln!(
+        out,
+        "{slices} slices, {ranks} ranks, {} MB, {width}x{height} terminal, rank {}: {matches} matched receives\n",
+        std::fs::metadata(path).map(|m| m.len() >> 20).unwrap_or(0),
+        app.rank
+    )
+    .ok();
+    writeln!(out, "| what | ms |").ok();
+    writeln!(out, "|---|---:|").ok();
+    writeln!(
+        out,
+        "| history: first frame after `5` (\"loading…\") | {:.1} |",
+        ms(first)
+    )
+    .ok();
+    writeln!(out, "| history: read and drawn | {:.1} |", ms(loaded)).ok();
+    if baseline {
+        let t = Instant::now();
+        let mut found = 0usize;
+        for slice in 1..=slices {
+            for d in app.rec.decisions(slice)?.unwrap_or_default() {
+                if matches!(d, Decision::Match(m) if m.recv.rank == app.rank) {
+                    found += 1;
+                }
+            }
+        }
+        writeln!(
+            out,
+            "| former method: decode every decision-set blob ({found} matches) | {:.1} |",
+            ms(t.elapsed())
+        )
+        .ok();
+    }
     Ok(out)
 }

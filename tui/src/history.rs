@@ -7,8 +7,8 @@ use crate::app::{App, Tab};
 use crate::keys::Action;
 
 /// At most this many matched receives are read for one rank (the view says when more
-/// exist): a few seconds of reading on the biggest recordings, and more rows than anyone
-/// scrolls through.
+/// exist): about a second of reading (off the UI thread) on the biggest recordings, and
+/// more rows than anyone scrolls through.
 pub const LIMIT: usize = 200_000;
 
 impl App {

@@ -1,6 +1,8 @@
 //! strobe-tui: the terminal UI over a recording (`strobe tui run.db`).
 //!
-//! * [`data`]: every query, over one read-only connection, downsampled in SQL;
+//! * [`data`]: every query, over one read-only connection, downsampled in SQL (the
+//!   History tab's read excepted: [`history_load`] runs it on a worker thread with a
+//!   connection of its own, so that the tab opens at once);
 //! * [`app`]: state, the [`app::Event`] enum, what each action does;
 //! * [`keys`]: the key map (and the help screen's table);
 //! * [`ui`]: one render function per pane;
@@ -14,6 +16,7 @@ pub mod data;
 pub mod debugger;
 pub mod feed;
 pub mod history;
+pub mod history_load;
 pub mod keys;
 pub mod live;
 pub mod marks;

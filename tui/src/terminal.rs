@@ -126,6 +126,10 @@ pub fn run(app: &mut App, feed: &mut dyn Feed) -> io::Result<()> {
         if crate::feed::poll_into(app, feed) {
             dirty = true;
         }
+        while let Some(ev) = app.history_event() {
+            app.handle(ev);
+            dirty = true;
+        }
     }
     Ok(())
 }

@@ -1,16 +1,12 @@
 //! One rank's match history: every receive the rank posted that a send matched, in the
 //! order the scheduler matched them, with the sender, tag and size it matched and the
-//! slice. Read from the decision-set blobs (`slice_decisions`) and the `descriptor` table;
+//! slice. Read from the `decision` rows and the `descriptor` table in one query;
 //! the key view for wildcard (`MPI_ANY_SOURCE`) bugs (the TUI's History tab).
-
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension};
 use strobe_core::descriptor::{ANY_SOURCE, ANY_TAG};
-use strobe_core::sched::Decision;
 
-use super::{descriptor_row, sql_u64, DescriptorRow, Recording, DESCRIPTOR_COLUMNS};
+use super::{sql_u64, Recording};
 use crate::{Layer, RecordError};
 
 /// One matched receive.
@@ -73,54 +69,29 @@ impl Recording {
             partial: self.job.schedule_log != Layer::On,
             ..MatchHistory::default()
         };
-        // Two reads per rank at most (its descriptors, by primary-key prefix), not two
-        // lookups per match: a rank of a message-heavy job matches 100,000 receives.
-        let own = self.rank_descriptors(rank)?;
-        let mut tags: HashMap<u32, HashMap<u64, i64>> = HashMap::new();
-        let mut blobs = self
-            .conn
-            .prepare_cached("SELECT slice, decisions FROM slice_decisions ORDER BY slice")?;
-        let mut rows = blobs.query([])?;
+        // One query over the `decision` rows (the blobs' contents in columns, written with
+        // them) joined to both descriptors by primary key: decoding every slice's blob took
+        // 135 s on a 22,514-slice recording whose rank 0 matched 80,000 receives.
+        let mut st = self.conn.prepare_cached(
+            "SELECT m.slice, m.recv_seq, m.send_rank, m.send_seq, m.bytes, m.flags,
+                    r.kind, r.peer, r.tag, r.bytes, s.tag
+             FROM decision m
+             LEFT JOIN descriptor r ON r.rank = m.recv_rank AND r.seq = m.recv_seq
+             LEFT JOIN descriptor s ON s.rank = m.send_rank AND s.seq = m.send_seq
+             WHERE m.kind = 'match' AND m.recv_rank = ?1
+             ORDER BY m.slice, m.idx
+             LIMIT ?2",
+        )?;
+        let fetch = i64::try_from(limit)
+            .unwrap_or(i64::MAX - 1)
+            .saturating_add(1);
+        let mut rows = st.query(params![rank, fetch])?;
         while let Some(row) = rows.next()? {
-            let slice = row.get::<_, i64>(0)?.max(0) as u64;
-            let blob: Vec<u8> = row.get(1)?;
-            let set = strobe_schema::decode_slice_decisions(&blob)?;
-            for d in set.decisions {
-                let Decision::Match(m) = d else { continue };
-                if m.recv.rank != rank {
-                    continue;
-                }
-                if hist.entries.len() == limit {
-                    hist.truncated = true;
-                    return Ok(Some(hist));
-                }
-                let recv = own.get(&m.recv.seq);
-                let tag = match tags.entry(m.send.rank) {
-                    Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => e.insert(
-                        self.rank_descriptors(m.send.rank)?
-                            .into_iter()
-                            .map(|(seq, d)| (seq, d.tag))
-                            .collect(),
-                    ),
-                }
-                .get(&m.send.seq)
-                .copied()
-                .unwrap_or(0);
-                hist.entries.push(MatchEntry {
-                    slice,
-                    recv_seq: m.recv.seq,
-                    call: recv.map_or_else(|| "?".into(), |r| r.kind.clone()),
-                    source_asked: recv.map_or(i64::from(m.send.rank), |r| r.peer),
-                    tag_asked: recv.map_or(0, |r| r.tag),
-                    recv_bytes: recv.map_or(0, |r| r.bytes),
-                    sender: m.send.rank,
-                    send_seq: m.send.seq,
-                    tag,
-                    bytes: m.bytes,
-                    truncated: m.truncated,
-                });
+            if hist.entries.len() == limit {
+                hist.truncated = true;
+                break;
             }
+            hist.entries.push(match_entry(row)?);
         }
         Ok(Some(hist))
     }
@@ -163,16 +134,25 @@ impl Recording {
         }
         Ok(best)
     }
+}
 
-    /// Every descriptor of `rank`, by sequence number.
-    fn rank_descriptors(&self, rank: u32) -> Result<HashMap<u64, DescriptorRow>, RecordError> {
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1"
-        ))?;
-        let rows = st
-            .query_map(params![rank], descriptor_row)?
-            .map(|r| r.map(|d| (d.seq.max(0) as u64, d)))
-            .collect::<Result<HashMap<_, _>, _>>()?;
-        Ok(rows)
-    }
+/// One row of the history query: the match, then the receive's descriptor (NULL when the
+/// recording lacks it), then the send's tag.
+fn match_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<MatchEntry> {
+    let sender: u32 = row.get(2)?;
+    let flags: i64 = row.get::<_, Option<i64>>(5)?.unwrap_or(0);
+    let call: Option<String> = row.get(6)?;
+    Ok(MatchEntry {
+        slice: row.get::<_, i64>(0)?.max(0) as u64,
+        recv_seq: row.get::<_, i64>(1)?.max(0) as u64,
+        call: call.unwrap_or_else(|| "?".into()),
+        source_asked: row.get::<_, Option<i64>>(7)?.unwrap_or(i64::from(sender)),
+        tag_asked: row.get::<_, Option<i64>>(8)?.unwrap_or(0),
+        recv_bytes: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
+        sender,
+        send_seq: row.get::<_, i64>(3)?.max(0) as u64,
+        tag: row.get::<_, Option<i64>>(10)?.unwrap_or(0),
+        bytes: row.get::<_, Option<i64>>(4)?.unwrap_or(0).max(0) as u64,
+        truncated: flags & 1 != 0,
+    })
 }

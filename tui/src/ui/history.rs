@@ -91,6 +91,11 @@ fn summary(app: &App, h: &MatchHistory) -> String {
 pub fn render(buf: &mut Buffer, body: Rect, app: &App) {
     let t = &app.theme;
     let w = body.width as usize;
+    if let Some(rank) = app.history_placeholder() {
+        let text = format!("loading history of rank {rank}…");
+        buf.set_stringn(body.x, body.y, text, w, t.title());
+        return;
+    }
     let Some(h) = &app.data.history else {
         buf.set_stringn(
             body.x,
