@@ -45,6 +45,11 @@ fn tui_screen(db: &Path, size: (u16, u16), key: Option<char>) -> String {
     }
     let mut term = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
     strobe_tui::terminal::draw(&mut term, &mut app).unwrap();
+    // The History tab loads off the UI thread: the first frame says "loading"; draw again
+    // once the load is in.
+    if app.wait_for_history() {
+        strobe_tui::terminal::draw(&mut term, &mut app).unwrap();
+    }
     let buf = term.backend().buffer();
     (0..buf.area.height)
         .map(|y| {
