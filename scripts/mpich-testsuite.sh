@@ -60,7 +60,7 @@ judge() {
     # strobe's own correctness-check lines ("strobe: check: ...", docs/debugging.md) are
     # strobe's diagnostics about the program, not the program's output, as mpiexec's own
     # messages would not be under MPICH: they do not fail an entry (the table lists them).
-    bad=$(grep -Ev '^\s*(No [Ee]rrors|Test Passed)\s*$|^\s*$|^strobe: check: ' "$out" | head -1 | cut -c1-160)
+    bad=$(grep -Ev '^\s*(No [Ee]rrors|Test Passed)\s*$|^\s*$|^strobe: (check: |[0-9]+ correctness check finding)' "$out" | head -1 | cut -c1-160)
     if [ -n "$bad" ]; then
         echo "exit $rc: $bad"
         return 1
