@@ -97,10 +97,12 @@ fn the_readme_tour_runs_end_to_end() {
             skips.push(format!("{line}   ({why})"));
             continue;
         }
+        // `/tmp/` and `~/` first: the binaries' path may itself be under /tmp (a clean
+        // clone there) and must not be moved into the private directory.
         let script = line
-            .replace("target/release/", &bin)
             .replace("/tmp/", &tmp)
-            .replace("~/", &format!("{}/", home.display()));
+            .replace("~/", &format!("{}/", home.display()))
+            .replace("target/release/", &bin);
         let script = if line.starts_with("S=") {
             script
         } else {
