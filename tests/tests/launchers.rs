@@ -12,6 +12,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use strobe_runtime::daemon::launch::hydra::HydraLauncher;
+use strobe_runtime::daemon::launch::slurm::SlurmLauncher;
 use strobe_runtime::daemon::launch::ssh::SshLauncher;
 use strobe_runtime::daemon::launch::{DaemonCommand, Launcher, LocalLauncher};
 use strobe_runtime::transport::auth::{JobSecret, SECRET_ENV};
@@ -270,4 +271,67 @@ fn hydra_across(hosts: &Hosts, names: &[String]) {
         }
         assert_eq!(report, expected);
     }
+}
+
+/// A single-node Slurm of `scripts/slurm.sh`, brought down on drop.
+struct Slurm {
+    dir: String,
+}
+
+impl Slurm {
+    fn up() -> Slurm {
+        let slurm = Slurm {
+            dir: format!("/run/strobe-slurm-launchers-{}", std::process::id()),
+        };
+        let out = slurm.script("up");
+        assert!(
+            out.status.success(),
+            "scripts/slurm.sh up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        slurm
+    }
+
+    fn script(&self, verb: &str) -> std::process::Output {
+        Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm.sh"))
+            .arg(verb)
+            .env("STROBE_SLURM_DIR", &self.dir)
+            .output()
+            .unwrap()
+    }
+
+    fn conf(&self) -> String {
+        format!("{}/slurm.conf", self.dir)
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        let _ = self.script("down");
+    }
+}
+
+#[test]
+fn slurm_launcher_runs_srun_on_a_single_node_cluster() {
+    if !is_root() {
+        eprintln!("SKIPPED slurm_launcher_runs_srun_on_a_single_node_cluster: needs root");
+        return;
+    }
+    let slurm = Slurm::up();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim().split('.').next().unwrap().to_string();
+    let run = Run::new();
+    let mut cmd = run.command(probe_bin(), &[]);
+    cmd.env.push(("SLURM_CONF".into(), slurm.conf().into()));
+    let children = SlurmLauncher::new(None)
+        .start(std::slice::from_ref(&host), &cmd)
+        .unwrap();
+    assert_eq!(children.len(), 1, "one srun");
+    let reports = run.collect(1, children);
+    // The daemon's node index came from SLURM_NODEID/SLURM_NNODES, the environment
+    // (the secret among it) through srun's --export=ALL.
+    assert_eq!(
+        reports[&0],
+        format!("probe host={host} node=0 nodes=1 env=env secret=yes\n")
+    );
 }
