@@ -11,7 +11,14 @@
 #   SLURM_CONF=/run/strobe-slurm/slurm.conf srun -N1 hostname
 #   scripts/slurm.sh down     # stops them and removes the state directory; idempotent
 #
-# The controller and the node daemon listen on 127.0.0.1 only (ports 6817/6818, or
+#   scripts/hosts.sh up 3; scripts/slurm.sh up-hosts
+#                             # a 3-node cluster over the test hosts of hosts.sh instance
+#                             # $STROBE_HOSTS_ID: slurmctld here (on the bridge address
+#                             # 10.213.I.254), one slurmd per test host, started inside it
+#                             # (its network, PID, UTS and mount namespaces) as node hK.
+#                             # hosts.sh down also ends them (they die with the host).
+#
+# Single node: the controller and the node daemon listen on 127.0.0.1 only (ports 6817/6818, or
 # $STROBE_SLURM_PORT and the next one). munged gets its own socket and key in the state
 # directory; slurm.conf points the clients and daemons at that socket (AuthInfo).
 set -euo pipefail
@@ -20,6 +27,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DIR="${STROBE_SLURM_DIR:-/run/strobe-slurm}"
 PORT="${STROBE_SLURM_PORT:-6817}"
 NODE="$(hostname -s)"
+HOSTS_ID="${STROBE_HOSTS_ID:-0}"
 
 die() {
     echo "slurm.sh: $*" >&2
@@ -37,13 +45,12 @@ install_if_missing() {
     fi
 }
 
+# write_config CONTROLLER_ADDR NODE_LINES
 write_config() {
-    local cpus
-    cpus="$(nproc)"
-    mkdir -p "$DIR/state" "$DIR/spool" "$DIR/munge"
+    mkdir -p "$DIR/state" "$DIR/munge"
     cat >"$DIR/slurm.conf" <<EOF
 ClusterName=strobe
-SlurmctldHost=$NODE(127.0.0.1)
+SlurmctldHost=$NODE($1)
 SlurmctldPort=$PORT
 SlurmdPort=$((PORT + 1))
 SlurmUser=root
@@ -52,11 +59,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$DIR/munge/munge.socket
 StateSaveLocation=$DIR/state
-SlurmdSpoolDir=$DIR/spool
+SlurmdSpoolDir=$DIR/spool-%n
 SlurmctldPidFile=$DIR/slurmctld.pid
-SlurmdPidFile=$DIR/slurmd.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
 SlurmctldLogFile=$DIR/slurmctld.log
-SlurmdLogFile=$DIR/slurmd.log
+SlurmdLogFile=$DIR/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 LaunchParameters=use_interactive_step
@@ -69,7 +76,7 @@ JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/builtin
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+$2
 PartitionName=strobe Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
     # Slurm >= 21 reads cgroup.conf when it exists next to slurm.conf; none is needed.
@@ -88,13 +95,16 @@ start_munge() {
 wait_idle() {
     local i
     for i in $(seq 1 150); do
-        if SLURM_CONF="$DIR/slurm.conf" sinfo -h -N -o '%t' 2>/dev/null | grep -qE '^(idle|mix)'; then
+        # Every node idle (or partly used), none down or unknown.
+        local states
+        states="$(SLURM_CONF="$DIR/slurm.conf" sinfo -h -N -o '%t' 2>/dev/null)" || states=""
+        if [[ -n "$states" ]] && ! grep -qvE '^(idle|mix)$' <<<"$states"; then
             return 0
         fi
         sleep 0.2
     done
     echo "slurm.sh: the node did not become idle; logs:" >&2
-    tail -n 20 "$DIR/slurmctld.log" "$DIR/slurmd.log" >&2 || true
+    tail -n 20 "$DIR"/*.log >&2 || true
     SLURM_CONF="$DIR/slurm.conf" sinfo -N -l >&2 || true
     return 1
 }
@@ -103,11 +113,54 @@ cmd_up() {
     need_root
     install_if_missing
     cmd_down
-    write_config
+    write_config 127.0.0.1 "NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN"
     start_munge
     SLURM_CONF="$DIR/slurm.conf" slurmctld -c -f "$DIR/slurm.conf"
-    SLURM_CONF="$DIR/slurm.conf" slurmd -f "$DIR/slurm.conf"
+    SLURM_CONF="$DIR/slurm.conf" slurmd -f "$DIR/slurm.conf" -N "$NODE"
     wait_idle || { cmd_down; die "single-node Slurm did not start"; }
+    echo "SLURM_CONF=$DIR/slurm.conf"
+}
+
+# The test hosts of hosts.sh instance $HOSTS_ID: "NAME ADDR" lines.
+test_hosts() {
+    STROBE_HOSTS_ID="$HOSTS_ID" "$SCRIPT_DIR/hosts.sh" status |
+        sed -nE 's|^(h[0-9]+) .*addr=([0-9.]+)/.*|\1 \2|p'
+}
+
+cmd_up_hosts() {
+    need_root
+    install_if_missing
+    cmd_down
+    local hosts lines="" name addr
+    hosts="$(test_hosts)"
+    [[ -n "$hosts" ]] || die "no test hosts in instance $HOSTS_ID (scripts/hosts.sh up N first)"
+    while read -r name addr; do
+        lines+="NodeName=$name NodeAddr=$addr CPUs=$(nproc) State=UNKNOWN"$'\n'
+    done <<<"$hosts"
+    write_config "10.213.$HOSTS_ID.254" "$lines"
+    awk '{print $1}' <<<"$hosts" >"$DIR/test-hosts"
+    start_munge
+    SLURM_CONF="$DIR/slurm.conf" slurmctld -c -f "$DIR/slurm.conf"
+    while read -r name addr; do
+        # A test host mounts its own sysfs (its network namespace's), without the cgroup
+        # file systems slurmd insists on finding: mount them in the host's own mount
+        # namespace (private: nothing propagates back here; gone with the host).
+        STROBE_HOSTS_ID="$HOSTS_ID" "$SCRIPT_DIR/hosts.sh" exec "$name" sh -c '
+            grep -q " /sys/fs/cgroup " /proc/mounts && exit 0
+            mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup
+            for c in cpu cpuacct cpuset memory devices freezer blkio pids; do
+                mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c
+            done
+            mkdir -p /sys/fs/cgroup/systemd
+            mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd' </dev/null
+        STROBE_HOSTS_ID="$HOSTS_ID" "$SCRIPT_DIR/hosts.sh" exec "$name" \
+            env SLURM_CONF="$DIR/slurm.conf" slurmd -f "$DIR/slurm.conf" -N "$name" </dev/null || {
+            tail -n 5 "$DIR/slurmd-$name.log" >&2 || true
+            cmd_down
+            die "slurmd did not start on $name"
+        }
+    done <<<"$hosts"
+    wait_idle || { cmd_down; die "Slurm over the test hosts did not start"; }
     echo "SLURM_CONF=$DIR/slurm.conf"
 }
 
@@ -126,7 +179,16 @@ stop_pidfile() {
 cmd_down() {
     need_root
     [[ -d "$DIR" ]] || return 0
-    stop_pidfile "$DIR/slurmd.pid"
+    local name
+    if [[ -f "$DIR/test-hosts" ]]; then
+        # Each slurmd's pid file holds a pid of its host's PID namespace: kill it there.
+        while read -r name; do
+            STROBE_HOSTS_ID="$HOSTS_ID" "$SCRIPT_DIR/hosts.sh" exec "$name" \
+                sh -c "kill \$(cat '$DIR/slurmd-$name.pid')" </dev/null 2>/dev/null || true
+        done <"$DIR/test-hosts"
+    else
+        stop_pidfile "$DIR/slurmd-$NODE.pid"
+    fi
     stop_pidfile "$DIR/slurmctld.pid"
     stop_pidfile "$DIR/munge/munged.pid"
     rm -rf "$DIR"
@@ -139,10 +201,11 @@ cmd_status() {
 
 case "${1:-}" in
 up) cmd_up ;;
+up-hosts) cmd_up_hosts ;;
 down) cmd_down ;;
 status) cmd_status ;;
 *)
-    echo "usage: slurm.sh up | down | status" >&2
+    echo "usage: slurm.sh up | up-hosts | down | status" >&2
     exit 2
     ;;
 esac

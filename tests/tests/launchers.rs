@@ -12,7 +12,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use strobe_runtime::daemon::launch::hydra::HydraLauncher;
-use strobe_runtime::daemon::launch::slurm::SlurmLauncher;
+use strobe_runtime::daemon::launch::slurm::{expand_nodelist, SlurmLauncher};
 use strobe_runtime::daemon::launch::ssh::SshLauncher;
 use strobe_runtime::daemon::launch::{DaemonCommand, Launcher, LocalLauncher};
 use strobe_runtime::transport::auth::{JobSecret, SECRET_ENV};
@@ -223,18 +223,51 @@ impl Drop for Hosts {
 }
 
 #[test]
-fn ssh_and_hydra_across_test_hosts() {
+fn ssh_hydra_and_slurm_across_test_hosts() {
     if !is_root() {
-        eprintln!("SKIPPED ssh_and_hydra_across_test_hosts: scripts/hosts.sh needs root");
+        eprintln!("SKIPPED ssh_hydra_and_slurm_across_test_hosts: scripts/hosts.sh needs root");
         return;
     }
     let hosts = Hosts::up(3);
     let names = names(3);
     ssh_across(&hosts, &names);
-    if Path::new("/usr/bin/mpiexec.mpich").exists() {
-        hydra_across(&hosts, &names);
-    } else {
-        panic!("mpiexec.mpich is missing: scripts/ci-deps.sh installs Debian's mpich");
+    assert!(
+        Path::new("/usr/bin/mpiexec.mpich").exists(),
+        "mpiexec.mpich is missing: Debian's mpich is a CI dependency"
+    );
+    hydra_across(&hosts, &names);
+    slurm_across(&hosts, &names);
+}
+
+fn slurm_across(hosts: &Hosts, names: &[String]) {
+    let slurm = Slurm::up("up-hosts", 6837, Some(hosts));
+    // An allocation's host list, as Slurm writes it (compressed: h[1-3]), expands to the
+    // hosts in order.
+    let out = Command::new("salloc")
+        .args(["-N3", "printenv", "SLURM_JOB_NODELIST"])
+        .env("SLURM_CONF", slurm.conf())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(expand_nodelist(list.trim()).unwrap(), names, "{list}");
+    let run = Run::new();
+    let mut cmd = run.command(probe_bin(), &[]);
+    cmd.env.push(("SLURM_CONF".into(), slurm.conf().into()));
+    let children = SlurmLauncher::new(None).start(names, &cmd).unwrap();
+    assert_eq!(children.len(), 1, "one srun");
+    for (node, report) in run.collect(names.len(), children) {
+        assert_eq!(
+            report,
+            format!(
+                "probe host={} node={node} nodes=3 env=env secret=yes\n",
+                names[node as usize]
+            )
+        );
     }
 }
 
@@ -273,17 +306,22 @@ fn hydra_across(hosts: &Hosts, names: &[String]) {
     }
 }
 
-/// A single-node Slurm of `scripts/slurm.sh`, brought down on drop.
+/// A Slurm cluster of `scripts/slurm.sh`, brought down on drop: `up` (this machine as the
+/// one node) or `up-hosts` (one slurmd per test host of `hosts`).
 struct Slurm {
     dir: String,
+    port: u16,
+    hosts_id: Option<String>,
 }
 
 impl Slurm {
-    fn up() -> Slurm {
+    fn up(verb: &str, port: u16, hosts: Option<&Hosts>) -> Slurm {
         let slurm = Slurm {
-            dir: format!("/run/strobe-slurm-launchers-{}", std::process::id()),
+            dir: format!("/run/strobe-slurm-launchers-{}-{port}", std::process::id()),
+            port,
+            hosts_id: hosts.map(|h| h.id.clone()),
         };
-        let out = slurm.script("up");
+        let out = slurm.script(verb);
         assert!(
             out.status.success(),
             "scripts/slurm.sh up: {}",
@@ -293,11 +331,15 @@ impl Slurm {
     }
 
     fn script(&self, verb: &str) -> std::process::Output {
-        Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm.sh"))
-            .arg(verb)
+        let mut cmd =
+            Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm.sh"));
+        cmd.arg(verb)
             .env("STROBE_SLURM_DIR", &self.dir)
-            .output()
-            .unwrap()
+            .env("STROBE_SLURM_PORT", self.port.to_string());
+        if let Some(id) = &self.hosts_id {
+            cmd.env("STROBE_HOSTS_ID", id);
+        }
+        cmd.output().unwrap()
     }
 
     fn conf(&self) -> String {
@@ -317,7 +359,7 @@ fn slurm_launcher_runs_srun_on_a_single_node_cluster() {
         eprintln!("SKIPPED slurm_launcher_runs_srun_on_a_single_node_cluster: needs root");
         return;
     }
-    let slurm = Slurm::up();
+    let slurm = Slurm::up("up", 6827, None);
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let host = host.trim().split('.').next().unwrap().to_string();
     let run = Run::new();
