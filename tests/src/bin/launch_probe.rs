@@ -54,12 +54,11 @@ fn main() -> Result<()> {
     );
     if pmi {
         let mut pmi = Pmi::from_env()?.context("--pmi: not started by a PMI-1 launcher")?;
-        pmi.put(&format!("host-{}", pmi.rank()), &host)?;
-        pmi.fence()?;
-        let (rank, size) = (pmi.rank(), pmi.size());
-        for peer in (0..size).filter(|&r| r != rank) {
-            let name = pmi.get(&format!("host-{peer}"))?;
-            out.push_str(&format!("peer {peer} {name}\n"));
+        let names = pmi.allgather("host", &host)?;
+        for (peer, name) in names.iter().enumerate() {
+            if peer as u32 != pmi.rank() {
+                out.push_str(&format!("peer {peer} {name}\n"));
+            }
         }
         pmi.finalize()?;
     }

@@ -10,12 +10,13 @@
 //! - [`LocalLauncher`]: every daemon on this machine (`--nodes K` on one host).
 //!
 //! [`detect`] picks one; [`hostfile`] reads `host[:slots]` files and [`placement`] decides
-//! the node of each rank. A daemon learns its node index with [`node_index_from_env`],
+//! the node of each rank; [`plan::LaunchOptions::plan`] puts the three together. A daemon learns its node index with [`node_index_from_env`],
 //! whichever launcher started it.
 
 pub mod hostfile;
 pub mod hydra;
 pub mod placement;
+pub mod plan;
 pub mod pmi;
 pub mod slurm;
 pub mod ssh;

@@ -228,6 +228,19 @@ impl Pmi {
             .ok_or_else(|| PmiError::NotFound(key.to_string()))
     }
 
+    /// Every process's `value`, in rank order: puts `{prefix}-{rank}`, fences, gets each
+    /// other rank's (the wire-up of node addresses: one value per daemon).
+    pub fn allgather(&mut self, prefix: &str, value: &str) -> Result<Vec<String>, PmiError> {
+        self.put(&format!("{prefix}-{}", self.rank), value)?;
+        self.fence()?;
+        (0..self.size)
+            .map(|r| match r == self.rank {
+                true => Ok(value.to_string()),
+                false => self.get(&format!("{prefix}-{r}")),
+            })
+            .collect()
+    }
+
     /// Tells the launcher this process is done with PMI (also done on drop).
     pub fn finalize(mut self) -> Result<(), PmiError> {
         self.finalize_once()
