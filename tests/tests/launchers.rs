@@ -186,13 +186,28 @@ fn ssh_launcher_reports_a_remote_shell_that_does_not_exist() {
 /// A hosts.sh instance of this file's range (160..169), brought down on drop.
 struct Hosts {
     id: String,
+    tools: tempfile::TempDir,
 }
 
 impl Hosts {
     fn up(n: usize) -> Hosts {
         let hosts = Hosts {
             id: (160 + std::process::id() % 10).to_string(),
+            tools: tempfile::tempdir().unwrap(),
         };
+        // The instance's rsh passes this process's whole environment into the host; ssh
+        // passes none. This wrapper clears it, so whatever reaches a daemon came the way
+        // it would over ssh: stdin (ssh launcher) or Hydra's own -genvlist forwarding.
+        let script = format!(
+            "#!/bin/sh\nexec env -i PATH=\"$PATH\" /run/strobe-hosts/{}/rsh \"$@\"\n",
+            hosts.id
+        );
+        std::fs::write(hosts.rsh(), script).unwrap();
+        Command::new("chmod")
+            .arg("+x")
+            .arg(hosts.rsh())
+            .status()
+            .unwrap();
         assert!(hosts.script(&["down"]).status.success());
         let out = hosts.script(&["up", &n.to_string()]);
         assert!(
@@ -211,8 +226,9 @@ impl Hosts {
             .unwrap()
     }
 
+    /// An ssh-like remote shell into the hosts: no environment crosses it.
     fn rsh(&self) -> String {
-        format!("/run/strobe-hosts/{}/rsh", self.id)
+        self.tools.path().join("ssh-like").display().to_string()
     }
 }
 
