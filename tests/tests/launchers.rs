@@ -393,3 +393,32 @@ fn slurm_launcher_runs_srun_on_a_single_node_cluster() {
         format!("probe host={host} node=0 nodes=1 env=env secret=yes\n")
     );
 }
+
+/// The PMI-1 client against Debian's Hydra on this machine (no root needed), in both of
+/// its modes: an inherited socket (`PMI_FD`, the default) and a port to connect to
+/// (`-pmi-port`: `PMI_PORT` and `PMI_ID`, the place told by `cmd=initack`).
+#[test]
+fn pmi_client_under_local_hydra_both_modes() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for mode in [None, Some("-pmi-port")] {
+        let run = Run::new();
+        let mut mpiexec = Command::new("mpiexec.mpich");
+        mpiexec.args(mode).args(["-n", "3"]).arg(probe_bin());
+        let probe = run.command(probe_bin(), &["--pmi"]);
+        let child = mpiexec
+            .args(&probe.args)
+            .envs(probe.env.iter().map(|(k, v)| (k, v)))
+            .spawn()
+            .unwrap();
+        for (node, report) in run.collect(3, vec![child]) {
+            let mut expected = format!(
+                "probe host={} node={node} nodes=3 env=env secret=yes\n",
+                host.trim()
+            );
+            for peer in (0..3).filter(|&p| p != node) {
+                expected.push_str(&format!("peer {peer} {}\n", host.trim()));
+            }
+            assert_eq!(report, expected, "mode {mode:?}");
+        }
+    }
+}

@@ -4,7 +4,8 @@
 //! test hosts share this machine's file system; a launcher's stdout is the user's) with a
 //! line
 //! `probe host=H node=I nodes=K env=stdin|env secret=yes|no` (the secret itself never),
-//! where the node comes from `STROBE_NODE`/`PMI_RANK`/`SLURM_NODEID` as a daemon's would.
+//! where the node comes from `STROBE_NODE`/`PMI_RANK`/`SLURM_NODEID` as a daemon's would
+//! (under `--pmi`: from the PMI launcher, which in `PMI_PORT` mode sets no `PMI_RANK`).
 //! With `--env-stdin` it first reads `KEY=VALUE` lines up to an empty line from stdin,
 //! as the ssh launcher sends them. With `--pmi` it puts its hostname in PMI's key-value
 //! space under `host-<rank>`, fences, and adds `peer R H` for every other rank.
@@ -41,7 +42,15 @@ fn main() -> Result<()> {
         HashMap::new()
     };
     let lookup = |k: &str| sent.get(k).cloned().or_else(|| std::env::var(k).ok());
-    let (node, nodes) = node_index_in(lookup).context("no node index in the environment")?;
+    // Under PMI the launcher's rank is the node (PMI_PORT mode sets no PMI_RANK at all).
+    let mut pmi = match pmi {
+        true => Some(Pmi::from_env()?.context("--pmi: not started by a PMI-1 launcher")?),
+        false => None,
+    };
+    let (node, nodes) = match &pmi {
+        Some(pmi) => (pmi.rank(), pmi.size()),
+        None => node_index_in(lookup).context("no node index in the environment")?,
+    };
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")?
         .trim()
         .to_string();
@@ -52,8 +61,7 @@ fn main() -> Result<()> {
         if env_stdin { "stdin" } else { "env" },
         if secret { "yes" } else { "no" }
     );
-    if pmi {
-        let mut pmi = Pmi::from_env()?.context("--pmi: not started by a PMI-1 launcher")?;
+    if let Some(mut pmi) = pmi.take() {
         let names = pmi.allgather("host", &host)?;
         for (peer, name) in names.iter().enumerate() {
             if peer as u32 != pmi.rank() {

@@ -133,7 +133,8 @@ pub fn detect_in(
 /// This daemon's `(node, nodes)`, from whichever launcher started it: `STROBE_NODE` and
 /// `STROBE_NODES` (local, ssh), `PMI_RANK` and `PMI_SIZE` (Hydra or any PMI-1 launcher),
 /// `SLURM_NODEID` and `SLURM_NNODES` (srun, one task per node), in that order. `None`
-/// when none is set completely or the index is not below the count.
+/// when none is set completely or the index is not below the count. A daemon started with
+/// `--pmi` should prefer [`pmi::Pmi::rank`]: in Hydra's `PMI_PORT` mode only PMI knows it.
 pub fn node_index_from_env() -> Option<(u32, u32)> {
     node_index_in(|k| std::env::var(k).ok())
 }

@@ -105,6 +105,14 @@ impl std::fmt::Debug for Pmi {
     }
 }
 
+fn required(var: &'static str) -> Result<u32, PmiError> {
+    env_number(var)?.ok_or(PmiError::BadEnv {
+        var,
+        value: String::new(),
+        what: "set (a PMI launcher sets it)",
+    })
+}
+
 fn env_number(var: &'static str) -> Result<Option<u32>, PmiError> {
     match std::env::var(var) {
         Err(_) => Ok(None),
@@ -121,58 +129,98 @@ fn env_number(var: &'static str) -> Result<Option<u32>, PmiError> {
 }
 
 impl Pmi {
-    /// Connects when this process was started by a PMI-1 launcher (`PMI_FD` or
-    /// `PMI_PORT`, with `PMI_RANK` and `PMI_SIZE`), initializes and learns the key-value
-    /// space. `Ok(None)`: not started by one. The PMI socket is made close-on-exec, so
-    /// the ranks a daemon starts do not inherit it.
+    /// Connects when this process was started by a PMI-1 launcher, initializes and learns
+    /// the key-value space. `Ok(None)`: not started by one. Two ways in, as MPICH's simple
+    /// PMI client does: `PMI_FD` (an inherited socket; place from `PMI_RANK`/`PMI_SIZE`)
+    /// or `PMI_PORT=host:port` (connect; with `PMI_ID`, the place comes from the launcher
+    /// through `cmd=initack pmiid=ID`, answered by `cmd=initack` and `cmd=set size=`,
+    /// `cmd=set rank=`, `cmd=set debug=`). The PMI socket is close-on-exec, so the ranks a
+    /// daemon starts do not inherit it.
     pub fn from_env() -> Result<Option<Pmi>, PmiError> {
-        let (Some(rank), Some(size)) = (env_number("PMI_RANK")?, env_number("PMI_SIZE")?) else {
+        if let Some(fd) = env_number("PMI_FD")? {
+            let fd = fd as RawFd;
+            // Refuse what is not an open descriptor before taking ownership of it.
+            rustix::io::fcntl_getfd(unsafe_borrow(fd)).map_err(io::Error::from)?;
+            // SAFETY: the launcher passed us this descriptor for our exclusive use
+            // (PMI_FD), it is open (checked above), and nothing else in this process owns
+            // it: `from_env` is called once, by the daemon, at its start.
+            let file = unsafe { File::from_raw_fd(fd) };
+            rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC)
+                .map_err(io::Error::from)?;
+            let (rank, size) = (required("PMI_RANK")?, required("PMI_SIZE")?);
+            return Pmi::connect(Box::new(file.try_clone()?), Box::new(file), rank, size).map(Some);
+        }
+        let Ok(port) = std::env::var("PMI_PORT") else {
             return Ok(None);
         };
-        let (reader, writer): (Box<dyn io::Read + Send>, Box<dyn Write + Send>) =
-            if let Some(fd) = env_number("PMI_FD")? {
-                let fd = fd as RawFd;
-                // Refuse what is not an open descriptor before taking ownership of it.
-                rustix::io::fcntl_getfd(unsafe_borrow(fd)).map_err(io::Error::from)?;
-                // SAFETY: the launcher passed us this descriptor for our exclusive use
-                // (PMI_FD), it is open (checked above), and nothing else in this process
-                // owns it: `from_env` is called once, by the daemon, at its start.
-                let file = unsafe { File::from_raw_fd(fd) };
-                rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC)
-                    .map_err(io::Error::from)?;
-                (Box::new(file.try_clone()?), Box::new(file))
-            } else if let Ok(port) = std::env::var("PMI_PORT") {
-                let stream = TcpStream::connect(port.trim())?;
-                (Box::new(stream.try_clone()?), Box::new(stream))
-            } else {
-                return Ok(None);
-            };
-        Pmi::connect(reader, writer, rank, size).map(Some)
+        let stream = TcpStream::connect(port.trim())?;
+        let mut pmi = Pmi::open(Box::new(stream.try_clone()?), Box::new(stream));
+        match env_number("PMI_ID")? {
+            Some(id) => pmi.initack(id)?,
+            None => (pmi.rank, pmi.size) = (required("PMI_RANK")?, required("PMI_SIZE")?),
+        }
+        pmi.init()?;
+        Ok(Some(pmi))
     }
 
-    /// Speaks PMI-1 over an already connected pair (`from_env` and tests).
+    /// Speaks PMI-1 over an already connected pair, the process's place known.
     pub fn connect(
         reader: Box<dyn io::Read + Send>,
         writer: Box<dyn Write + Send>,
         rank: u32,
         size: u32,
     ) -> Result<Pmi, PmiError> {
-        let mut pmi = Pmi {
+        let mut pmi = Pmi::open(reader, writer);
+        (pmi.rank, pmi.size) = (rank, size);
+        pmi.init()?;
+        Ok(pmi)
+    }
+
+    fn open(reader: Box<dyn io::Read + Send>, writer: Box<dyn Write + Send>) -> Pmi {
+        Pmi {
             reader: BufReader::new(reader),
             writer,
-            rank,
-            size,
+            rank: 0,
+            size: 0,
             kvsname: String::new(),
             key_max: 64,
             value_max: 256,
-            finalized: false,
+            // Nothing to finalize until `init` succeeded.
+            finalized: true,
+        }
+    }
+
+    /// `PMI_PORT` with `PMI_ID`: the launcher tells this process its place.
+    fn initack(&mut self, id: u32) -> Result<(), PmiError> {
+        self.call(&format!("cmd=initack pmiid={id}"), "initack")?;
+        let mut set = |name: &'static str| -> Result<u32, PmiError> {
+            let reply = self.read_reply("set")?;
+            let value = reply.fields.get(name).and_then(|v| v.parse().ok());
+            value.ok_or(PmiError::Protocol {
+                expected: "set",
+                got: format!("{reply:?} without {name}="),
+            })
         };
-        let init = pmi.call(
+        let (size, rank) = (set("size")?, set("rank")?);
+        set("debug")?;
+        (self.size, self.rank) = (size, rank);
+        if self.rank >= self.size {
+            return Err(PmiError::Protocol {
+                expected: "set",
+                got: format!("rank {} of size {}", self.rank, self.size),
+            });
+        }
+        Ok(())
+    }
+
+    fn init(&mut self) -> Result<(), PmiError> {
+        let init = self.call(
             "cmd=init pmi_version=1 pmi_subversion=1",
             "response_to_init",
         )?;
-        pmi.check_rc(&init, "init")?;
-        let maxes = pmi.call("cmd=get_maxes", "maxes")?;
+        self.check_rc(&init, "init")?;
+        self.finalized = false;
+        let maxes = self.call("cmd=get_maxes", "maxes")?;
         let field = |name: &str, default: usize| {
             maxes
                 .fields
@@ -180,11 +228,11 @@ impl Pmi {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(default)
         };
-        pmi.key_max = field("keylen_max", pmi.key_max);
-        pmi.value_max = field("vallen_max", pmi.value_max);
-        let name = pmi.call("cmd=get_my_kvsname", "my_kvsname")?;
-        pmi.kvsname = name.fields.get("kvsname").cloned().unwrap_or_default();
-        Ok(pmi)
+        self.key_max = field("keylen_max", self.key_max);
+        self.value_max = field("vallen_max", self.value_max);
+        let name = self.call("cmd=get_my_kvsname", "my_kvsname")?;
+        self.kvsname = name.fields.get("kvsname").cloned().unwrap_or_default();
+        Ok(())
     }
 
     pub fn rank(&self) -> u32 {
@@ -257,6 +305,10 @@ impl Pmi {
     fn call(&mut self, request: &str, expected: &'static str) -> Result<Reply, PmiError> {
         self.writer.write_all(format!("{request}\n").as_bytes())?;
         self.writer.flush()?;
+        self.read_reply(expected)
+    }
+
+    fn read_reply(&mut self, expected: &'static str) -> Result<Reply, PmiError> {
         let mut line = String::new();
         if self.reader.read_line(&mut line)? == 0 {
             return Err(PmiError::Io(io::Error::new(
