@@ -1,6 +1,12 @@
 //! The Slurm launcher: inside an allocation (`salloc`, `sbatch`), one job step with one
 //! daemon per node: `srun --nodes=K --ntasks=K --ntasks-per-node=1 --nodelist=h1,...
-//! --export=ALL --kill-on-bad-exit=1 PROGRAM ARGS...`.
+//! --export=ALL --kill-on-bad-exit=1 --cpu-bind=none --overlap PROGRAM ARGS...`.
+//!
+//! A daemon runs all of its node's ranks, so it must not be confined to one task's share:
+//! `--cpu-bind=none` keeps task/affinity from binding it to one CPU (Slurm 22.05 gives a
+//! step all of the node's CPUs unless `--exact`), and `--overlap` lets the step share the
+//! allocation with the step the Machine Manager itself may run in (`srun strobe run` in a
+//! batch script) instead of waiting for it forever.
 //!
 //! The host list comes from the allocation (`SLURM_JOB_NODELIST`, expanded here:
 //! [`expand_nodelist`]). The daemon environment is set in srun's own environment and
@@ -45,6 +51,8 @@ impl SlurmLauncher {
             .arg(format!("--nodelist={}", hosts.join(",")))
             .arg("--export=ALL")
             .arg("--kill-on-bad-exit=1")
+            .arg("--cpu-bind=none")
+            .arg("--overlap")
             .arg(&cmd.program)
             .args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
@@ -202,6 +210,8 @@ mod tests {
                 "--nodelist=a,b",
                 "--export=ALL",
                 "--kill-on-bad-exit=1",
+                "--cpu-bind=none",
+                "--overlap",
                 "/opt/strobe",
                 "node"
             ]
