@@ -422,3 +422,32 @@ fn pmi_client_under_local_hydra_both_modes() {
         }
     }
 }
+
+/// A PMI environment that does not lead to a launcher is an error naming it, not a hang
+/// or a panic.
+#[test]
+fn broken_pmi_environment_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (vars, expect) in [
+        (
+            &[("PMI_FD", "999"), ("PMI_RANK", "0"), ("PMI_SIZE", "1")][..],
+            "PMI_FD=999",
+        ),
+        (&[("PMI_FD", "x")][..], "PMI_FD is \"x\""),
+        (
+            &[("PMI_PORT", "127.0.0.1:1"), ("PMI_ID", "0")][..],
+            "PMI_PORT=127.0.0.1:1",
+        ),
+    ] {
+        let out = Command::new(probe_bin())
+            .args(["--pmi", "--out"])
+            .arg(dir.path())
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{vars:?}: {stderr}");
+        assert!(stderr.contains(expect), "{vars:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

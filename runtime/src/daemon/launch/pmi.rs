@@ -140,7 +140,15 @@ impl Pmi {
         if let Some(fd) = env_number("PMI_FD")? {
             let fd = fd as RawFd;
             // Refuse what is not an open descriptor before taking ownership of it.
-            rustix::io::fcntl_getfd(unsafe_borrow(fd)).map_err(io::Error::from)?;
+            // SAFETY: F_GETFD only reads the descriptor's flags; on a number that is not
+            // an open descriptor it fails with EBADF and touches nothing.
+            if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+                let e = io::Error::last_os_error();
+                return Err(PmiError::Io(io::Error::new(
+                    e.kind(),
+                    format!("PMI_FD={fd}: {e}"),
+                )));
+            }
             // SAFETY: the launcher passed us this descriptor for our exclusive use
             // (PMI_FD), it is open (checked above), and nothing else in this process owns
             // it: `from_env` is called once, by the daemon, at its start.
@@ -153,7 +161,8 @@ impl Pmi {
         let Ok(port) = std::env::var("PMI_PORT") else {
             return Ok(None);
         };
-        let stream = TcpStream::connect(port.trim())?;
+        let stream = TcpStream::connect(port.trim())
+            .map_err(|e| io::Error::new(e.kind(), format!("PMI_PORT={port}: {e}")))?;
         let mut pmi = Pmi::open(Box::new(stream.try_clone()?), Box::new(stream));
         match env_number("PMI_ID")? {
             Some(id) => pmi.initack(id)?,
@@ -341,13 +350,6 @@ impl Drop for Pmi {
     fn drop(&mut self) {
         let _ = self.finalize_once();
     }
-}
-
-/// A borrowed descriptor for a `fcntl` probe.
-fn unsafe_borrow(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: used only for an F_GETFD probe right away; F_GETFD on a closed descriptor
-    // fails with EBADF instead of touching anything.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
 }
 
 fn check_word(word: &str, max: usize, is_key: bool) -> Result<(), PmiError> {
