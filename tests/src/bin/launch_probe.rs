@@ -43,9 +43,10 @@ fn main() -> Result<()> {
     };
     let lookup = |k: &str| sent.get(k).cloned().or_else(|| std::env::var(k).ok());
     // Under PMI the launcher's rank is the node (PMI_PORT mode sets no PMI_RANK at all).
-    let mut pmi = match pmi {
-        true => Some(Pmi::from_env()?.context("--pmi: not started by a PMI-1 launcher")?),
-        false => None,
+    let mut pmi = if pmi {
+        Some(Pmi::from_env()?.context("--pmi: not started by a PMI-1 launcher")?)
+    } else {
+        None
     };
     let (node, nodes) = match &pmi {
         Some(pmi) => (pmi.rank(), pmi.size()),

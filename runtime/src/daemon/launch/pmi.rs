@@ -291,9 +291,12 @@ impl Pmi {
         self.put(&format!("{prefix}-{}", self.rank), value)?;
         self.fence()?;
         (0..self.size)
-            .map(|r| match r == self.rank {
-                true => Ok(value.to_string()),
-                false => self.get(&format!("{prefix}-{r}")),
+            .map(|r| {
+                if r == self.rank {
+                    Ok(value.to_string())
+                } else {
+                    self.get(&format!("{prefix}-{r}"))
+                }
             })
             .collect()
     }
