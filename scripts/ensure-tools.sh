@@ -6,6 +6,9 @@
 #   gfortran `strobe mpifort` compiles Fortran programs (tests/tests/fortran.rs)
 #   gdb      `strobe replay --gdb RANK` attaches it to a held rank (tests/tests/replay_gdb.rs)
 #   strace   which prctl calls ranks make (tests/tests/neighbours.rs)
+#   iproute2, util-linux  network/PID namespaces for test hosts (scripts/hosts.sh)
+#   slurm-wlm, slurm-client, munge  a Slurm cluster for the srun launcher's tests
+#            (scripts/slurm.sh; tests/tests/launchers.rs)
 # MPICH has its own script (scripts/ensure-mpich.sh): only the tests and the benchmarks
 # compare against it. Prints what it could not do and exits non-zero.
 set -euo pipefail
@@ -17,6 +20,11 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v gfortran >/dev/null 2>&1 || need+=(gfortran)
 command -v gdb >/dev/null 2>&1 || need+=(gdb)
 command -v strace >/dev/null 2>&1 || need+=(strace)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+command -v slurmctld >/dev/null 2>&1 || need+=(slurm-wlm)
+command -v srun >/dev/null 2>&1 || need+=(slurm-client)
+command -v munged >/dev/null 2>&1 || need+=(munge)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-tools: installing ${need[*]}" >&2
