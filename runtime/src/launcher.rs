@@ -208,7 +208,7 @@ pub(crate) fn install_interrupt_handlers() {
     }
 }
 
-enum Event {
+pub(crate) enum Event {
     Exited { pid: i32, status: i32 },
 }
 
@@ -536,8 +536,8 @@ fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) 
     }
 }
 
-/// Reaper thread: report every child exit.
-fn reap(mut ranks: Vec<i32>, tx: mpsc::Sender<Event>) {
+/// Reaper thread: report every child exit (also a node daemon's, `daemon/node_host.rs`).
+pub(crate) fn reap(mut ranks: Vec<i32>, tx: mpsc::Sender<Event>) {
     // Reap the ranks only: strobe starts other children too (gdb, tmux for `--gdb`), whose
     // owners wait for them. `waitid(WNOWAIT)` peeks at the next exited child; a rank is then
     // reaped, anyone else's child is left to its owner.

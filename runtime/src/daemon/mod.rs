@@ -1,0 +1,34 @@
+//! Jobs across hosts: node daemons (`strobe node`, [`node_host`]) and the Machine Manager
+//! that starts and watches them ([`machine`]), talking over authenticated control
+//! connections ([`control`]). See docs/multi-host.md.
+//!
+//! Launchers (`launch/`) and the wire sink (`wire_sink.rs`) live beside these.
+
+pub mod control;
+pub mod local_launch;
+pub mod machine;
+pub mod node_host;
+pub mod ranks;
+
+/// What can go wrong in a daemon or the Machine Manager.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The daemon's environment or command line is incomplete or malformed.
+    #[error("{0}")]
+    Setup(String),
+    /// The control connection could not be made or broke.
+    #[error("control connection: {0}")]
+    Control(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("fabric: {0}")]
+    Transport(#[from] crate::transport::TransportError),
+    #[error("cannot start the node manager: {0}")]
+    Engine(#[from] crate::engine::EngineError),
+    /// What this build cannot do yet.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The daemons could not be started.
+    #[error("{0}")]
+    Launch(String),
+}
