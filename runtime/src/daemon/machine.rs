@@ -205,11 +205,18 @@ pub fn run_machine(
     let secret = JobSecret::generate()?;
     let listener = TcpListener::bind(SocketAddr::new(control_ip(cfg), 0))?;
     let addr = listener.local_addr()?;
+    // Listening on every interface: the daemons reach this host by its name (as Hydra's
+    // proxies reach mpiexec), which the cluster's name service must resolve.
+    let published = if addr.ip().is_unspecified() {
+        format!("{}:{}", super::node_host::host_name(), addr.port())
+    } else {
+        addr.to_string()
+    };
     let cmd = DaemonCommand {
         program: cfg.strobe_exe.clone(),
         args: vec![OsString::from("node")],
         env: vec![
-            (ENV_MM_ADDR.into(), addr.to_string().into()),
+            (ENV_MM_ADDR.into(), published.into()),
             (SECRET_ENV.into(), secret.to_hex().into()),
         ],
     };

@@ -86,9 +86,14 @@ impl DaemonSetup {
         }
         let mm = std::env::var(ENV_MM_ADDR)
             .map_err(|_| DaemonError::Setup(format!("{ENV_MM_ADDR} is not set")))?;
-        let mm_addr = mm
-            .parse()
-            .map_err(|_| DaemonError::Setup(format!("{ENV_MM_ADDR}={mm:?} is not host:port")))?;
+        let mm_addr = std::net::ToSocketAddrs::to_socket_addrs(mm.as_str())
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                DaemonError::Setup(format!(
+                    "{ENV_MM_ADDR}={mm:?} is not a host:port this host can resolve"
+                ))
+            })?;
         let iface = match (iface, std::env::var(ENV_IFACE)) {
             (Some(a), _) => Some(a),
             (None, Ok(v)) if !v.is_empty() => Some(
@@ -143,7 +148,8 @@ enum FromMm {
     Lost(String),
 }
 
-fn host_name() -> String {
+/// This host's name (gethostname).
+pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into a buffer we own.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
