@@ -25,15 +25,17 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::{DeadlockReport, EngineConfig, EngineOutcome, JobShared, SliceSink, SliceSource};
+use crate::engine::{
+    DeadlockReport, EngineConfig, EngineOutcome, JobShared, SliceSink, SliceSource,
+};
 use crate::segment::{
     leave_computing, ring_doorbell, RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE,
 };
 
 #[path = "launcher_nodes.rs"]
 mod nodes;
-pub use nodes::{isolate_nodes, ENV_ISOLATE_NODES};
 use nodes::JobSegments;
+pub use nodes::{isolate_nodes, ENV_ISOLATE_NODES};
 
 /// Exit status of `strobe run` when the job deadlocked.
 pub const EXIT_DEADLOCK: i32 = 3;
@@ -281,7 +283,11 @@ pub fn launch(
         }
         let mut cmd = Command::new(&cfg.program);
         let own = segs.of(rank);
-        let fd = seg_fds[segs.all().iter().position(|s| std::ptr::eq(&**s, own)).unwrap_or(0)];
+        let fd = seg_fds[segs
+            .all()
+            .iter()
+            .position(|s| std::ptr::eq(&**s, own))
+            .unwrap_or(0)];
         cmd.args(&cfg.args)
             .env(ENV_FD, fd.to_string())
             .env(ENV_LEN, own.seg.len().to_string())

@@ -68,7 +68,11 @@ fn a_remote_rank_reaches_node_0_only_through_the_mirror() {
     seg1.slot(2).set_blocked_call(DescKind::Recv.into());
     seg1.slot(2).pid.store(4242, Ordering::Release);
     leave_computing(seg1, 2, RankState::Blocked);
-    assert_eq!(seg0.slot(2).state(), RankState::Computing, "not before a push");
+    assert_eq!(
+        seg0.slot(2).state(),
+        RankState::Computing,
+        "not before a push"
+    );
     p.mirrors[1].push().expect("push");
     assert_eq!(
         seg0.slot(2).state(),
@@ -77,7 +81,10 @@ fn a_remote_rank_reaches_node_0_only_through_the_mirror() {
     );
     p.mirrors[0].apply().expect("apply");
     assert_eq!(seg0.slot(2).state(), RankState::Blocked);
-    assert_eq!(seg0.slot(2).blocked_call(), BlockedCall::Posted(DescKind::Recv));
+    assert_eq!(
+        seg0.slot(2).blocked_call(),
+        BlockedCall::Posted(DescKind::Recv)
+    );
     assert_eq!(seg0.slot(2).pid.load(Ordering::Acquire), 4242);
     assert_eq!(seg0.slot(3).state(), RankState::Computing);
     assert_eq!(p.shared[0].computing_total(), 2 + 1);
