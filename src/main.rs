@@ -382,6 +382,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
             chunk_budget: job.chunk_budget,
             direct_copy_min: job.direct_copy_min,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            placement: None,
         },
         program: resolve_program(program)?,
         args: args.to_vec(),
