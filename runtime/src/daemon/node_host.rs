@@ -23,9 +23,11 @@ use strobe_schema::{ControlMessage, Death, JobSpec, NodeOutcome};
 use super::control::{self, ControlReader, ControlWriter, HEARTBEAT_EVERY, HEARTBEAT_LATE};
 use super::{ranks, DaemonError};
 use crate::engine::{
-    Engine, EngineConfig, EngineOutcome, JobShared, NullSink, SliceSink, StrobePolicy,
+    global_size, Engine, EngineConfig, EngineOutcome, JobShared, NodePart, NullSink, SliceSink,
+    StrobePolicy, EVENTS,
 };
 use crate::launcher::{EXIT_CANNOT_START, EXIT_INTERNAL};
+use crate::segment::JobSegment;
 use crate::segment::{leave_computing, ring_doorbell, RankState};
 use crate::transport::auth::{JobSecret, SECRET_ENV};
 use crate::transport::tcp::{TcpBinding, TcpConfig, TcpEndpoint};
@@ -41,11 +43,6 @@ pub const ENV_NODES: &str = "STROBE_NODES";
 pub const ENV_IFACE: &str = "STROBE_IFACE";
 /// Exit status of a daemon whose Machine Manager vanished.
 pub const EXIT_MM_LOST: i32 = 3;
-
-/// Fabric shape until the engine names its own (`engine::global_size`, `engine::EVENTS`,
-/// helper engA): every endpoint of a job must agree, and they all run this build.
-const FABRIC_GLOBAL_SIZE: usize = 1 << 20;
-const FABRIC_EVENTS: u32 = 8;
 
 /// Who this daemon is, from its environment.
 #[derive(Debug)]
@@ -206,27 +203,47 @@ fn engine_config(spec: &JobSpec) -> EngineConfig {
         chunk_budget: spec.chunk_budget,
         direct_copy_min: spec.direct_copy_min,
         eager_max: spec.eager_max,
+        placement: Some(spec.placement.clone().into()),
     }
 }
 
-/// Starts this node's share of the engine. A one-daemon job runs the whole engine here;
-/// a job of several daemons needs `Engine::start_nodes` (helper engA) with this node's
-/// part and the TCP endpoint: until it is merged, such a job is refused with a clear
-/// report rather than run wrongly.
+/// Starts this node's share of the engine: the whole engine for a one-daemon job, else
+/// this node's part over the TCP endpoint (`Engine::start_nodes`; node 0 learns the other
+/// nodes' ranks through the slot mirror).
 fn start_engine(
     cfg: &EngineConfig,
+    node: u32,
     fabric: Option<TcpEndpoint>,
     shared: Arc<JobShared>,
     sink: Arc<dyn SliceSink>,
 ) -> Result<Engine, DaemonError> {
-    match fabric {
-        None => Ok(Engine::start(cfg.clone(), shared, sink, None)?),
-        Some(_) => Err(DaemonError::Unsupported(
-            "this build cannot run one job on several node daemons yet \
-             (Engine::start_nodes, issue 15 part 1)"
-                .into(),
-        )),
+    Ok(match fabric {
+        None => Engine::start(cfg.clone(), shared, sink, None)?,
+        Some(ep) => {
+            let part = NodePart {
+                node,
+                transport: Arc::new(ep),
+                shared,
+            };
+            Engine::start_nodes(cfg.clone(), vec![part], sink, None)?
+        }
+    })
+}
+
+/// This node's job segment: every slot for a one-daemon job, else only its own ranks'
+/// (the others' state reaches node 0 through the slot mirror).
+fn create_segment(cfg: &EngineConfig, node: u32) -> std::io::Result<JobSegment> {
+    if cfg.nodes == 1 {
+        return crate::rank::create_segment(cfg.ranks, cfg.nodes);
     }
+    JobSegment::create_for_node(
+        cfg.ranks,
+        cfg.nodes,
+        crate::rank::DESC_CAPACITY,
+        crate::rank::COMP_CAPACITY,
+        node,
+        &cfg.node_of_rank(),
+    )
 }
 
 /// The daemon: runs its share of the job; the exit status of `strobe node`.
@@ -414,10 +431,11 @@ impl Daemon {
     ) -> Result<Option<TcpEndpoint>, DaemonError> {
         let binding = if spec.nodes > 1 {
             let ip = self.setup.iface.unwrap_or(control_ip);
+            let ecfg = engine_config(spec);
             let mut cfg = TcpConfig::new(
                 spec.nodes,
-                FABRIC_GLOBAL_SIZE,
-                FABRIC_EVENTS,
+                global_size(&ecfg),
+                EVENTS,
                 self.setup.secret.clone(),
             );
             cfg.wireup_timeout = Duration::from_secs(30);
@@ -455,13 +473,17 @@ impl Daemon {
 
     fn run_job(&mut self, spec: &JobSpec, fabric: Option<TcpEndpoint>) -> Result<i32, DaemonError> {
         let cfg = engine_config(spec);
-        let seg = crate::rank::create_segment(spec.ranks, spec.nodes)?;
+        if let Err(why) = cfg.check_placement() {
+            self.report(NodeOutcome::Failed, EXIT_INTERNAL, why);
+            return Ok(EXIT_INTERNAL);
+        }
+        let seg = create_segment(&cfg, self.setup.node)?;
         let fd = seg.inheritable_fd()?;
         let seg_len = seg.len();
         crate::mmds::set_resolution(&seg, spec.mmds_resolution);
         let shared = Arc::new(JobShared::new(seg));
         let sink: Arc<dyn SliceSink> = Arc::new(NullSink);
-        let engine = match start_engine(&cfg, fabric, shared.clone(), sink) {
+        let engine = match start_engine(&cfg, self.setup.node, fabric, shared.clone(), sink) {
             Ok(e) => e,
             Err(e) => {
                 self.report(NodeOutcome::Failed, EXIT_INTERNAL, e.to_string());
