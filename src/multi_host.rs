@@ -6,177 +6,111 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
-use strobe_runtime::daemon::local_launch::{Launcher, LocalLauncher, RshLauncher};
+use clap::Args;
+use strobe_runtime::daemon::launch::placement::{MapBy, PlacementOptions};
+use strobe_runtime::daemon::launch::plan::LaunchOptions;
+use strobe_runtime::daemon::launch::LauncherKind;
 use strobe_runtime::daemon::machine::{run_machine, MachineConfig};
 use strobe_runtime::launcher::LaunchConfig;
 
 use crate::cli_util;
 
-/// The remote shell for `--launcher ssh` when neither `--launcher-exec` nor this is set:
-/// `ssh -T`.
-pub const ENV_RSH: &str = "STROBE_RSH";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LauncherKind {
-    /// ssh (or `--launcher-exec`) with `--hosts`/`--hostfile`; in-process otherwise.
-    Auto,
-    /// Every node daemon on this host (`--nodes K` daemons).
-    Local,
-    /// A remote shell per host (`--launcher-exec`, $STROBE_RSH, default `ssh -T`).
-    Ssh,
-    /// `srun` inside a Slurm allocation.
-    Slurm,
-    /// MPICH's Hydra (PMI-1).
-    Hydra,
+/// `--launcher`: `auto` or a launcher's name (checked while parsing the command line).
+fn parse_launcher(s: &str) -> Result<String, String> {
+    launcher_kind(s).map(|_| s.to_string())
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum MapBy {
-    /// Fill each host's slots before the next (block placement).
-    Slot,
-    /// Round-robin over the hosts.
-    Node,
+fn launcher_kind(s: &str) -> Result<Option<LauncherKind>, String> {
+    match s {
+        "auto" => Ok(None),
+        other => other
+            .parse::<LauncherKind>()
+            .map(Some)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+fn parse_map_by(s: &str) -> Result<MapBy, String> {
+    s.parse()
+        .map_err(|e: strobe_runtime::daemon::launch::placement::PlacementError| e.to_string())
 }
 
 #[derive(Args, Clone, Debug)]
 pub struct HostArgs {
-    /// Run across these hosts, one node daemon each (comma-separated).
-    #[arg(long, value_delimiter = ',', conflicts_with = "hostfile")]
-    pub hosts: Vec<String>,
-    /// Read the hosts from this file: one `host[:slots]` per line, `#` comments.
+    /// Run across these hosts, one node daemon each: `h1,h2` or with slots `h1:4,h2:4`.
+    #[arg(long, conflicts_with = "hostfile")]
+    pub hosts: Option<String>,
+    /// Read the hosts from this file: `host`, `host:N` or `host slots=N` per line.
     #[arg(long)]
     pub hostfile: Option<PathBuf>,
-    /// How the node daemons are started.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub launcher: LauncherKind,
-    /// The remote shell, as ssh is called: `CMD HOST COMMAND-LINE` (also $STROBE_RSH).
+    /// How the node daemons are started: auto, local, ssh, slurm or hydra (auto: ssh with
+    /// hosts, Slurm inside an allocation, else this process runs the job itself).
+    #[arg(long, default_value = "auto", value_parser = parse_launcher)]
+    pub launcher: String,
+    /// The remote shell, as ssh is called: `CMD HOST COMMAND-LINE` (also $STROBE_RSH);
+    /// for Hydra, its `-launcher-exec`.
     #[arg(long, value_name = "CMD")]
     pub launcher_exec: Option<String>,
+    /// The path of `strobe` on the hosts (default: the same as here).
+    #[arg(long, value_name = "PATH")]
+    pub remote_strobe: Option<PathBuf>,
     /// The address the Machine Manager listens on for the daemons (the interface that
     /// reaches the hosts); each daemon's fabric binds the address it reaches us from.
     #[arg(long, value_name = "ADDR")]
     pub iface: Option<IpAddr>,
-    /// Ranks per host (default: -n spread in blocks over the hosts).
+    /// Ranks per host (default: the hosts' slots, else even blocks).
     #[arg(long, value_name = "N")]
     pub ppn: Option<u32>,
-    /// Rank placement: `slot` (blocks, the default) or `node` (round-robin).
-    #[arg(long, value_enum, default_value = "slot")]
+    /// Rank placement: `slot` (blocks, the default) or `node` (round robin).
+    #[arg(long, default_value = "slot", value_parser = parse_map_by)]
     pub map_by: MapBy,
+    /// Allow more ranks than the hosts' slots.
+    #[arg(long)]
+    pub oversubscribe: bool,
 }
 
 impl HostArgs {
-    /// Whether this run goes through node daemons.
+    /// Whether this run goes through node daemons: hosts given, a launcher named, or
+    /// inside a Slurm allocation with `--launcher slurm`. Without any, `run` keeps its
+    /// in-process path (`--nodes K` as threads).
     pub fn wanted(&self) -> bool {
-        !self.hosts.is_empty() || self.hostfile.is_some() || self.launcher != LauncherKind::Auto
+        self.hosts.is_some() || self.hostfile.is_some() || self.kind().is_some()
     }
-}
 
-/// `host[:slots]` lines; blank lines and `#` comments skipped.
-pub fn parse_hostfile(text: &str) -> Result<Vec<(String, Option<u32>)>> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let (host, slots) = match line.split_once(':') {
-            Some((h, s)) => {
-                let n: u32 = s.trim().parse().map_err(|_| {
-                    cli_util::usage(format!(
-                        "hostfile line {}: {s:?} is not a slot count",
-                        i + 1
-                    ))
-                })?;
-                (h.trim(), Some(n))
-            }
-            None => (line, None),
-        };
-        out.push((host.to_string(), slots));
+    fn kind(&self) -> Option<LauncherKind> {
+        launcher_kind(&self.launcher).ok().flatten()
     }
-    Ok(out)
-}
 
-/// The node of each rank: blocks (`--ppn` per host, or an even split), or round-robin.
-pub fn place(ranks: u32, hosts: u32, ppn: Option<u32>, map_by: MapBy) -> Result<Vec<u32>> {
-    if let Some(p) = ppn {
-        if p == 0 || (p as u64) * (hosts as u64) < ranks as u64 {
-            return Err(cli_util::usage(format!(
-                "--ppn {p} on {hosts} hosts holds fewer than the {ranks} ranks"
-            )));
+    fn options(&self) -> LaunchOptions {
+        LaunchOptions {
+            launcher: self.kind(),
+            hosts: self.hosts.clone(),
+            hostfile: self.hostfile.clone(),
+            launcher_exec: self.launcher_exec.clone(),
+            remote_strobe: self.remote_strobe.clone(),
+            placement: PlacementOptions {
+                ppn: self.ppn,
+                map_by: self.map_by,
+                oversubscribe: self.oversubscribe,
+            },
         }
     }
-    Ok((0..ranks)
-        .map(|r| match (map_by, ppn) {
-            (MapBy::Node, _) => r % hosts,
-            (MapBy::Slot, Some(p)) => r / p,
-            (MapBy::Slot, None) => (r as u64 * hosts as u64 / ranks as u64) as u32,
-        })
-        .collect())
-}
-
-fn hosts_of(h: &HostArgs, nodes: u32) -> Result<Vec<String>> {
-    if let Some(f) = &h.hostfile {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        let hosts: Vec<String> = parse_hostfile(&text)?.into_iter().map(|(h, _)| h).collect();
-        if hosts.is_empty() {
-            return Err(cli_util::usage(format!("{} names no host", f.display())));
-        }
-        return Ok(hosts);
-    }
-    if !h.hosts.is_empty() {
-        return Ok(h.hosts.clone());
-    }
-    // `--launcher local` without hosts: `--nodes` daemons on this host.
-    Ok(vec!["localhost".to_string(); nodes as usize])
-}
-
-fn launcher_of(h: &HostArgs) -> Result<Box<dyn Launcher>> {
-    Ok(match h.launcher {
-        LauncherKind::Local => Box::new(LocalLauncher),
-        LauncherKind::Auto | LauncherKind::Ssh => {
-            let exec = h
-                .launcher_exec
-                .clone()
-                .or_else(|| std::env::var(ENV_RSH).ok())
-                .unwrap_or_else(|| "ssh -T".to_string());
-            let exec: Vec<String> = exec.split_whitespace().map(String::from).collect();
-            if exec.is_empty() {
-                return Err(cli_util::usage("--launcher-exec is empty"));
-            }
-            Box::new(RshLauncher { exec })
-        }
-        LauncherKind::Slurm | LauncherKind::Hydra => {
-            return Err(cli_util::usage(
-                format!(
-                    "--launcher {:?} is not in this build yet (use ssh or local)",
-                    h.launcher
-                )
-                .to_lowercase(),
-            ))
-        }
-    })
 }
 
 /// Runs the job on node daemons; prints the outcome like the one-host path. Returns the
 /// exit status.
 pub fn run_on_daemons(h: &HostArgs, mut cfg: LaunchConfig) -> Result<i32> {
-    let hosts = hosts_of(h, cfg.engine.nodes)?;
-    let nodes = hosts.len() as u32;
-    if nodes > cfg.engine.ranks {
-        return Err(cli_util::usage(format!(
-            "{nodes} hosts for {} ranks: every node needs a rank (-n)",
-            cfg.engine.ranks
-        )));
-    }
-    cfg.engine.nodes = nodes;
-    let placement = place(cfg.engine.ranks, nodes, h.ppn, h.map_by)?;
+    let plan = h
+        .options()
+        .plan(cfg.engine.ranks, cfg.engine.nodes)
+        .map_err(|e| cli_util::usage(e.to_string()))?;
+    cfg.engine.nodes = plan.hosts.len() as u32;
+    cfg.engine.placement = Some(plan.node_of_rank.clone().into());
     let m = MachineConfig {
         launch: cfg,
-        hosts,
-        placement,
-        launcher: launcher_of(h)?,
+        hosts: plan.hosts,
+        placement: plan.node_of_rank,
+        launcher: plan.launcher,
         iface: h.iface,
         strobe_exe: std::env::current_exe().context("locating the strobe executable")?,
         ship_slices: false,
@@ -186,31 +120,4 @@ pub fn run_on_daemons(h: &HostArgs, mut cfg: LaunchConfig) -> Result<i32> {
         eprintln!("strobe: {}", msg.trim_end());
     }
     Ok(report.exit_code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn placement() {
-        assert_eq!(place(6, 3, None, MapBy::Slot).unwrap(), [0, 0, 1, 1, 2, 2]);
-        assert_eq!(place(6, 3, None, MapBy::Node).unwrap(), [0, 1, 2, 0, 1, 2]);
-        assert_eq!(place(5, 3, Some(2), MapBy::Slot).unwrap(), [0, 0, 1, 1, 2]);
-        assert!(place(7, 3, Some(2), MapBy::Slot).is_err());
-    }
-
-    #[test]
-    fn hostfiles() {
-        let h = parse_hostfile("# cluster\nh1:4\n\n h2 \nh3:2 # fast\n").unwrap();
-        assert_eq!(
-            h,
-            [
-                ("h1".to_string(), Some(4)),
-                ("h2".to_string(), None),
-                ("h3".to_string(), Some(2))
-            ]
-        );
-        assert!(parse_hostfile("h1:x\n").is_err());
-    }
 }

@@ -21,6 +21,11 @@ pub struct NodeArgs {
     /// control connection to the Machine Manager leaves from).
     #[arg(long, value_name = "ADDR")]
     iface: Option<IpAddr>,
+    /// Started by a PMI-1 launcher (MPICH's Hydra): the node index comes from `PMI_RANK`
+    /// and `PMI_SIZE`; the wire-up still goes through the Machine Manager's control
+    /// connection, so nothing else is asked of PMI.
+    #[arg(long)]
+    pmi: bool,
 }
 
 pub fn node(a: &NodeArgs) -> Result<i32> {
@@ -28,6 +33,7 @@ pub fn node(a: &NodeArgs) -> Result<i32> {
         // Before any thread exists: changing the environment races with readers of it.
         env_from_stdin(&mut std::io::stdin().lock())?;
     }
+    let _ = a.pmi;
     let setup = DaemonSetup::from_env(a.iface)?;
     let node = setup.node;
     match run_daemon(setup) {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use strobe_schema::{ControlMessage, JobSpec, NodeOutcome};
 
 use super::control::{self, ControlReader, ControlWriter, HEARTBEAT_EVERY, HEARTBEAT_LATE};
-use super::local_launch::{DaemonCommand, Launcher};
+use super::launch::{DaemonCommand, Launcher};
 use super::node_host::{file_sha256, ENV_MM_ADDR};
 use super::ranks::rank_death;
 use super::DaemonError;

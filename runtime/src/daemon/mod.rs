@@ -1,11 +1,12 @@
-//! Jobs across hosts: node daemons (`strobe node`, [`node_host`]) and the Machine Manager
-//! that starts and watches them ([`machine`]), talking over authenticated control
-//! connections ([`control`]). See docs/multi-host.md.
+//! Jobs across hosts (issue 15): node daemons (`strobe node`, [`node_host`]) and the
+//! Machine Manager that starts and watches them ([`machine`]), talking over authenticated
+//! control connections ([`control`]). See docs/multi-host.md.
 //!
-//! Launchers (`launch/`) and the wire sink (`wire_sink.rs`) live beside these.
+//! [`launch`]: the launchers (local, ssh, MPICH Hydra through PMI-1, Slurm), hostfiles and
+//! rank placement.
 
 pub mod control;
-pub mod local_launch;
+pub mod launch;
 pub mod machine;
 pub mod node_host;
 pub mod ranks;
@@ -25,9 +26,6 @@ pub enum DaemonError {
     Transport(#[from] crate::transport::TransportError),
     #[error("cannot start the node manager: {0}")]
     Engine(#[from] crate::engine::EngineError),
-    /// What this build cannot do yet.
-    #[error("{0}")]
-    Unsupported(String),
     /// The daemons could not be started.
     #[error("{0}")]
     Launch(String),

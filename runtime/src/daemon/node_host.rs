@@ -34,10 +34,7 @@ use crate::transport::tcp::{TcpBinding, TcpConfig, TcpEndpoint};
 
 /// Where the Machine Manager's control listener is (`host:port`).
 pub const ENV_MM_ADDR: &str = "STROBE_MM_ADDR";
-/// This daemon's node index, 0..nodes.
-pub const ENV_NODE: &str = "STROBE_NODE";
-/// The number of node daemons of the job.
-pub const ENV_NODES: &str = "STROBE_NODES";
+pub use super::launch::{NODES_ENV as ENV_NODES, NODE_ENV as ENV_NODE};
 /// The address the fabric endpoint binds (default: the one the control connection leaves
 /// from, which is the interface that reaches the Machine Manager).
 pub const ENV_IFACE: &str = "STROBE_IFACE";
@@ -54,33 +51,19 @@ pub struct DaemonSetup {
     pub iface: Option<IpAddr>,
 }
 
-fn env_u32(names: &[&str]) -> Result<u32, DaemonError> {
-    for n in names {
-        if let Ok(v) = std::env::var(n) {
-            return v
-                .trim()
-                .parse()
-                .map_err(|_| DaemonError::Setup(format!("{n}={v:?} is not a number")));
-        }
-    }
-    Err(DaemonError::Setup(format!(
-        "none of {names:?} is set: `strobe node` is started by `strobe run --hosts ...`"
-    )))
-}
-
 impl DaemonSetup {
     /// Reads the setup from the environment and removes the secret from it (the ranks
     /// must not inherit it). Call before any thread exists.
     pub fn from_env(iface: Option<IpAddr>) -> Result<DaemonSetup, DaemonError> {
         let secret = JobSecret::from_env().map_err(|e| DaemonError::Setup(e.to_string()))?;
         std::env::remove_var(SECRET_ENV);
-        let node = env_u32(&[ENV_NODE, "PMI_RANK", "SLURM_NODEID"])?;
-        let nodes = env_u32(&[ENV_NODES, "PMI_SIZE", "SLURM_NNODES"])?;
-        if node >= nodes {
-            return Err(DaemonError::Setup(format!(
-                "node {node} of a {nodes}-node job"
-            )));
-        }
+        let (node, nodes) = super::launch::node_index_from_env().ok_or_else(|| {
+            DaemonError::Setup(format!(
+                "no node index: none of {ENV_NODE}/{ENV_NODES}, PMI_RANK/PMI_SIZE, \
+                 SLURM_NODEID/SLURM_NNODES is set (`strobe node` is started by \
+                 `strobe run --hosts ...`)"
+            ))
+        })?;
         let mm = std::env::var(ENV_MM_ADDR)
             .map_err(|_| DaemonError::Setup(format!("{ENV_MM_ADDR} is not set")))?;
         let mm_addr = std::net::ToSocketAddrs::to_socket_addrs(mm.as_str())
@@ -110,33 +93,16 @@ impl DaemonSetup {
 }
 
 /// `strobe node --env-stdin`: sets `KEY=VALUE` lines read from `input`, up to an empty
-/// line or the end, in this process's environment (ssh passes no environment; the secret
-/// must not be in argv). Call before any thread exists. Returns how many were set.
+/// line, in this process's environment (ssh passes no environment; the secret must not be
+/// in argv; the format is the ssh launcher's, `launch::ssh`). Call before any thread
+/// exists. Returns how many were set.
 pub fn env_from_stdin(input: &mut impl BufRead) -> Result<usize, DaemonError> {
-    let mut n = 0;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if input
-            .read_line(&mut line)
-            .map_err(|e| DaemonError::Setup(format!("reading the environment on stdin: {e}")))?
-            == 0
-        {
-            return Ok(n);
-        }
-        let l = line.trim_end_matches(['\n', '\r']);
-        if l.is_empty() {
-            return Ok(n);
-        }
-        let Some((k, v)) = l.split_once('=').filter(|(k, _)| !k.is_empty()) else {
-            return Err(DaemonError::Setup(format!(
-                "stdin line {} is not KEY=VALUE",
-                n + 1
-            )));
-        };
+    let lines = super::launch::ssh::read_env_lines(input)
+        .map_err(|e| DaemonError::Setup(format!("reading the environment on stdin: {e}")))?;
+    for (k, v) in &lines {
         std::env::set_var(k, v);
-        n += 1;
     }
+    Ok(lines.len())
 }
 
 /// What the control reader and the heartbeat hand to the daemon's main loop.
