@@ -94,7 +94,31 @@ fn a_failing_rank_is_reported_as_on_one_host() {
 }
 
 #[test]
-#[ignore = "needs engA+dataB (Engine::start_nodes, the data plane through the transport)"]
+fn three_local_daemons_run_a_job() {
+    let r = run(
+        &[
+            "--launcher",
+            "local",
+            "--nodes",
+            "3",
+            "-n",
+            "6",
+            "--tag-output",
+        ],
+        &fixture("hello"),
+        &[],
+    );
+    r.assert_ok("hello on 3 local daemons");
+    assert_eq!(
+        sorted_lines(&r.stdout),
+        (0..6)
+            .map(|i| format!("[{i}] hello from rank {i} of 6"))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+#[ignore = "needs dataB (the data plane through the transport): the lead merges it after engA"]
 fn three_local_daemons_run_token_ring() {
     let r = run(
         &["--launcher", "local", "--nodes", "3", "-n", "6"],
@@ -302,8 +326,8 @@ fn ranks_run_on_a_test_host_with_output_forwarded() {
     hosts.assert_nothing_left("h1", "where");
 }
 
+/// Six ranks on three hosts, in blocks: each rank reports the host it ran on.
 #[test]
-#[ignore = "needs engA+dataB (Engine::start_nodes, the data plane through the transport)"]
 fn six_ranks_on_three_hosts_in_blocks() {
     if !root_or_skip("six_ranks_on_three_hosts_in_blocks") {
         return;
@@ -318,12 +342,24 @@ fn six_ranks_on_three_hosts_in_blocks() {
         .map(|r| format!("[{r}] rank {r} of 6 on h{}", r / 2 + 1))
         .collect();
     assert_eq!(sorted_lines(&r.stdout), want);
+    for h in ["h1", "h2", "h3"] {
+        hosts.assert_nothing_left(h, "where");
+    }
+}
+
+#[test]
+#[ignore = "needs dataB (the data plane through the transport): the lead merges it after engA"]
+fn token_ring_and_collectives_across_three_hosts() {
+    if !root_or_skip("token_ring_and_collectives_across_three_hosts") {
+        return;
+    }
+    let hosts = Hosts::up(175, 3);
+    let mut args = hosts.args("h1,h2,h3");
+    args.extend(["-n".into(), "6".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     for name in ["token_ring", "collectives"] {
         let r = run(&args, &fixture(name), &[]);
         r.assert_ok(name);
-    }
-    for h in ["h1", "h2", "h3"] {
-        hosts.assert_nothing_left(h, "where");
     }
 }
 
@@ -332,11 +368,19 @@ fn a_killed_daemon_stops_the_job_with_a_report() {
     if !root_or_skip("a_killed_daemon_stops_the_job_with_a_report") {
         return;
     }
-    let hosts = Hosts::up(172, 1);
+    let hosts = Hosts::up(172, 3);
     let t = Instant::now();
-    let child = hosts.start("h1", &["-n", "2"], &fixture("where"), &["sleep=60"]);
-    // Both ranks up: then SIGKILL the daemon, by its pid in h1's namespace.
-    let ps = hosts.await_ps("h1", |ps| {
+    let child = hosts.start("h1,h2,h3", &["-n", "6"], &fixture("where"), &["sleep=60"]);
+    // Every rank up: then SIGKILL h2's daemon, by its pid in h2's namespace.
+    for h in ["h1", "h3"] {
+        hosts.await_ps(h, |ps| {
+            ps.iter()
+                .filter(|(_, a)| a.contains("where sleep=60"))
+                .count()
+                == 2
+        });
+    }
+    let ps = hosts.await_ps("h2", |ps| {
         ps.iter()
             .filter(|(_, a)| a.contains("where sleep=60"))
             .count()
@@ -345,18 +389,21 @@ fn a_killed_daemon_stops_the_job_with_a_report() {
     let (daemon, _) = ps
         .iter()
         .find(|(_, a)| a.ends_with("strobe node --env-stdin") && !a.starts_with("sh "))
-        .expect("the daemon runs on h1");
-    let out = hosts.script(&["exec", "h1", "kill", "-KILL", &daemon.to_string()]);
+        .expect("the daemon runs on h2");
+    let out = hosts.script(&["exec", "h2", "kill", "-KILL", &daemon.to_string()]);
     assert!(out.status.success());
     let r = finish(child, t);
     assert_eq!(r.code, 128 + libc::SIGKILL, "{}", r.stderr);
     assert!(
-        r.stderr.contains("node 0 (host h1) was lost in slice"),
+        r.stderr.contains("node 1 (host h2) was lost in slice"),
         "{}",
         r.stderr
     );
-    // The ranks died with their daemon (PR_SET_PDEATHSIG): nothing left on the host.
-    hosts.assert_nothing_left("h1", "where");
+    // h2's ranks died with their daemon (PR_SET_PDEATHSIG); the other daemons were
+    // stopped and killed theirs: nothing of the job is left on any host.
+    for h in ["h1", "h2", "h3"] {
+        hosts.assert_nothing_left(h, "where");
+    }
 }
 
 #[test]
@@ -364,16 +411,18 @@ fn a_host_whose_link_goes_down_is_reported_not_hung() {
     if !root_or_skip("a_host_whose_link_goes_down_is_reported_not_hung") {
         return;
     }
-    let hosts = Hosts::up(173, 1);
+    let hosts = Hosts::up(173, 3);
     let t = Instant::now();
-    let child = hosts.start("h1", &["-n", "2"], &fixture("where"), &["sleep=60"]);
-    hosts.await_ps("h1", |ps| {
-        ps.iter()
-            .filter(|(_, a)| a.contains("where sleep=60"))
-            .count()
-            == 2
-    });
-    let veth = format!("sh{}h1", hosts.id);
+    let child = hosts.start("h1,h2,h3", &["-n", "6"], &fixture("where"), &["sleep=60"]);
+    for h in ["h1", "h2", "h3"] {
+        hosts.await_ps(h, |ps| {
+            ps.iter()
+                .filter(|(_, a)| a.contains("where sleep=60"))
+                .count()
+                == 2
+        });
+    }
+    let veth = format!("sh{}h3", hosts.id);
     let st = Command::new("ip")
         .args(["link", "set", &veth, "down"])
         .status()
@@ -381,14 +430,20 @@ fn a_host_whose_link_goes_down_is_reported_not_hung() {
     assert!(st.success());
     let r = finish(child, t);
     assert_eq!(r.code, 128 + libc::SIGKILL, "{}", r.stderr);
+    // Lost by a late heartbeat, or (the machine under load) by TCP keepalive breaking
+    // the control connection first: either way node 2, named.
     assert!(
-        r.stderr.contains("node 0 (host h1) was lost") && r.stderr.contains("heartbeat is late"),
+        r.stderr.contains("node 2 (host h3) was lost")
+            && (r.stderr.contains("heartbeat is late") || r.stderr.contains("control connection")),
         "{}",
         r.stderr
     );
-    // The daemon, cut off, missed the Machine Manager's heartbeat too: it killed its
-    // ranks and left.
-    hosts.assert_nothing_left("h1", "where");
+    eprintln!("link down: {}", r.stderr.trim());
+    // h3's daemon, cut off, missed the Machine Manager's heartbeat too: it killed its
+    // ranks and left; the others were stopped.
+    for h in ["h1", "h2", "h3"] {
+        hosts.assert_nothing_left(h, "where");
+    }
 }
 
 #[test]
