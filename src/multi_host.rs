@@ -115,7 +115,14 @@ pub fn run_on_daemons(h: &HostArgs, mut cfg: LaunchConfig) -> Result<i32> {
         strobe_exe: std::env::current_exe().context("locating the strobe executable")?,
         ship_slices: false,
     };
-    let report = run_machine(&m, None)?;
+    let report = match run_machine(&m, None) {
+        Ok(r) => r,
+        Err(e) => {
+            // The daemons could not be started or set up: strobe's own failure.
+            eprintln!("strobe: cannot run the job on node daemons: {e}");
+            return Ok(strobe_runtime::launcher::EXIT_INTERNAL);
+        }
+    };
     if let Some(msg) = &report.message {
         eprintln!("strobe: {}", msg.trim_end());
     }
