@@ -212,6 +212,47 @@ fn create_segment(cfg: &EngineConfig, node: u32) -> std::io::Result<JobSegment> 
     )
 }
 
+/// The sink this node's engine writes its slice records into. Today every daemon's
+/// records are dropped (`NullSink`): a job that ships slices (`JobSpec::ship_slices`,
+/// `strobe record` across hosts) gets the wire sink (`daemon/wire_sink.rs`) here, built
+/// with [`frame_sender`] so its frames travel as `sinkFrame`s on the control connection,
+/// in order, before the node report ([`finish_sink`] runs first).
+fn node_sink(spec: &JobSpec, writer: &Arc<ControlWriter>) -> Arc<dyn SliceSink> {
+    let _ = (spec.ship_slices, writer);
+    Arc::new(NullSink)
+}
+
+/// Hands encoded sink frames to the Machine Manager (the wire sink's `FrameSender`).
+pub fn frame_sender(writer: Arc<ControlWriter>) -> impl Fn(Vec<u8>) + Send + Sync {
+    move |bytes| {
+        let _ = writer.send(&ControlMessage::SinkFrame, &bytes);
+    }
+}
+
+/// After the engine: what the local ranks' outcome rings still hold, each one's open run
+/// of failed tests, and (with MMDS on) their final counters go to the sink, as the one-host
+/// launcher does for every rank.
+fn finish_sink(spec: &JobSpec, shared: &JobShared, local: &[u32], sink: &dyn SliceSink) {
+    for &r in local {
+        let mut recs = Vec::new();
+        shared.seg.queues(r).outcomes.drain_into(&mut recs);
+        let fails = shared.seg.slot(r).pending_fails.load(Ordering::Acquire);
+        if fails > 0 {
+            recs.push(crate::outcome::OutcomeRec::fails(fails));
+        }
+        if !recs.is_empty() {
+            sink.outcomes(r, &recs);
+        }
+    }
+    if spec.mmds_resolution != 0 {
+        let mmds: Vec<_> = local
+            .iter()
+            .filter_map(|&r| crate::mmds::snapshot(&shared.seg, r))
+            .collect();
+        sink.mmds(&mmds);
+    }
+}
+
 /// The daemon: runs its share of the job; the exit status of `strobe node`.
 pub fn run_daemon(setup: DaemonSetup) -> Result<i32, DaemonError> {
     crate::launcher::install_interrupt_handlers();
@@ -448,7 +489,8 @@ impl Daemon {
         let seg_len = seg.len();
         crate::mmds::set_resolution(&seg, spec.mmds_resolution);
         let shared = Arc::new(JobShared::new(seg));
-        let sink: Arc<dyn SliceSink> = Arc::new(NullSink);
+        let sink = node_sink(spec, &self.writer);
+        let sink_ref = sink.clone();
         let engine = match start_engine(&cfg, self.setup.node, fabric, shared.clone(), sink) {
             Ok(e) => e,
             Err(e) => {
@@ -456,57 +498,13 @@ impl Daemon {
                 return Ok(EXIT_INTERNAL);
             }
         };
-        let local: Vec<u32> = (0..spec.ranks)
-            .filter(|&r| spec.placement[r as usize] == self.setup.node)
-            .collect();
         let mut job = LocalRanks::default();
-        for &rank in &local {
-            match ranks::spawn_rank(spec, rank, fd, seg_len) {
-                Ok(mut child) => {
-                    shared
-                        .seg
-                        .slot(rank)
-                        .pid
-                        .store(child.id(), Ordering::Release);
-                    for (pipe, err) in [
-                        (
-                            child
-                                .stdout
-                                .take()
-                                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-                            false,
-                        ),
-                        (
-                            child
-                                .stderr
-                                .take()
-                                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-                            true,
-                        ),
-                    ] {
-                        if let Some(p) = pipe {
-                            job.forwarders.push(ranks::forward_output(
-                                p,
-                                rank,
-                                err,
-                                self.writer.clone(),
-                            )?);
-                        }
-                    }
-                    job.push(rank, child);
-                }
-                Err(e) => {
-                    let how = format!(
-                        "cannot start {}: {e}",
-                        String::from_utf8_lossy(&spec.program)
-                    );
-                    ranks::kill_all(&shared, &mut job.children, &job.reaped);
-                    job.reap_all();
-                    let _ = engine.join();
-                    self.report(NodeOutcome::Failed, EXIT_CANNOT_START, how);
-                    return Ok(EXIT_CANNOT_START);
-                }
-            }
+        if let Err(how) = self.spawn_local(spec, &shared, fd, seg_len, &mut job) {
+            ranks::kill_all(&shared, &mut job.children, &job.reaped);
+            job.reap_all();
+            let _ = engine.join();
+            self.report(NodeOutcome::Failed, EXIT_CANNOT_START, how);
+            return Ok(EXIT_CANNOT_START);
         }
         let ending = self.watch(&shared, &mut job);
         if let Ending::Lost(why) = &ending {
@@ -520,8 +518,45 @@ impl Daemon {
         for f in job.forwarders.drain(..) {
             let _ = f.join();
         }
+        finish_sink(spec, &shared, &job.ranks, sink_ref.as_ref());
         self.final_report(ending, outcome);
         Ok(0)
+    }
+
+    /// Spawns this node's ranks and starts forwarding their output; `Err` says why one
+    /// could not be started (those already started are in `job`).
+    fn spawn_local(
+        &self,
+        spec: &JobSpec,
+        shared: &JobShared,
+        fd: i32,
+        seg_len: usize,
+        job: &mut LocalRanks,
+    ) -> Result<(), String> {
+        let program = String::from_utf8_lossy(&spec.program).into_owned();
+        for rank in (0..spec.ranks).filter(|&r| spec.placement[r as usize] == self.setup.node) {
+            let mut child = ranks::spawn_rank(spec, rank, fd, seg_len)
+                .map_err(|e| format!("cannot start {program}: {e}"))?;
+            shared
+                .seg
+                .slot(rank)
+                .pid
+                .store(child.id(), Ordering::Release);
+            let out = child.stdout.take();
+            let err = child.stderr.take();
+            job.push(rank, child);
+            let forwarding =
+                |e: std::io::Error| format!("cannot forward rank {rank}'s output: {e}");
+            if let Some(p) = out {
+                let f = ranks::forward_output(p, rank, false, self.writer.clone());
+                job.forwarders.push(f.map_err(forwarding)?);
+            }
+            if let Some(p) = err {
+                let f = ranks::forward_output(p, rank, true, self.writer.clone());
+                job.forwarders.push(f.map_err(forwarding)?);
+            }
+        }
+        Ok(())
     }
 
     fn final_report(&self, ending: Ending, outcome: EngineOutcome) {
