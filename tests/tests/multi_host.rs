@@ -117,6 +117,32 @@ fn three_local_daemons_run_a_job() {
     );
 }
 
+/// A deadlock across three daemons is found by node 0's engine (the other nodes' ranks
+/// reach it through the slot mirror) and reported as on one host, exit 3; a crash on the
+/// last node is the job's failure, with the one-host status and message.
+#[test]
+fn three_local_daemons_report_a_deadlock_and_a_crash_as_one_host_does() {
+    let args = ["--launcher", "local", "--nodes", "3", "-n", "6"];
+    let r = run(&args, &fixture("deadlock"), &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("strobe: deadlock in slice")
+            && r.stderr.contains("rank 5 blocked in MPI_Recv(source=0")
+            && r.stderr.contains(
+                "wait-for cycle: rank 0 -> rank 1 -> rank 2 -> rank 3 -> rank 4 -> rank 5 -> rank 0"
+            ),
+        "{}",
+        r.stderr
+    );
+    let r = run(&args, &fixture("crash"), &[]);
+    assert_eq!(r.code, 128 + libc::SIGABRT, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rank 5 (pid ") && r.stderr.contains("was killed by SIGABRT"),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 #[ignore = "needs dataB (the data plane through the transport): the lead merges it after engA"]
 fn three_local_daemons_run_token_ring() {
@@ -390,6 +416,20 @@ fn a_killed_daemon_stops_the_job_with_a_report() {
         .iter()
         .find(|(_, a)| a.ends_with("strobe node --env-stdin") && !a.starts_with("sh "))
         .expect("the daemon runs on h2");
+    // Mid-job nothing listens: not the Machine Manager (its control listener closed once
+    // every daemon connected), not a daemon on any host (the fabric's, once joined).
+    let mm = Command::new("ss").args(["-ltnpH"]).output().unwrap();
+    let mm = String::from_utf8_lossy(&mm.stdout);
+    assert!(
+        !mm.contains(&format!("pid={},", child.id())),
+        "the Machine Manager listens: {mm}"
+    );
+    for h in ["h1", "h2", "h3"] {
+        let out = hosts.script(&["exec", h, "ss", "-ltnH"]);
+        assert!(out.status.success());
+        let listening = String::from_utf8_lossy(&out.stdout);
+        assert!(listening.trim().is_empty(), "{h} listens: {listening}");
+    }
     let out = hosts.script(&["exec", "h2", "kill", "-KILL", &daemon.to_string()]);
     assert!(out.status.success());
     let r = finish(child, t);

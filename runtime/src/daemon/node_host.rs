@@ -356,7 +356,7 @@ enum Ending {
 }
 
 impl Daemon {
-    fn report(&self, outcome: NodeOutcome, exit_code: i32, message: String) {
+    fn send_report(&self, outcome: NodeOutcome, exit_code: i32, message: String) {
         let m = ControlMessage::NodeReport {
             outcome,
             slice: self.slice.load(Ordering::Acquire),
@@ -364,7 +364,35 @@ impl Daemon {
             message,
         };
         let _ = self.writer.send(&m, &[]);
+    }
+
+    /// The node's last word: its report, then goodbye.
+    fn report(&self, outcome: NodeOutcome, exit_code: i32, message: String) {
+        self.send_report(outcome, exit_code, message);
         let _ = self.writer.send(&ControlMessage::Goodbye, &[]);
+    }
+
+    /// This node's engine stopped the job (node 0: a deadlock; any node: a failure; a
+    /// replay's source): say so at once, before the exits of the ranks this stop ends,
+    /// which would otherwise reach the Machine Manager first and read as rank failures.
+    fn report_engine_stop(&self, shared: &JobShared) {
+        let report = match &*shared.outcome.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(EngineOutcome::Deadlock(r)) => Some(deadlock_report(r)),
+            Some(EngineOutcome::Failed(f)) => Some((
+                NodeOutcome::Failed,
+                EXIT_INTERNAL,
+                format!("runtime failure: {f}"),
+            )),
+            Some(EngineOutcome::SourceStopped(why)) => Some((
+                NodeOutcome::SourceStopped,
+                crate::launcher::EXIT_SOURCE_STOPPED,
+                why.clone(),
+            )),
+            _ => None,
+        };
+        if let Some((o, code, msg)) = report {
+            self.send_report(o, code, msg);
+        }
     }
 
     /// The next message from the Machine Manager, heartbeats absorbed; `Err` when it is
@@ -562,14 +590,7 @@ impl Daemon {
     fn final_report(&self, ending: Ending, outcome: EngineOutcome) {
         let (o, code, msg) = match (ending, outcome) {
             (Ending::Stopped(why), _) => (NodeOutcome::Stopped, 0, why),
-            (_, EngineOutcome::Deadlock(r)) => {
-                let code = if r.livelock.is_some() {
-                    crate::engine::EXIT_LIVELOCK
-                } else {
-                    crate::launcher::EXIT_DEADLOCK
-                };
-                (NodeOutcome::Deadlock, code, r.to_string())
-            }
+            (_, EngineOutcome::Deadlock(r)) => deadlock_report(&r),
             (_, EngineOutcome::Failed(f)) => (
                 NodeOutcome::Failed,
                 EXIT_INTERNAL,
@@ -604,6 +625,7 @@ impl Daemon {
                     ending = Some(Ending::Stopped("the node daemon was interrupted".into()));
                 }
                 if ending.is_none() && shared.stop.load(Ordering::Acquire) {
+                    self.report_engine_stop(shared);
                     ending = Some(Ending::Ran);
                 }
                 if ending.is_some() {
@@ -650,6 +672,16 @@ impl Daemon {
             Err(why) => Some(Ending::Lost(why)),
         }
     }
+}
+
+/// A deadlock's (or livelock's) node report: its exit status and the report's text.
+fn deadlock_report(r: &crate::engine::DeadlockReport) -> (NodeOutcome, i32, String) {
+    let code = if r.livelock.is_some() {
+        crate::engine::EXIT_LIVELOCK
+    } else {
+        crate::launcher::EXIT_DEADLOCK
+    };
+    (NodeOutcome::Deadlock, code, r.to_string())
 }
 
 /// The ranks this daemon started.
