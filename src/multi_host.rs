@@ -97,24 +97,36 @@ impl HostArgs {
     }
 }
 
-/// Runs the job on node daemons; prints the outcome like the one-host path. Returns the
-/// exit status.
-pub fn run_on_daemons(h: &HostArgs, mut cfg: LaunchConfig) -> Result<i32> {
+/// The Machine Manager's configuration for a job on node daemons: the launcher, hosts
+/// and placement from the options, `cfg` with its node count and placement set.
+/// `ship_slices`: the daemons send their slice records (`strobe record` across hosts
+/// passes true and a `FrameSink` to [`run_machine`]).
+pub fn machine_config(
+    h: &HostArgs,
+    mut cfg: LaunchConfig,
+    ship_slices: bool,
+) -> Result<MachineConfig> {
     let plan = h
         .options()
         .plan(cfg.engine.ranks, cfg.engine.nodes)
         .map_err(|e| cli_util::usage(e.to_string()))?;
     cfg.engine.nodes = plan.hosts.len() as u32;
     cfg.engine.placement = Some(plan.node_of_rank.clone().into());
-    let m = MachineConfig {
+    Ok(MachineConfig {
         launch: cfg,
         hosts: plan.hosts,
         placement: plan.node_of_rank,
         launcher: plan.launcher,
         iface: h.iface,
         strobe_exe: std::env::current_exe().context("locating the strobe executable")?,
-        ship_slices: false,
-    };
+        ship_slices,
+    })
+}
+
+/// Runs the job on node daemons; prints the outcome like the one-host path. Returns the
+/// exit status.
+pub fn run_on_daemons(h: &HostArgs, cfg: LaunchConfig) -> Result<i32> {
+    let m = machine_config(h, cfg, false)?;
     let report = match run_machine(&m, None) {
         Ok(r) => r,
         Err(e) => {
