@@ -373,6 +373,33 @@ fn six_ranks_on_three_hosts_in_blocks() {
     }
 }
 
+/// The same job with the daemons started by MPICH's Hydra (`mpiexec -ppn 1`, through the
+/// instance's remote shell): each daemon's node index comes from `PMI_RANK`.
+#[test]
+fn daemons_started_by_hydra_run_a_job() {
+    if !root_or_skip("daemons_started_by_hydra_run_a_job") {
+        return;
+    }
+    if !Path::new("/usr/bin/mpiexec.mpich").exists() {
+        eprintln!("SKIPPED daemons_started_by_hydra_run_a_job: no mpiexec.mpich (Debian's mpich)");
+        return;
+    }
+    let hosts = Hosts::up(176, 2);
+    let mut args = hosts.args("h1,h2");
+    args.extend(["--launcher".into(), "hydra".into(), "-n".into(), "4".into()]);
+    args.push("--tag-output".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run(&args, &fixture("where"), &[]);
+    r.assert_ok("where on h1,h2 through Hydra");
+    let want: Vec<String> = (0..4)
+        .map(|r| format!("[{r}] rank {r} of 4 on h{}", r / 2 + 1))
+        .collect();
+    assert_eq!(sorted_lines(&r.stdout), want);
+    for h in ["h1", "h2"] {
+        hosts.assert_nothing_left(h, "where");
+    }
+}
+
 #[test]
 #[ignore = "needs dataB (the data plane through the transport): the lead merges it after engA"]
 fn token_ring_and_collectives_across_three_hosts() {
