@@ -224,11 +224,16 @@ printf '%s\n' "$lines" | sh -c "$*"
 /// A hosts.sh instance, brought down on drop.
 struct Hosts {
     id: String,
+    /// The options `up` printed last (`--hosts h1,.. --launcher-exec ..`).
+    printed: Vec<String>,
 }
 
 impl Hosts {
     fn up(id: u32, n: u32) -> Hosts {
-        let h = Hosts { id: id.to_string() };
+        let mut h = Hosts {
+            id: id.to_string(),
+            printed: Vec::new(),
+        };
         assert!(h.script(&["down"]).status.success());
         let out = h.script(&["up", &n.to_string()]);
         assert!(
@@ -236,6 +241,9 @@ impl Hosts {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        h.printed = last.split_whitespace().map(String::from).collect();
         h
     }
 
@@ -340,7 +348,9 @@ fn ranks_run_on_a_test_host_with_output_forwarded() {
         return;
     }
     let hosts = Hosts::up(170, 1);
-    let mut args = hosts.args("h1");
+    // Exactly the options `up` printed (no --iface: the Machine Manager cannot resolve
+    // "h1" here, listens on every interface and the daemons reach it by this host's name).
+    let mut args = hosts.printed.clone();
     args.extend(["-n".into(), "2".into(), "--tag-output".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = run(&args, &fixture("where"), &[]);
