@@ -431,5 +431,7 @@ struct ControlMessage {
     nodeReport @9 :ControlNodeReport;     # daemon -> MM
     goodbye @10 :Void;                    # either: orderly close
     daemonHello @11 :ControlDaemonHello;  # daemon -> MM, first message
+    rankInput @12 :UInt32;                # MM -> daemon, payload: bytes for this rank's
+                                          # stdin (rank 0's); an empty payload is the end
   }
 }

@@ -91,6 +91,8 @@ pub enum ControlMessage {
         host: String,
         pid: u32,
     },
+    /// Bytes for a rank's stdin (the frame's payload); an empty payload is its end.
+    RankInput(u32),
 }
 
 fn death_to(d: Death) -> g::ControlDeath {
@@ -257,6 +259,7 @@ pub fn encode_control_message(m: &ControlMessage) -> Vec<u8> {
             h.set_host(host.as_str());
             h.set_pid(*pid);
         }
+        ControlMessage::RankInput(rank) => root.set_rank_input(*rank),
     }
     to_bytes(&msg)
 }
@@ -321,6 +324,7 @@ pub fn decode_control_message(bytes: &[u8]) -> Result<ControlMessage, SchemaErro
                 pid: h.get_pid(),
             }
         }
+        Which::RankInput(rank) => ControlMessage::RankInput(rank),
     })
 }
 
@@ -380,6 +384,7 @@ mod tests {
                 host: "h3".into(),
                 pid: 1,
             },
+            ControlMessage::RankInput(0),
         ]
     }
 

@@ -117,6 +117,37 @@ fn three_local_daemons_run_a_job() {
     );
 }
 
+/// What `strobe run` reads on its stdin reaches rank 0, wherever it runs (here node 0 of
+/// two daemons), and its end too: the rank reads to EOF and the job ends.
+#[test]
+fn rank_0_reads_the_machine_managers_stdin() {
+    use std::io::Write;
+    let t = Instant::now();
+    let mut child = Command::new(strobe())
+        .args(["run", "--launcher", "local", "--nodes", "2", "-n", "4"])
+        .args(["--timeout", "120s", "--"])
+        .arg(fixture("where"))
+        .arg("stdin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strobe");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(b"alpha\nbeta\n").unwrap();
+    drop(input);
+    let r = finish(child, t);
+    r.assert_ok("where stdin");
+    let lines = sorted_lines(&r.stdout);
+    assert!(
+        lines.contains(&"rank 0 read: alpha".to_string())
+            && lines.contains(&"rank 0 read: beta".to_string()),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(lines.len(), 6, "{}", r.stdout);
+}
+
 /// A deadlock across three daemons is found by node 0's engine (the other nodes' ranks
 /// reach it through the slot mirror) and reported as on one host, exit 3; a crash on the
 /// last node is the job's failure, with the one-host status and message.

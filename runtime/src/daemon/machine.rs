@@ -357,6 +357,33 @@ fn start_reader(
     Ok(())
 }
 
+/// Sends what this process reads on its stdin to rank 0's daemon, then the end (an empty
+/// chunk), as mpiexec forwards its stdin to rank 0. The thread is never joined: it may sit
+/// in `read` on a terminal until strobe exits. It reads fd 0 directly, not through
+/// `std::io::stdin()`, whose lock it would hold while blocked.
+fn forward_stdin(to: Arc<ControlWriter>) {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let _ = std::thread::Builder::new()
+        .name("strobe-stdin".into())
+        .spawn(move || {
+            // SAFETY: fd 0 is open for the life of the process; ManuallyDrop keeps this
+            // File from closing it.
+            let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match stdin.read(&mut buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => 0,
+                };
+                if to.send(&ControlMessage::RankInput(0), &buf[..n]).is_err() || n == 0 {
+                    return;
+                }
+            }
+        });
+}
+
 /// Waits up to `grace` for the launcher's children (daemons, remote shells), then kills
 /// and reaps what is left.
 fn end_daemons(children: &mut [Child], grace: Duration) {
@@ -406,6 +433,8 @@ impl Machine<'_> {
         if self.outcome.is_none() {
             let peers = addrs.into_iter().map(Option::unwrap_or_default).collect();
             self.send_all(&ControlMessage::FabricPeers(peers));
+            let rank0 = &self.nodes[self.cfg.placement[0] as usize];
+            forward_stdin(rank0.writer.clone());
         }
     }
 

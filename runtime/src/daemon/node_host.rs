@@ -271,7 +271,8 @@ pub fn run_daemon(setup: DaemonSetup) -> Result<i32, DaemonError> {
     let slice = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let heard = Arc::new(control::LastHeard::default());
-    start_control_reader(reader, tx.clone(), heard.clone())?;
+    let (input_tx, input_rx) = mpsc::channel();
+    start_control_reader(reader, tx.clone(), heard.clone(), input_tx)?;
     start_heartbeat(writer.clone(), slice.clone(), done.clone(), tx)?;
     let mut d = Daemon {
         setup,
@@ -279,6 +280,7 @@ pub fn run_daemon(setup: DaemonSetup) -> Result<i32, DaemonError> {
         rx,
         slice,
         heard,
+        input: Some(input_rx),
     };
     let code = d.run(local.ip());
     done.store(true, Ordering::Release);
@@ -290,11 +292,17 @@ fn start_control_reader(
     mut reader: ControlReader,
     tx: Sender<FromMm>,
     heard: Arc<control::LastHeard>,
+    input: Sender<Vec<u8>>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("strobe-control".into())
         .spawn(move || loop {
             match reader.recv() {
+                Ok(Some((ControlMessage::RankInput(_), bytes))) => {
+                    // Rank 0's stdin, straight to its feeder (the main loop may be busy).
+                    heard.touch();
+                    let _ = input.send(bytes);
+                }
                 Ok(Some((m, _))) => {
                     heard.touch();
                     if tx.send(FromMm::Message(m)).is_err() {
@@ -343,6 +351,9 @@ struct Daemon {
     rx: Receiver<FromMm>,
     slice: Arc<AtomicU64>,
     heard: Arc<control::LastHeard>,
+    /// Rank 0's stdin as the Machine Manager forwards it (an empty chunk: the end); taken
+    /// by the node that runs rank 0.
+    input: Option<Receiver<Vec<u8>>>,
 }
 
 /// How the daemon's main loop ended.
@@ -554,7 +565,7 @@ impl Daemon {
     /// Spawns this node's ranks and starts forwarding their output; `Err` says why one
     /// could not be started (those already started are in `job`).
     fn spawn_local(
-        &self,
+        &mut self,
         spec: &JobSpec,
         shared: &JobShared,
         fd: i32,
@@ -570,6 +581,9 @@ impl Daemon {
                 .slot(rank)
                 .pid
                 .store(child.id(), Ordering::Release);
+            if let (Some(pipe), Some(input)) = (child.stdin.take(), self.input.take()) {
+                ranks::feed_stdin(pipe, input).map_err(|e| format!("rank 0's stdin: {e}"))?;
+            }
             let out = child.stdout.take();
             let err = child.stderr.take();
             job.push(rank, child);

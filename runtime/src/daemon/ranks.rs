@@ -21,9 +21,10 @@ use crate::segment::{RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE};
 /// newline is forwarded in pieces (the Machine Manager then tags only the first).
 const MAX_LINE: usize = 64 * 1024;
 
-/// Spawns global rank `rank` of the job on this host. Its stdin is `/dev/null` (decided:
-/// the Machine Manager does not forward its terminal across hosts), its stdout and stderr
-/// are pipes the daemon forwards.
+/// Spawns global rank `rank` of the job on this host. Rank 0's stdin is a pipe the daemon
+/// feeds with what the Machine Manager reads from its own stdin ([`feed_stdin`], as
+/// mpiexec does); every other rank's is `/dev/null`. Stdout and stderr are pipes the
+/// daemon forwards.
 pub fn spawn_rank(spec: &JobSpec, rank: u32, fd: i32, seg_len: usize) -> std::io::Result<Child> {
     let mut cmd = Command::new(OsStr::from_bytes(&spec.program));
     cmd.args(spec.args.iter().map(|a| OsStr::from_bytes(a)))
@@ -37,7 +38,11 @@ pub fn spawn_rank(spec: &JobSpec, rank: u32, fd: i32, seg_len: usize) -> std::io
         )
         .env_remove(crate::outcome::ENV_REPLAY_OUTCOMES)
         .env_remove(crate::transport::auth::SECRET_ENV)
-        .stdin(Stdio::null())
+        .stdin(if rank == 0 {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if !spec.cwd.is_empty() {
@@ -90,6 +95,24 @@ pub fn forward_output(
                 }
                 let m = ControlMessage::RankOutput { rank, stderr };
                 if control.send(&m, &line).is_err() {
+                    return;
+                }
+            }
+        })
+}
+
+/// Writes the chunks the Machine Manager forwards into rank 0's stdin; an empty chunk (or
+/// the connection's end) closes it. Ends when the rank stops reading (EPIPE).
+pub fn feed_stdin(
+    mut pipe: std::process::ChildStdin,
+    input: std::sync::mpsc::Receiver<Vec<u8>>,
+) -> std::io::Result<JoinHandle<()>> {
+    use std::io::Write;
+    std::thread::Builder::new()
+        .name("strobe-stdin".into())
+        .spawn(move || {
+            while let Ok(chunk) = input.recv() {
+                if chunk.is_empty() || pipe.write_all(&chunk).is_err() {
                     return;
                 }
             }
