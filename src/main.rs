@@ -10,6 +10,7 @@ mod export;
 mod hunt;
 mod mpicc;
 mod mpifort;
+mod multi_host;
 mod node;
 mod progress;
 mod record;
@@ -117,9 +118,9 @@ enum Cmd {
     /// Write a recording as a Chrome trace for ui.perfetto.dev (`--format perfetto`) or its
     /// per-slice metrics as CSV (`--format csv`).
     Export(export::ExportArgs),
-    /// One node daemon of a job across hosts (a skeleton: joins the job's TCP fabric and
-    /// leaves it; runs no ranks yet; docs/multi-host.md). Reads the job secret from
-    /// $STROBE_JOB_SECRET and the address list from stdin.
+    /// One node daemon of a job across hosts, started by `strobe run --hosts ...` through
+    /// a launcher, never by hand (docs/multi-host.md). Its setup comes from the
+    /// environment, or from `KEY=VALUE` lines on stdin with --env-stdin.
     Node(node::NodeArgs),
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
@@ -195,6 +196,8 @@ struct JobArgs {
 struct RunArgs {
     #[command(flatten)]
     job: JobArgs,
+    #[command(flatten)]
+    hosts: multi_host::HostArgs,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -273,7 +276,7 @@ fn dispatch() {
         Cmd::Mpicc { args } => mpicc::mpicc(&args),
         Cmd::Mpifort { args } => mpifort::mpifort(&args),
         Cmd::Install { prefix } => mpicc::install(&prefix),
-        Cmd::Run(a) => run(&a.job, &a.command),
+        Cmd::Run(a) => run(&a.job, &a.hosts, &a.command),
         Cmd::Record(a) => record::record(&a),
         Cmd::Replay(a) => replay::replay(&a),
         Cmd::Stats { file, rank, json } => Ok(stats::stats(&file, rank, json)),
@@ -379,6 +382,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
             chunk_budget: job.chunk_budget,
             direct_copy_min: job.direct_copy_min,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            placement: None,
         },
         program: resolve_program(program)?,
         args: args.to_vec(),
@@ -426,8 +430,11 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
     )))
 }
 
-fn run(job: &JobArgs, command: &[OsString]) -> Result<i32> {
+fn run(job: &JobArgs, hosts: &multi_host::HostArgs, command: &[OsString]) -> Result<i32> {
     let cfg = launch_config(job, command)?;
+    if hosts.wanted() {
+        return multi_host::run_on_daemons(hosts, cfg);
+    }
     let (report, checks) = execute(job, &cfg, None, None)?;
     print_checks(&checks);
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {

@@ -26,11 +26,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::{
-    DeadlockReport, Engine, EngineConfig, EngineOutcome, JobShared, SliceSink, SliceSource,
+    DeadlockReport, EngineConfig, EngineOutcome, JobShared, SliceSink, SliceSource,
 };
 use crate::segment::{
     leave_computing, ring_doorbell, RankState, ENV_FD, ENV_LEN, ENV_RANK, ENV_SIZE,
 };
+
+#[path = "launcher_nodes.rs"]
+mod nodes;
+use nodes::JobSegments;
+pub use nodes::{isolate_nodes, ENV_ISOLATE_NODES};
 
 /// Exit status of `strobe run` when the job deadlocked.
 pub const EXIT_DEADLOCK: i32 = 3;
@@ -208,7 +213,7 @@ pub(crate) fn install_interrupt_handlers() {
     }
 }
 
-enum Event {
+pub(crate) enum Event {
     Exited { pid: i32, status: i32 },
 }
 
@@ -225,6 +230,7 @@ pub fn launch(
             e.ranks, e.nodes
         )));
     }
+    e.check_placement().map_err(LaunchError::Config)?;
     crate::limits::check_ranks(e.ranks)?;
     crate::futex::note_job_ranks(e.ranks);
     let output = match &cfg.output {
@@ -242,13 +248,15 @@ pub fn launch(
     };
     install_interrupt_handlers();
     let started = Instant::now();
-    let seg = crate::rank::create_segment(e.ranks, e.nodes).map_err(LaunchError::Segment)?;
-    let fd = seg.inheritable_fd().map_err(LaunchError::Segment)?;
-    let seg_len = seg.len();
-    crate::mmds::set_resolution(&seg, cfg.mmds_resolution);
-    let shared = Arc::new(JobShared::new(seg));
+    let segs = JobSegments::create(e, isolate_nodes()).map_err(LaunchError::Segment)?;
+    let mut seg_fds = Vec::new();
+    for s in segs.all() {
+        seg_fds.push(s.seg.inheritable_fd().map_err(LaunchError::Segment)?);
+        crate::mmds::set_resolution(&s.seg, cfg.mmds_resolution);
+    }
+    let shared = segs.lead().clone();
     let logical = source.is_some();
-    let engine = Engine::start(e.clone(), shared.clone(), sink.clone(), source)?;
+    let engine = segs.start_engine(e, sink.clone(), source)?;
 
     let mut children: Vec<Child> = Vec::new();
     let mut forwarders = Vec::new();
@@ -261,7 +269,7 @@ pub fn launch(
     for rank in 0..e.ranks {
         if INTERRUPTED.load(Ordering::SeqCst) {
             // Ctrl-C or SIGTERM while spawning: stop here, kill and reap what runs.
-            shutdown(&shared, &mut children, &[]);
+            shutdown(&segs, &mut children, &[]);
             for c in children.iter_mut() {
                 let _ = c.wait();
             }
@@ -274,9 +282,15 @@ pub fn launch(
             });
         }
         let mut cmd = Command::new(&cfg.program);
+        let own = segs.of(rank);
+        let fd = seg_fds[segs
+            .all()
+            .iter()
+            .position(|s| std::ptr::eq(&**s, own))
+            .unwrap_or(0)];
         cmd.args(&cfg.args)
             .env(ENV_FD, fd.to_string())
-            .env(ENV_LEN, seg_len.to_string())
+            .env(ENV_LEN, own.seg.len().to_string())
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, e.ranks.to_string())
             .env(
@@ -333,11 +347,7 @@ pub fn launch(
         };
         match spawned {
             Ok(mut child) => {
-                shared
-                    .seg
-                    .slot(rank)
-                    .pid
-                    .store(child.id(), Ordering::Release);
+                segs.publish_pid(rank, child.id());
                 if let Some(pipe) = child.stdin.take() {
                     forward_stdin(pipe);
                 }
@@ -350,7 +360,7 @@ pub fn launch(
                 children.push(child);
             }
             Err(source) => {
-                shutdown(&shared, &mut children, &[]);
+                shutdown(&segs, &mut children, &[]);
                 for c in children.iter_mut() {
                     let _ = c.wait();
                 }
@@ -380,8 +390,8 @@ pub fn launch(
                 outcome = Some(JobOutcome::Interrupted);
             } else if cfg.timeout.is_some_and(|t| started.elapsed() > t) {
                 outcome = Some(JobOutcome::Timeout);
-            } else if shared.stop.load(Ordering::Acquire) {
-                outcome = Some(match shared.outcome.lock().expect("outcome lock").take() {
+            } else if let Some(stopped) = segs.stopped() {
+                outcome = Some(match stopped.outcome.lock().expect("outcome lock").take() {
                     Some(EngineOutcome::Deadlock(r)) => JobOutcome::Deadlock(r),
                     Some(EngineOutcome::Failed(f)) => {
                         // A replica divergence lands here: the node threads end the job
@@ -394,7 +404,7 @@ pub fn launch(
                 });
             }
             if outcome.is_some() {
-                shutdown(&shared, &mut children, &status);
+                shutdown(&segs, &mut children, &status);
             }
         }
         let Ok(Event::Exited { pid, status: raw }) = rx.recv_timeout(Duration::from_millis(20))
@@ -407,11 +417,12 @@ pub fn launch(
         alive -= 1;
         status[rank] = Some(raw);
         let rank = rank as u32;
-        let slot = shared.seg.slot(rank);
+        let own = &segs.of(rank).seg;
+        let slot = own.slot(rank);
         let finalized = slot.state() == RankState::Finalized;
         tracing::debug!(rank, pid, status = raw, finalized, "rank exited");
-        if leave_computing(&shared.seg, rank, RankState::Exited) {
-            ring_doorbell(&shared.seg);
+        if leave_computing(own, rank, RankState::Exited) {
+            ring_doorbell(own);
         }
         if outcome.is_some() {
             continue;
@@ -426,7 +437,7 @@ pub fn launch(
             Some(RankDeath::ExitCode(st.code().unwrap_or(1)))
         } else if !finalized {
             // A finalized rank called MPI_Init; only a rank that did not finalize is asked.
-            if crate::mmds::called_init(&shared.seg, rank) {
+            if crate::mmds::called_init(own, rank) {
                 Some(RankDeath::NoFinalize)
             } else {
                 Some(RankDeath::NoInit)
@@ -445,20 +456,22 @@ pub fn launch(
                 how,
                 slice: shared.slice.load(Ordering::Acquire),
             });
-            shutdown(&shared, &mut children, &status);
+            shutdown(&segs, &mut children, &status);
         }
     }
     let _ = reaper.join();
-    shared.request_stop();
+    for s in segs.all() {
+        s.request_stop();
+    }
     let engine_outcome = engine.join();
-    drain_outcomes_after(&shared, sink.as_ref());
+    drain_outcomes_after(&segs, sink.as_ref());
     for f in forwarders {
         let _ = f.join();
     }
     if cfg.mmds_resolution != 0 {
         // Every rank is reaped: the counters are final, crashed ranks' included.
         let mmds: Vec<_> = (0..e.ranks)
-            .filter_map(|r| crate::mmds::snapshot(&shared.seg, r))
+            .filter_map(|r| crate::mmds::snapshot(&segs.of(r).seg, r))
             .collect();
         sink.mmds(&mmds);
     }
@@ -498,11 +511,12 @@ fn await_parked(shared: &JobShared) {
 
 /// After the job: hand the sink what the ranks' outcome rings still hold and each rank's
 /// open run of failed tests (the node threads are gone, so we are the rings' consumer).
-fn drain_outcomes_after(shared: &JobShared, sink: &dyn SliceSink) {
-    for r in 0..shared.seg.ranks() {
+fn drain_outcomes_after(segs: &JobSegments, sink: &dyn SliceSink) {
+    for r in 0..segs.lead().seg.ranks() {
+        let seg = &segs.of(r).seg;
         let mut recs = Vec::new();
-        shared.seg.queues(r).outcomes.drain_into(&mut recs);
-        let fails = shared.seg.slot(r).pending_fails.load(Ordering::Acquire);
+        seg.queues(r).outcomes.drain_into(&mut recs);
+        let fails = seg.slot(r).pending_fails.load(Ordering::Acquire);
         if fails > 0 {
             recs.push(crate::outcome::OutcomeRec::fails(fails));
         }
@@ -513,13 +527,13 @@ fn drain_outcomes_after(shared: &JobShared, sink: &dyn SliceSink) {
 }
 
 /// Stop every rank: tell them (blocked ranks exit on their own), then kill what is left.
-fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) {
-    let h = shared.seg.header();
-    h.shutdown.store(1, Ordering::Release);
-    shared.request_stop();
-    for r in 0..shared.seg.ranks() {
-        let slot = shared.seg.slot(r);
-        slot.wake_rank();
+fn shutdown(segs: &JobSegments, children: &mut [Child], reaped: &[Option<i32>]) {
+    for s in segs.all() {
+        s.seg.header().shutdown.store(1, Ordering::Release);
+        s.request_stop();
+    }
+    for r in 0..segs.lead().seg.ranks() {
+        segs.of(r).seg.slot(r).wake_rank();
     }
     // Ranks computing outside MPI would never notice: kill everything still running. Each
     // rank leads its own process group, which holds whatever it started too (the
@@ -536,8 +550,8 @@ fn shutdown(shared: &JobShared, children: &mut [Child], reaped: &[Option<i32>]) 
     }
 }
 
-/// Reaper thread: report every child exit.
-fn reap(mut ranks: Vec<i32>, tx: mpsc::Sender<Event>) {
+/// Reaper thread: report every child exit (also a node daemon's, `daemon/node_host.rs`).
+pub(crate) fn reap(mut ranks: Vec<i32>, tx: mpsc::Sender<Event>) {
     // Reap the ranks only: strobe starts other children too (gdb, tmux for `--gdb`), whose
     // owners wait for them. `waitid(WNOWAIT)` peeks at the next exited child; a rank is then
     // reaped, anyone else's child is left to its owner.

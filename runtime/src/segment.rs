@@ -18,7 +18,8 @@ use crate::shm_region::ShmRegion;
 pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 5: the header's `stretched` word (the adaptive strobe's stretched timer). Slot
 /// encodings are unchanged since 4. 6: the slot's call-site words (128-byte slots).
-pub const LAYOUT_VERSION: u32 = 6;
+/// 7: the header's `mirrored` word (a node's own segment watched by its slot mirror).
+pub const LAYOUT_VERSION: u32 = 7;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -245,7 +246,11 @@ pub struct JobHeader {
     /// Threads sleeping on `doorbell` (`futex::wait_counted`): ringing skips the system
     /// call while the Strobe Sender polls.
     pub doorbell_sleepers: AtomicU32,
-    _p2: [u8; 52],
+    /// Non-zero on a node other than 0 whose segment is its own (one segment per node,
+    /// `engine/mirror.rs`): every change of a rank's state then also rings the doorbell
+    /// while `stretched` is set, for the node's slot mirror, the doorbell's only sleeper.
+    pub mirrored: AtomicU32,
+    _p2: [u8; 48],
     /// Non-zero once the job is being torn down: ranks stop waiting and exit.
     pub shutdown: AtomicU32,
     _p3: [u8; 60],
@@ -356,6 +361,53 @@ impl RankSlot {
     }
 }
 
+/// The words of a rank's slot that node 0 needs about a rank of another node, copied by
+/// the slot mirror (`engine/mirror.rs`) from the rank's own node's segment into node 0's.
+/// Raw slot encodings: [`RankSlot::mirror`] stores them as they are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlotStatus {
+    pub pid: u32,
+    pub state: u32,
+    pub blocked_call: u32,
+    pub diverged: u32,
+    pub posted: u64,
+    pub last_post_blocking: u32,
+    pub site_addr: u64,
+    pub site_info: u64,
+}
+
+impl RankSlot {
+    /// The words the slot mirror copies (each loaded on its own: the mirror runs again
+    /// when any of them changes, so a torn set is superseded).
+    pub fn status(&self) -> SlotStatus {
+        SlotStatus {
+            pid: self.pid.load(Ordering::Acquire),
+            state: self.state.load(Ordering::Acquire),
+            blocked_call: self.blocked_call.load(Ordering::Acquire),
+            diverged: self.diverged.load(Ordering::Acquire),
+            posted: self.posted.load(Ordering::Acquire),
+            last_post_blocking: self.last_post_blocking.load(Ordering::Acquire),
+            site_addr: self.site_addr.load(Ordering::Acquire),
+            site_info: self.site_info.load(Ordering::Acquire),
+        }
+    }
+
+    /// Node 0, slot mirror only: publish a remote rank's status in this (node 0's) slot of
+    /// it. The state is stored last, so a reader that sees it sees the call it is in.
+    /// `JobHeader::computing` is not touched: node 0 counts remote ranks per node.
+    pub fn mirror(&self, s: &SlotStatus) {
+        self.pid.store(s.pid, Ordering::Release);
+        self.blocked_call.store(s.blocked_call, Ordering::Release);
+        self.diverged.store(s.diverged, Ordering::Release);
+        self.last_post_blocking
+            .store(s.last_post_blocking, Ordering::Release);
+        self.site_info.store(s.site_info, Ordering::Relaxed);
+        self.site_addr.store(s.site_addr, Ordering::Release);
+        self.posted.store(s.posted, Ordering::Release);
+        self.state.store(s.state, Ordering::Release);
+    }
+}
+
 /// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
 /// `src_addr` in process `src_pid` straight into this rank's memory at `dst_addr`, with
 /// one `process_vm_readv` (one copy, instead of two through the node manager).
@@ -432,8 +484,45 @@ impl JobSegment {
         HEADER_BYTES + slot_stride(desc_cap, comp_cap) * ranks as usize
     }
 
-    /// Create a job segment (launcher side).
+    /// Create a job segment (launcher side) every rank attaches to.
     pub fn create(ranks: u32, nodes: u32, desc_cap: usize, comp_cap: usize) -> io::Result<Self> {
+        Self::create_with(ranks, nodes, desc_cap, comp_cap, None)
+    }
+
+    /// Create the segment of `node` in a job with one segment per node: it has a slot for
+    /// every rank (global rank numbers), but only the node's ranks (`node_of_rank[r] ==
+    /// node`) attach to it and only their queues are set up. The other ranks' slots are
+    /// never touched on that node, except on node 0 the first page of each (the slot
+    /// header the slot mirror writes): a memfd page nobody touches takes no memory.
+    pub fn create_for_node(
+        ranks: u32,
+        nodes: u32,
+        desc_cap: usize,
+        comp_cap: usize,
+        node: u32,
+        node_of_rank: &[u32],
+    ) -> io::Result<Self> {
+        if node_of_rank.len() != ranks as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the placement does not name every rank",
+            ));
+        }
+        let seg = Self::create_with(ranks, nodes, desc_cap, comp_cap, Some((node, node_of_rank)))?;
+        let local = node_of_rank.iter().filter(|&&n| n == node).count() as u32;
+        let h = seg.header();
+        h.computing.store(local, Ordering::Release);
+        h.mirrored.store(u32::from(node != 0), Ordering::Release);
+        Ok(seg)
+    }
+
+    fn create_with(
+        ranks: u32,
+        nodes: u32,
+        desc_cap: usize,
+        comp_cap: usize,
+        node: Option<(u32, &[u32])>,
+    ) -> io::Result<Self> {
         let stride = slot_stride(desc_cap, comp_cap);
         let len = HEADER_BYTES + stride * ranks as usize;
         let region = ShmRegion::create("strobe-job", len)?;
@@ -454,7 +543,8 @@ impl JobSegment {
             (*h).comp_capacity = comp_cap as u32;
             (*h).slot_stride = stride as u32;
             (*h).computing.store(ranks, Ordering::Relaxed);
-            for r in 0..ranks {
+            let local = |r: u32| node.is_none_or(|(n, of)| of[r as usize] == n);
+            for r in (0..ranks).filter(|&r| local(r)) {
                 let base = seg.slot_ptr(r);
                 Ring::<Descriptor>::init(base.add(SLOT_HEADER), desc_cap);
                 Ring::<Completion>::init(
@@ -590,10 +680,18 @@ pub fn leave_computing(seg: &JobSegment, rank: u32, new_state: RankState) -> boo
     debug_assert_ne!(new_state, RankState::Computing);
     let slot = seg.slot(rank);
     let prev = slot.state.swap(new_state as u32, Ordering::AcqRel);
-    if prev == RankState::Computing as u32 {
-        return seg.header().computing.fetch_sub(1, Ordering::AcqRel) == 1;
+    let last = prev == RankState::Computing as u32
+        && seg.header().computing.fetch_sub(1, Ordering::AcqRel) == 1;
+    ring_if_mirrored(seg);
+    last
+}
+
+/// A rank's state changed: on a node whose slot mirror sleeps (`JobHeader::mirrored`),
+/// wake it. One relaxed load otherwise.
+fn ring_if_mirrored(seg: &JobSegment) {
+    if seg.header().mirrored.load(Ordering::Relaxed) != 0 {
+        ring_if_stretched(seg);
     }
-    false
 }
 
 /// Move `rank` from blocked back to computing; exactly one of the rank and its node manager
@@ -617,6 +715,7 @@ pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bo
         .is_ok()
     {
         seg.header().computing.fetch_add(1, Ordering::AcqRel);
+        ring_if_mirrored(seg);
         return true;
     }
     false

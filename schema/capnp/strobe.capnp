@@ -333,3 +333,105 @@ struct LinkMessage {
     goodbye @9 :Void;
   }
 }
+
+# ---- Control connections (docs/multi-host.md, "The control protocol") ----
+# Every node daemon (`strobe node`) keeps one connection to the Machine Manager (the
+# command the user runs). Framing as on node links: u32 LE header length, u32 LE payload
+# length, one packed ControlMessage, raw payload (rank output bytes, sink frames). The
+# connection opens with the node links' handshake (LinkHello/LinkAuth/LinkAccept), the
+# Machine Manager acting as node `nodes` and `globalSize` = 0xFFFF_FFFF_FFFF_FFFF, so a
+# control proof is never valid on the fabric and the other way round.
+
+struct ControlEnvVar {
+  key @0 :Data;
+  value @1 :Data;
+}
+
+# Everything a daemon needs to run its share of the job (Machine Manager -> daemon).
+struct ControlJobSpec {
+  program @0 :Data;              # absolute path (the same path on every host)
+  programSha256 @1 :Data;        # checked on every host before anything starts
+  args @2 :List(Data);
+  env @3 :List(ControlEnvVar);   # extra environment for the ranks
+  cwd @4 :Data;
+  ranks @5 :UInt32;
+  nodes @6 :UInt32;
+  placement @7 :List(UInt32);    # node of each rank
+  sliceNs @8 :UInt64;
+  adaptive @9 :Bool;             # strobe policy: adaptive (true) or fixed
+  deadlockSlices @10 :UInt32;
+  chunkBudget @11 :UInt64;
+  directCopyMin @12 :UInt64;
+  eagerMax @13 :UInt64;
+  tagOutput @14 :Bool;
+  timeoutMs @15 :UInt64;         # 0: none (the Machine Manager enforces it)
+  mmdsResolution @16 :UInt32;
+  shipSlices @17 :Bool;          # send slice records as sinkFrames (recording)
+}
+
+# The daemon's first message: who it is.
+struct ControlDaemonHello {
+  node @0 :UInt32;
+  host @1 :Text;
+  pid @2 :UInt32;
+}
+
+# Bytes a rank wrote (the frame's payload): whole lines when output is tagged.
+struct ControlRankOutput {
+  rank @0 :UInt32;
+  stderr @1 :Bool;
+}
+
+enum ControlDeath {
+  clean @0;         # finalized and exited 0
+  signal @1;        # code = the signal
+  exitCode @2;      # code = the status
+  noFinalize @3;
+  noInit @4;
+  abort @5;         # code = MPI_Abort's error code
+  notStarted @6;    # could not be spawned
+}
+
+struct ControlRankExit {
+  rank @0 :UInt32;
+  pid @1 :UInt32;
+  status @2 :Int32;   # raw wait status
+  how @3 :ControlDeath;
+  code @4 :Int32;
+  slice @5 :UInt64;
+}
+
+enum ControlOutcome {
+  success @0;
+  failed @1;        # the node's engine or setup failed; message says why
+  deadlock @2;      # node 0: the job deadlocked (exitCode: 3, or the livelock code)
+  stopped @3;       # stopped by the Machine Manager
+  sourceStopped @4; # replay: the slice source ended the job
+}
+
+# A daemon's last word about its share of the job.
+struct ControlNodeReport {
+  outcome @0 :ControlOutcome;
+  slice @1 :UInt64;
+  exitCode @2 :Int32;
+  message @3 :Text;
+}
+
+struct ControlMessage {
+  formatVersion @0 :UInt32;
+  union {
+    jobSpec @1 :ControlJobSpec;           # MM -> daemon
+    fabricAddr @2 :Text;                  # daemon -> MM: where its fabric endpoint listens
+    fabricPeers @3 :List(Text);           # MM -> daemon: every node's address, in node order
+    rankOutput @4 :ControlRankOutput;     # daemon -> MM, payload: the bytes
+    rankExit @5 :ControlRankExit;         # daemon -> MM
+    sinkFrame @6 :Void;                   # daemon -> MM, payload: opaque (daemon/wire_sink.rs)
+    heartbeat @7 :UInt64;                 # both ways every 0.5 s; the sender's current slice
+    stop @8 :Text;                        # MM -> daemon: stop the job (why)
+    nodeReport @9 :ControlNodeReport;     # daemon -> MM
+    goodbye @10 :Void;                    # either: orderly close
+    daemonHello @11 :ControlDaemonHello;  # daemon -> MM, first message
+    rankInput @12 :UInt32;                # MM -> daemon, payload: bytes for this rank's
+                                          # stdin (rank 0's); an empty payload is the end
+  }
+}

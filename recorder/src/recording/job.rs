@@ -89,6 +89,7 @@ impl Job {
             eager_max: strobe_core::sched::SchedConfig::eager_max_for_version(
                 self.scheduler_version,
             ),
+            placement: None,
         }
     }
 

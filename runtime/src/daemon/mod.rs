@@ -1,6 +1,32 @@
-//! Node daemons (`strobe node`) and what starts them across hosts (issue 15).
+//! Jobs across hosts (issue 15): node daemons (`strobe node`, [`node_host`]) and the
+//! Machine Manager that starts and watches them ([`machine`]), talking over authenticated
+//! control connections ([`control`]). See docs/multi-host.md.
 //!
 //! [`launch`]: the launchers (local, ssh, MPICH Hydra through PMI-1, Slurm), hostfiles and
 //! rank placement.
 
+pub mod control;
 pub mod launch;
+pub mod machine;
+pub mod node_host;
+pub mod ranks;
+
+/// What can go wrong in a daemon or the Machine Manager.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The daemon's environment or command line is incomplete or malformed.
+    #[error("{0}")]
+    Setup(String),
+    /// The control connection could not be made or broke.
+    #[error("control connection: {0}")]
+    Control(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("fabric: {0}")]
+    Transport(#[from] crate::transport::TransportError),
+    #[error("cannot start the node manager: {0}")]
+    Engine(#[from] crate::engine::EngineError),
+    /// The daemons could not be started.
+    #[error("{0}")]
+    Launch(String),
+}

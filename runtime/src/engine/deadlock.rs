@@ -97,8 +97,9 @@ impl LivelockWatch {
         sched: &Scheduler,
         posted: &[Descriptor],
         dec: &SliceDecisions,
-        ranks: u32,
+        may_symbolize: &dyn Fn(u32) -> bool,
     ) -> Option<DeadlockReport> {
+        let ranks = seg.ranks();
         let limit = LIVELOCK_SLICES.load(Ordering::Relaxed);
         if limit == 0 {
             return None;
@@ -147,7 +148,7 @@ impl LivelockWatch {
         if self.quiet < limit {
             return None;
         }
-        let mut report = DeadlockReport::build(slice, seg, sched, ranks);
+        let mut report = DeadlockReport::build(slice, seg, sched, ranks, may_symbolize);
         let mut sym = Symbolizer::default();
         for &r in &pollers {
             if let Some(b) = report.blocked.iter_mut().find(|b| b.rank == r) {
@@ -157,7 +158,9 @@ impl LivelockWatch {
                     rank: r,
                     call: POLLING,
                     ops: sched.pending_of(r),
-                    site: site_of(&mut sym, seg, r),
+                    site: may_symbolize(r)
+                        .then(|| site_of(&mut sym, seg, r))
+                        .flatten(),
                 });
             }
         }
@@ -170,7 +173,15 @@ impl LivelockWatch {
 }
 
 impl DeadlockReport {
-    pub fn build(slice: u64, seg: &JobSegment, sched: &Scheduler, ranks: u32) -> Self {
+    /// The report of a deadlock in `slice`; `may_symbolize(r)`: whether rank `r`'s call
+    /// site may be resolved here (not a rank of another host).
+    pub fn build(
+        slice: u64,
+        seg: &JobSegment,
+        sched: &Scheduler,
+        ranks: u32,
+        may_symbolize: &dyn Fn(u32) -> bool,
+    ) -> Self {
         let mut sym = Symbolizer::default();
         let blocked: Vec<BlockedRank> = (0..ranks)
             .filter(|&r| seg.slot(r).state() == RankState::Blocked)
@@ -178,7 +189,9 @@ impl DeadlockReport {
                 rank: r,
                 call: seg.slot(r).blocked_call().name(),
                 ops: sched.pending_of(r),
-                site: site_of(&mut sym, seg, r),
+                site: may_symbolize(r)
+                    .then(|| site_of(&mut sym, seg, r))
+                    .flatten(),
             })
             .collect();
         let (cycle, patterns) = analyze(&blocked, sched);

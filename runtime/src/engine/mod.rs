@@ -10,6 +10,7 @@ mod deadlock;
 mod direct;
 pub mod eager;
 pub mod helpers;
+mod mirror;
 mod node;
 pub mod sink;
 mod strobe;
@@ -20,6 +21,8 @@ pub use deadlock::{
     set_livelock_slices, BlockedRank, DeadlockReport, LivelockWatch, DEFAULT_LIVELOCK_SLICES,
     EXIT_LIVELOCK,
 };
+pub use mirror::{RemoteNodes, EV_MIRROR};
+pub use node::{global_size, EVENTS};
 pub use sink::{
     Gate, GlobalMetrics, LocalMetrics, NullSink, Payload, SliceRecord, SliceSink, SliceSource,
     StartReason,
@@ -33,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use crate::segment::JobSegment;
 use crate::transport::shm::ShmFabric;
-use crate::transport::TransportError;
+use crate::transport::{Transport, TransportError};
 use strobe_core::slice::SliceError;
 
 /// When the Strobe Sender starts the next slice (decided by the core's slice machine).
@@ -58,6 +61,9 @@ pub struct EngineConfig {
     /// scheduling rules: a recording's scheduler version fixes it
     /// (`SchedConfig::eager_max_for_version`); [`DEFAULT_EAGER_MAX`] for new jobs.
     pub eager_max: u64,
+    /// The node of each rank (`placement[rank]`), as the launcher placed them (`--ppn`,
+    /// `--map-by`); `None`: contiguous blocks ([`EngineConfig::node_of_rank`]).
+    pub placement: Option<Arc<[u32]>>,
 }
 
 /// The eager threshold of new jobs (scheduler version 2): 16 KiB.
@@ -67,11 +73,51 @@ pub const DEFAULT_EAGER_MAX: u64 = strobe_core::sched::DEFAULT_EAGER_MAX;
 pub const DEFAULT_DIRECT_COPY_MIN: u64 = 2 << 20;
 
 impl EngineConfig {
-    /// Node of each rank: contiguous blocks, as a batch system places ranks.
+    /// Node of each rank: the placement when one was given, else contiguous blocks, as a
+    /// batch system places ranks.
     pub fn node_of_rank(&self) -> Vec<u32> {
+        if let Some(p) = &self.placement {
+            return p.to_vec();
+        }
         (0..self.ranks)
             .map(|r| (r as u64 * self.nodes as u64 / self.ranks as u64) as u32)
             .collect()
+    }
+
+    /// The most ranks any node holds.
+    pub fn max_ranks_per_node(&self) -> usize {
+        let mut per_node = vec![0usize; self.nodes as usize];
+        for n in self.node_of_rank() {
+            if let Some(c) = per_node.get_mut(n as usize) {
+                *c += 1;
+            }
+        }
+        per_node.into_iter().max().unwrap_or(0)
+    }
+
+    /// Why this configuration cannot run: a placement of the wrong length, naming a node
+    /// the job does not have, or leaving a node without ranks.
+    pub fn check_placement(&self) -> Result<(), String> {
+        let Some(p) = &self.placement else {
+            return Ok(());
+        };
+        if p.len() != self.ranks as usize {
+            return Err(format!(
+                "the placement names {} ranks, the job has {}",
+                p.len(),
+                self.ranks
+            ));
+        }
+        if let Some((r, n)) = p.iter().enumerate().find(|(_, &n)| n >= self.nodes) {
+            return Err(format!(
+                "the placement puts rank {r} on node {n}, the job has {} nodes",
+                self.nodes
+            ));
+        }
+        match (0..self.nodes).find(|n| !p.contains(n)) {
+            Some(n) => Err(format!("the placement leaves node {n} without ranks")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -130,11 +176,16 @@ pub struct JobShared {
     /// Some node has completions waiting for queue space (set at delivery, taken by the
     /// Strobe Sender at the end of the slice): the slice is not quiet.
     pub backlog: AtomicBool,
+    /// Node 0 of a job with one segment per node: the other nodes' `computing` counts
+    /// and flags, as the slot mirror last saw them (`mirror.rs`); zero otherwise.
+    pub remote: RemoteNodes,
 }
 
 impl JobShared {
     pub fn new(seg: JobSegment) -> Self {
+        let nodes = seg.header().nodes;
         JobShared {
+            remote: RemoteNodes::new(nodes),
             seg,
             stop: AtomicBool::new(false),
             slice: AtomicU64::new(0),
@@ -145,6 +196,12 @@ impl JobShared {
             eager: eager::EagerMemory::default(),
             backlog: AtomicBool::new(false),
         }
+    }
+
+    /// Ranks computing in the whole job, as node 0 knows it: its segment's count (every
+    /// rank's when the nodes share one segment) plus the other nodes' mirrored counts.
+    pub fn computing_total(&self) -> u32 {
+        self.seg.header().computing.load(Ordering::Acquire) + self.remote.computing()
     }
 
     /// Ask the engine to stop at the next slice boundary and wake its Strobe Sender.
@@ -172,51 +229,117 @@ fn run_guarded(n: u32, nm: node::NodeManager, shared: &JobShared) -> Result<(), 
     })
 }
 
-/// A running engine: one thread per node.
+/// One node of a job as [`Engine::start_nodes`] runs it: its endpoint onto the job's
+/// fabric and its `JobShared` (job segment). Parts whose `shared` is the same `Arc` share
+/// one segment (every node in one process: [`Engine::start`]); a node with a segment of
+/// its own runs a slot mirror (`mirror.rs`).
+pub struct NodePart {
+    pub node: u32,
+    pub transport: Arc<dyn Transport>,
+    pub shared: Arc<JobShared>,
+}
+
+/// A running engine: one thread per node (and one slot-mirror thread per node that has a
+/// segment of its own).
 pub struct Engine {
     threads: Vec<JoinHandle<Result<(), EngineError>>>,
-    shared: Arc<JobShared>,
+    mirrors: Vec<JoinHandle<()>>,
+    mirror_stop: Arc<AtomicBool>,
+    /// Each part's `JobShared`, lowest node first.
+    shared: Vec<Arc<JobShared>>,
 }
 
 impl Engine {
-    /// Start the node managers of a job over a fresh shared-memory fabric.
+    /// Start the node managers of a job over a fresh shared-memory fabric, every node
+    /// sharing `shared`'s segment.
     pub fn start(
         cfg: EngineConfig,
         shared: Arc<JobShared>,
         sink: Arc<dyn SliceSink>,
         source: Option<Arc<dyn SliceSource>>,
     ) -> Result<Engine, EngineError> {
-        let fabric = ShmFabric::create(cfg.nodes, node::global_size(&cfg), node::EVENTS)?;
+        let fabric = ShmFabric::create(cfg.nodes, global_size(&cfg), EVENTS)?;
+        let parts = (0..cfg.nodes)
+            .map(|n| NodePart {
+                node: n,
+                transport: Arc::new(fabric.endpoint(n)),
+                shared: shared.clone(),
+            })
+            .collect();
+        Engine::start_nodes(cfg, parts, sink, source)
+    }
+
+    /// Start the node managers of `parts` (all the job's nodes in one process, or the one
+    /// node of a node daemon). The nodes need a slot mirror unless every node of the job is
+    /// here and they all share one `JobShared`.
+    pub fn start_nodes(
+        cfg: EngineConfig,
+        mut parts: Vec<NodePart>,
+        sink: Arc<dyn SliceSink>,
+        source: Option<Arc<dyn SliceSource>>,
+    ) -> Result<Engine, EngineError> {
+        cfg.check_placement().map_err(EngineError::Other)?;
+        parts.sort_by_key(|p| p.node);
+        if parts.is_empty() || parts.last().is_some_and(|p| p.node >= cfg.nodes) {
+            return Err(EngineError::Other(format!(
+                "no node to start, or a node outside 0..{}",
+                cfg.nodes
+            )));
+        }
+        let shared_segment = parts.len() == cfg.nodes as usize
+            && parts
+                .iter()
+                .all(|p| Arc::ptr_eq(&p.shared, &parts[0].shared));
+        let node_of_rank = cfg.node_of_rank();
         if let Some(src) = &source {
             // What the ranks may post before slice 1 starts.
-            for r in 0..cfg.ranks {
-                let limit = src.post_limit(0, r).map_or(0, |l| l + 1);
-                shared
-                    .seg
-                    .slot(r)
-                    .post_limit
-                    .store(limit, Ordering::Release);
+            for p in &parts {
+                for r in (0..cfg.ranks).filter(|&r| node_of_rank[r as usize] == p.node) {
+                    let limit = src.post_limit(0, r).map_or(0, |l| l + 1);
+                    let slot = p.shared.seg.slot(r);
+                    slot.post_limit.store(limit, Ordering::Release);
+                }
             }
         }
-        let mut threads = Vec::new();
-        for n in 0..cfg.nodes {
-            let ep = fabric.endpoint(n);
+        let mirror_stop = Arc::new(AtomicBool::new(false));
+        let mut engine = Engine {
+            threads: Vec::new(),
+            mirrors: Vec::new(),
+            mirror_stop: mirror_stop.clone(),
+            shared: parts.iter().map(|p| p.shared.clone()).collect(),
+        };
+        let spawn_err = |e: std::io::Error| EngineError::Other(format!("spawning a thread: {e}"));
+        for p in parts {
+            let n = p.node;
+            let mirror = if shared_segment || cfg.nodes == 1 {
+                mirror::NodeMirror::default()
+            } else {
+                let base = node::mirror_base(&cfg);
+                let (t, shared) = (p.transport.clone(), p.shared.clone());
+                mirror::NodeMirror::new(&cfg, base, n, t, shared, source.is_some())
+            };
+            let stop = mirror_stop.clone();
+            let thread = mirror
+                .spawn(n, p.transport.clone(), p.shared.clone(), stop)
+                .map_err(spawn_err)?;
+            engine.mirrors.extend(thread);
             let nm = node::NodeManager::new(
                 cfg.clone(),
                 n,
-                Box::new(ep),
-                shared.clone(),
+                p.transport,
+                p.shared.clone(),
                 sink.clone(),
                 source.clone(),
+                mirror,
             );
-            let guard = shared.clone();
+            let guard = p.shared;
             let t = std::thread::Builder::new()
                 .name(format!("strobe-node{n}"))
                 .spawn(move || run_guarded(n, nm, &guard))
-                .map_err(|e| EngineError::Other(format!("spawning node thread: {e}")))?;
-            threads.push(t);
+                .map_err(spawn_err)?;
+            engine.threads.push(t);
         }
-        Ok(Engine { threads, shared })
+        Ok(engine)
     }
 
     /// Wait for every node manager and return how the job's engine ended.
@@ -229,15 +352,21 @@ impl Engine {
                 Err(_) => failure = failure.or(Some("a node manager panicked".into())),
             }
         }
+        self.mirror_stop.store(true, Ordering::Release);
+        for s in &self.shared {
+            crate::segment::ring_doorbell(&s.seg);
+        }
+        for m in self.mirrors {
+            let _ = m.join();
+        }
         if let Some(f) = failure {
             return EngineOutcome::Failed(f);
         }
-        let slices = self.shared.slice.load(Ordering::Acquire);
+        let slices = self.shared[0].slice.load(Ordering::Acquire);
+        // The lowest node's outcome (node 0 decides the job's), else any node's.
         self.shared
-            .outcome
-            .lock()
-            .expect("outcome lock")
-            .take()
+            .iter()
+            .find_map(|s| s.outcome.lock().expect("outcome lock").take())
             .unwrap_or(EngineOutcome::Stopped { slices })
     }
 }

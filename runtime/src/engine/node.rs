@@ -27,18 +27,25 @@ const MAILBOX_BASE: usize = 4096;
 const MAILBOX_HEADER: usize = 64;
 
 fn mailbox_size(cfg: &EngineConfig) -> usize {
-    let per_node = (cfg.ranks as usize).div_ceil(cfg.nodes as usize) + 1;
+    // A node's batch holds at most a full descriptor queue of each of its ranks.
+    let per_node = cfg.max_ranks_per_node() + 1;
     MAILBOX_HEADER + per_node * crate::rank::DESC_CAPACITY * std::mem::size_of::<Descriptor>()
 }
 
-pub fn global_size(cfg: &EngineConfig) -> usize {
+/// Where the slot mirror's status blocks start (after the mailboxes).
+pub(super) fn mirror_base(cfg: &EngineConfig) -> usize {
     MAILBOX_BASE + cfg.nodes as usize * mailbox_size(cfg)
+}
+
+/// Bytes of global memory each node needs (every region the engine uses lies inside).
+pub fn global_size(cfg: &EngineConfig) -> usize {
+    mirror_base(cfg) + super::mirror::region_size(cfg)
 }
 
 pub struct NodeManager {
     cfg: EngineConfig,
     node: u32,
-    t: Box<dyn Transport>,
+    t: Arc<dyn Transport>,
     shared: Arc<JobShared>,
     sink: Arc<dyn SliceSink>,
     source: Option<Arc<dyn SliceSource>>,
@@ -69,6 +76,8 @@ pub struct NodeManager {
     capture: super::capture::PayloadCapture,
     /// Node 0: the blocked ranks' call sites, for the slice record.
     sites: crate::symbolize::SiteCache,
+    /// The slot mirror, when this node's segment is its own (`mirror.rs`).
+    mirror: super::mirror::NodeMirror,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -104,10 +113,11 @@ impl NodeManager {
     pub fn new(
         cfg: EngineConfig,
         node: u32,
-        t: Box<dyn Transport>,
+        t: Arc<dyn Transport>,
         shared: Arc<JobShared>,
         sink: Arc<dyn SliceSink>,
         source: Option<Arc<dyn SliceSource>>,
+        mirror: super::mirror::NodeMirror,
     ) -> Self {
         let node_of_rank = cfg.node_of_rank();
         let local_ranks: Vec<u32> = (0..cfg.ranks)
@@ -126,8 +136,14 @@ impl NodeManager {
         let diverge_at = shared
             .diverge_replica
             .and_then(|(n, s)| (n == node).then_some(s));
+        // Node 0 watches the queues in its segment: every rank's, or with a segment per
+        // node its own ranks' (the mirror reports the others').
         let watch = if node == 0 {
-            (0..cfg.ranks).map(|r| shared.seg.queues(r)).collect()
+            let mirrored = mirror.applier.is_some();
+            (0..cfg.ranks)
+                .filter(|&r| !mirrored || node_of_rank[r as usize] == 0)
+                .map(|r| shared.seg.queues(r))
+                .collect()
         } else {
             Vec::new()
         };
@@ -154,6 +170,7 @@ impl NodeManager {
             watch,
             capture: Default::default(),
             sites: Default::default(),
+            mirror,
         }
     }
 
@@ -198,7 +215,8 @@ impl NodeManager {
             let Some(cmd) = m.poll() else {
                 return Err(EngineError::Other("the slice machine stalled".into()));
             };
-            let t = self.t.as_ref();
+            let t = self.t.clone();
+            let t = t.as_ref();
             match cmd {
                 Command::AwaitStart { early, stretched } => match self.source.clone() {
                     Some(src) => self.await_gate(&mut m, src.as_ref()),
@@ -218,6 +236,7 @@ impl NodeManager {
                     getts_ns,
                 } => {
                     self.shared.slice.store(slice, Ordering::Release);
+                    self.mirror.apply()?;
                     trace!(
                         node = self.node,
                         slice,
@@ -226,7 +245,12 @@ impl NodeManager {
                     );
                     work = Some(self.begin_slice(slice, reason, Duration::from_nanos(getts_ns)));
                 }
-                Command::SignalPhaseDone { code } => strobe::signal_done(t, code)?,
+                Command::SignalPhaseDone { code } => {
+                    if code % 8 == Phase::Rm as u64 {
+                        self.publish_status()?;
+                    }
+                    strobe::signal_done(t, code)?
+                }
                 Command::AttemptMicrostrobe { code } => {
                     let opened = strobe::try_microstrobe(t, code)?;
                     if !opened {
@@ -247,6 +271,7 @@ impl NodeManager {
                 }
                 Command::EndSlice { usr, .. } => {
                     let w = work.take().ok_or_else(no_slice)?;
+                    self.mirror.apply()?;
                     if self.end_slice(w, usr) {
                         m.handle(Event::QuietSlice);
                     }
@@ -262,6 +287,25 @@ impl NodeManager {
                 }
             }
         }
+    }
+
+    /// A node with a segment of its own, at the end of the slice (before RM done): push
+    /// its ranks' status, with whether completions wait for queue space, to node 0, so
+    /// node 0 ends the slice with every node's status as of after its deliveries.
+    fn publish_status(&mut self) -> Result<(), EngineError> {
+        if self.mirror.pusher.is_some() {
+            let backlog = self.overflow.iter().any(|o| !o.is_empty());
+            self.shared.backlog.store(backlog, Ordering::Release);
+            self.mirror.push()?;
+        }
+        Ok(())
+    }
+
+    /// Whether node 0 may resolve `rank`'s call site from its pid: not a rank of another
+    /// node with a segment of its own (its pid may be a process of another host).
+    /// Those sites stay unresolved for now (docs/architecture.md, known gap).
+    fn may_symbolize(&self, rank: u32) -> bool {
+        self.mirror.applier.is_none() || self.is_local(rank)
     }
 
     /// The work of a microphase (DEM, MSM, P2P, BBM, RM), then its report to the machine.
@@ -393,6 +437,7 @@ impl NodeManager {
         let seg = &self.shared.seg;
         blocked
             .iter()
+            .filter(|&&(r, _)| self.may_symbolize(r))
             .map(|&(r, _)| {
                 let slot = seg.slot(r);
                 (r, slot.pid.load(Ordering::Acquire) as i32, slot.site())
@@ -594,7 +639,8 @@ impl NodeManager {
         if self.node != 0 {
             return false;
         }
-        let backlog = self.shared.backlog.swap(false, Ordering::AcqRel);
+        let backlog =
+            self.shared.backlog.swap(false, Ordering::AcqRel) | self.shared.remote.backlog();
         let quiet =
             w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
         let digest = w.dec.digest();
@@ -770,13 +816,15 @@ impl NodeManager {
             && dec.is_empty()
             && self.sched.is_quiescent()
             && self.overflow.iter().all(|o| o.is_empty())
+            && !self.shared.remote.backlog()
             && !self.a_blocked_rank_can_run(recorded);
         self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
         if recorded.is_none() && !stuck {
-            let ranks = self.cfg.ranks;
+            let (mirrored, node_of_rank) = (self.mirror.applier.is_some(), &self.node_of_rank);
+            let sym = |r: u32| !mirrored || node_of_rank[r as usize] == 0;
             if let Some(report) =
                 self.livelock
-                    .after_slice(slice, seg, &self.sched, posted, dec, ranks)
+                    .after_slice(slice, seg, &self.sched, posted, dec, &sym)
             {
                 debug!(slice, "livelock detected");
                 *self.shared.outcome.lock().expect("outcome lock") =
@@ -786,7 +834,8 @@ impl NodeManager {
             }
         }
         if self.idle_slices >= self.cfg.deadlock_slices {
-            let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks);
+            let sym = |r| self.may_symbolize(r);
+            let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks, &sym);
             debug!(slice, blocked = report.blocked.len(), "deadlock detected");
             *self.shared.outcome.lock().expect("outcome lock") =
                 Some(EngineOutcome::Deadlock(report));

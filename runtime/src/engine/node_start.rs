@@ -31,7 +31,7 @@ impl NodeManager {
         let bell = h.doorbell.load(Ordering::Acquire);
         // Only the adaptive strobe can start early, so only it reads `computing`.
         let now = self.now_ns();
-        if early && h.computing.load(Ordering::Acquire) == 0 {
+        if early && self.shared.computing_total() == 0 {
             m.handle(Event::NoRankComputing { now });
         }
         if stretched {
@@ -65,7 +65,8 @@ impl NodeManager {
         h.stretched.store(1, Ordering::SeqCst);
         // Pairs with `ring_if_stretched`: a post that did not see the word is seen here.
         std::sync::atomic::fence(Ordering::SeqCst);
-        let posted = self.watch.iter().any(|q| !q.descriptors.is_empty());
+        let posted =
+            self.watch.iter().any(|q| !q.descriptors.is_empty()) || self.shared.remote.queued();
         if !posted && !self.shared.stop.load(Ordering::Acquire) {
             let spin = futex::spin_budget().min(STRETCH_LIMIT);
             if !futex::spin_while_eq(&h.doorbell, bell, spin) {
@@ -79,7 +80,7 @@ impl NodeManager {
         }
         h.stretched.store(0, Ordering::Release);
         let now = self.now_ns();
-        if early && h.computing.load(Ordering::Acquire) == 0 {
+        if early && self.shared.computing_total() == 0 {
             m.handle(Event::NoRankComputing { now });
         }
         m.handle(Event::Doorbell { now });

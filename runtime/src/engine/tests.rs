@@ -16,6 +16,7 @@ fn config(nodes: u32) -> EngineConfig {
         chunk_budget: 4 << 20,
         direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
         eager_max: super::DEFAULT_EAGER_MAX,
+        placement: None,
     }
 }
 

@@ -1,0 +1,126 @@
+//! The launcher's job segments: one shared by every node (the default), or one per node
+//! with `STROBE_ISOLATE_NODES=1` ("isolated nodes", a test mode: every node sees only its
+//! own ranks' slots and learns the others' through the transport, as node daemons on
+//! separate hosts do; docs/multi-host.md). A child module of `launcher`.
+
+use std::sync::Arc;
+
+use crate::engine::{
+    global_size, Engine, EngineConfig, EngineError, JobShared, NodePart, SliceSink, SliceSource,
+    EVENTS,
+};
+use crate::segment::JobSegment;
+use crate::transport::shm::ShmFabric;
+
+/// Hidden switch of the isolated-nodes test mode (read by `strobe run|record|replay`
+/// through [`super::launch`]).
+pub const ENV_ISOLATE_NODES: &str = "STROBE_ISOLATE_NODES";
+
+/// Whether this process runs jobs with one segment per node.
+pub fn isolate_nodes() -> bool {
+    std::env::var_os(ENV_ISOLATE_NODES).is_some_and(|v| v == "1")
+}
+
+/// The job's `JobShared`s: one, or one per node (node `n`'s at index `n`).
+pub(super) struct JobSegments {
+    shared: Vec<Arc<JobShared>>,
+    node_of_rank: Vec<u32>,
+}
+
+impl JobSegments {
+    /// One segment for every node, or with `isolated` (and several nodes) one per node.
+    pub(super) fn create(e: &EngineConfig, isolated: bool) -> std::io::Result<Self> {
+        let node_of_rank = e.node_of_rank();
+        let segs = if isolated && e.nodes > 1 {
+            (0..e.nodes)
+                .map(|n| {
+                    JobSegment::create_for_node(
+                        e.ranks,
+                        e.nodes,
+                        crate::rank::DESC_CAPACITY,
+                        crate::rank::COMP_CAPACITY,
+                        n,
+                        &node_of_rank,
+                    )
+                })
+                .collect::<std::io::Result<Vec<_>>>()?
+        } else {
+            vec![crate::rank::create_segment(e.ranks, e.nodes)?]
+        };
+        Ok(JobSegments {
+            shared: segs
+                .into_iter()
+                .map(|s| Arc::new(JobShared::new(s)))
+                .collect(),
+            node_of_rank,
+        })
+    }
+
+    /// Node 0's: the job's slice, outcome and replay state live there.
+    pub(super) fn lead(&self) -> &Arc<JobShared> {
+        &self.shared[0]
+    }
+
+    pub(super) fn all(&self) -> &[Arc<JobShared>] {
+        &self.shared
+    }
+
+    /// The segment `rank` attaches to.
+    pub(super) fn of(&self, rank: u32) -> &JobShared {
+        match self.shared.len() {
+            1 => &self.shared[0],
+            _ => &self.shared[self.node_of_rank[rank as usize] as usize],
+        }
+    }
+
+    /// The launcher knows a rank's pid: publish it in the rank's slot. With isolated
+    /// nodes, also in the segments of the nodes other than 0 (not node 0's: there the
+    /// slot mirror alone writes remote ranks' slots): until the data plane moves bytes
+    /// between nodes through the transport, a node's helpers copy from and to other
+    /// nodes' ranks with cross-memory attach, by pid (one PID namespace: a test mode).
+    pub(super) fn publish_pid(&self, rank: u32, pid: u32) {
+        let own = self.of(rank);
+        own.seg
+            .slot(rank)
+            .pid
+            .store(pid, std::sync::atomic::Ordering::Release);
+        for s in self.shared.iter().skip(1) {
+            s.seg
+                .slot(rank)
+                .pid
+                .store(pid, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Start the engine: today's threads over one segment, or every node over its own.
+    pub(super) fn start_engine(
+        &self,
+        e: &EngineConfig,
+        sink: Arc<dyn SliceSink>,
+        source: Option<Arc<dyn SliceSource>>,
+    ) -> Result<Engine, EngineError> {
+        if self.shared.len() == 1 {
+            return Engine::start(e.clone(), self.shared[0].clone(), sink, source);
+        }
+        let fabric = ShmFabric::create(e.nodes, global_size(e), EVENTS)?;
+        let parts = self
+            .shared
+            .iter()
+            .enumerate()
+            .map(|(n, s)| NodePart {
+                node: n as u32,
+                transport: Arc::new(fabric.endpoint(n as u32)),
+                shared: s.clone(),
+            })
+            .collect();
+        Engine::start_nodes(e.clone(), parts, sink, source)
+    }
+
+    /// The first node that stopped, with its outcome (node 0's first).
+    pub(super) fn stopped(&self) -> Option<&JobShared> {
+        self.shared
+            .iter()
+            .find(|s| s.stop.load(std::sync::atomic::Ordering::Acquire))
+            .map(|s| s.as_ref())
+    }
+}
