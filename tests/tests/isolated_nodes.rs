@@ -13,7 +13,7 @@ const LAYOUT: [&str; 4] = ["--nodes", "3", "-n", "6"];
 
 #[test]
 fn fixtures_run_with_a_segment_per_node() {
-    for name in ["token_ring", "collectives"] {
+    for name in ["token_ring", "collectives", "p2p"] {
         let run = run_fixture_env(&LAYOUT, name, &[], &[ISOLATED]);
         run.assert_ok(name);
     }

@@ -171,8 +171,10 @@ pub struct JobShared {
     /// environment.
     #[doc(hidden)]
     pub diverge_replica: Option<(u32, u64)>,
-    /// Node memory holding the bytes of eager sends until their receive takes them.
-    pub eager: eager::EagerMemory,
+    /// Node memory holding the bytes of eager sends until their receive takes them
+    /// (shared between the nodes of one process: the launcher's isolated-nodes test mode
+    /// hands every node the same one, as its helpers still move bytes between nodes).
+    pub eager: Arc<eager::EagerMemory>,
     /// Some node has completions waiting for queue space (set at delivery, taken by the
     /// Strobe Sender at the end of the slice): the slice is not quiet.
     pub backlog: AtomicBool,
@@ -193,7 +195,7 @@ impl JobShared {
             outcome: Mutex::new(None),
             parked: AtomicU64::new(0),
             diverge_replica: None,
-            eager: eager::EagerMemory::default(),
+            eager: Default::default(),
             backlog: AtomicBool::new(false),
         }
     }
