@@ -491,9 +491,9 @@ impl JobSegment {
 
     /// Create the segment of `node` in a job with one segment per node: it has a slot for
     /// every rank (global rank numbers), but only the node's ranks (`node_of_rank[r] ==
-    /// node`) attach to it and only their queues are set up. The other ranks' slots are
-    /// never touched on that node, except on node 0 the first page of each (the slot
-    /// header the slot mirror writes): a memfd page nobody touches takes no memory.
+    /// node`) attach to it and only their queues are set up. The other ranks' queues and
+    /// MMDS blocks are never touched, at most the first page of their slots (the slot
+    /// header: node 0's slot mirror writes it): a memfd page nobody touches takes no memory.
     pub fn create_for_node(
         ranks: u32,
         nodes: u32,

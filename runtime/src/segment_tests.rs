@@ -92,3 +92,42 @@ fn slot_accessors_track_the_computing_count() {
     seg.slot(0).set_diverged(Divergence::BadIndex);
     assert_eq!(seg.slot(0).diverged(), Some(Divergence::BadIndex));
 }
+
+/// Pages of `rank`'s slot in memory (the memfd's page cache), by `mincore`.
+fn resident_pages(seg: &JobSegment, rank: u32) -> usize {
+    let pages = seg.stride / 4096;
+    let mut vec = vec![0u8; pages];
+    // SAFETY: the slot lies inside the mapping (page-aligned, `stride` bytes) and `vec`
+    // has one byte per page of it.
+    let rc = unsafe {
+        libc::mincore(
+            seg.slot_ptr(rank) as *mut libc::c_void,
+            seg.stride,
+            vec.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+    vec.iter().filter(|&&b| b & 1 != 0).count()
+}
+
+#[test]
+fn a_node_segment_never_touches_the_other_nodes_ranks_slots() {
+    let of = [0, 0, 1, 1];
+    let seg = JobSegment::create_for_node(4, 2, 1024, 1024, 1, &of).expect("segment");
+    assert_eq!(resident_pages(&seg, 0), 0);
+    assert_eq!(resident_pages(&seg, 1), 0);
+    assert!(
+        resident_pages(&seg, 2) > 0,
+        "its own ranks' queues are set up"
+    );
+    assert_eq!(seg.header().computing.load(Ordering::Acquire), 2);
+    assert_eq!(seg.header().mirrored.load(Ordering::Acquire), 1);
+    // Node 0's mirror writes a remote rank's slot header: its first page only.
+    seg.slot(0).mirror(&SlotStatus {
+        state: RankState::Blocked as u32,
+        ..Default::default()
+    });
+    assert_eq!(resident_pages(&seg, 0), 1);
+    assert_eq!(seg.slot(0).state(), RankState::Blocked);
+    assert!(JobSegment::create_for_node(4, 2, 16, 16, 0, &of[..3]).is_err());
+}
