@@ -372,6 +372,8 @@ pub struct SlotStatus {
     pub diverged: u32,
     pub posted: u64,
     pub last_post_blocking: u32,
+    /// The failed tests of the rank's open run (node 0's livelock watch).
+    pub pending_fails: u32,
     pub site_addr: u64,
     pub site_info: u64,
 }
@@ -387,6 +389,7 @@ impl RankSlot {
             diverged: self.diverged.load(Ordering::Acquire),
             posted: self.posted.load(Ordering::Acquire),
             last_post_blocking: self.last_post_blocking.load(Ordering::Acquire),
+            pending_fails: self.pending_fails.load(Ordering::Acquire),
             site_addr: self.site_addr.load(Ordering::Acquire),
             site_info: self.site_info.load(Ordering::Acquire),
         }
@@ -401,6 +404,7 @@ impl RankSlot {
         self.diverged.store(s.diverged, Ordering::Release);
         self.last_post_blocking
             .store(s.last_post_blocking, Ordering::Release);
+        self.pending_fails.store(s.pending_fails, Ordering::Release);
         self.site_info.store(s.site_info, Ordering::Relaxed);
         self.site_addr.store(s.site_addr, Ordering::Release);
         self.posted.store(s.posted, Ordering::Release);
