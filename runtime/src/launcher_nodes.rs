@@ -47,11 +47,19 @@ impl JobSegments {
         } else {
             vec![crate::rank::create_segment(e.ranks, e.nodes)?]
         };
+        // Until the data plane carries eager bytes between nodes through the transport,
+        // the nodes of one process share node memory for them.
+        let eager = Arc::new(crate::engine::eager::EagerMemory::default());
+        let shared = segs
+            .into_iter()
+            .map(|s| {
+                let mut js = JobShared::new(s);
+                js.eager = eager.clone();
+                Arc::new(js)
+            })
+            .collect();
         Ok(JobSegments {
-            shared: segs
-                .into_iter()
-                .map(|s| Arc::new(JobShared::new(s)))
-                .collect(),
+            shared,
             node_of_rank,
         })
     }

@@ -372,6 +372,8 @@ pub struct SlotStatus {
     pub diverged: u32,
     pub posted: u64,
     pub last_post_blocking: u32,
+    /// The failed tests of the rank's open run (node 0's livelock watch).
+    pub pending_fails: u32,
     pub site_addr: u64,
     pub site_info: u64,
 }
@@ -387,6 +389,7 @@ impl RankSlot {
             diverged: self.diverged.load(Ordering::Acquire),
             posted: self.posted.load(Ordering::Acquire),
             last_post_blocking: self.last_post_blocking.load(Ordering::Acquire),
+            pending_fails: self.pending_fails.load(Ordering::Acquire),
             site_addr: self.site_addr.load(Ordering::Acquire),
             site_info: self.site_info.load(Ordering::Acquire),
         }
@@ -401,6 +404,7 @@ impl RankSlot {
         self.diverged.store(s.diverged, Ordering::Release);
         self.last_post_blocking
             .store(s.last_post_blocking, Ordering::Release);
+        self.pending_fails.store(s.pending_fails, Ordering::Release);
         self.site_info.store(s.site_info, Ordering::Relaxed);
         self.site_addr.store(s.site_addr, Ordering::Release);
         self.posted.store(s.posted, Ordering::Release);
@@ -491,9 +495,9 @@ impl JobSegment {
 
     /// Create the segment of `node` in a job with one segment per node: it has a slot for
     /// every rank (global rank numbers), but only the node's ranks (`node_of_rank[r] ==
-    /// node`) attach to it and only their queues are set up. The other ranks' slots are
-    /// never touched on that node, except on node 0 the first page of each (the slot
-    /// header the slot mirror writes): a memfd page nobody touches takes no memory.
+    /// node`) attach to it and only their queues are set up. The other ranks' queues and
+    /// MMDS blocks are never touched, at most the first page of their slots (the slot
+    /// header: node 0's slot mirror writes it): a memfd page nobody touches takes no memory.
     pub fn create_for_node(
         ranks: u32,
         nodes: u32,
@@ -739,97 +743,5 @@ pub fn ring_doorbell(seg: &JobSegment) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocked_calls_keep_their_slot_codes() {
-        // The codes the slot held when they were bare `CALL_*` constants.
-        let legacy = [
-            (BlockedCall::Call(Primitive::Wait), 100),
-            (BlockedCall::Call(Primitive::Waitall), 101),
-            (BlockedCall::Call(Primitive::Waitany), 102),
-            (BlockedCall::Call(Primitive::Waitsome), 103),
-            (BlockedCall::QueueFull, 104),
-            (BlockedCall::Call(Primitive::Test), 105),
-            (BlockedCall::Call(Primitive::Testall), 106),
-            (BlockedCall::Call(Primitive::Testany), 107),
-            (BlockedCall::Call(Primitive::Testsome), 108),
-            (BlockedCall::Posted(DescKind::Recv), DescKind::Recv as u32),
-            (
-                BlockedCall::Posted(DescKind::Barrier),
-                DescKind::Barrier as u32,
-            ),
-        ];
-        for (call, code) in legacy {
-            assert_eq!(call.to_raw(), code, "{call:?}");
-            assert_eq!(BlockedCall::from_raw(code), call);
-        }
-        assert_eq!(BlockedCall::Call(Primitive::Waitall).name(), "MPI_Waitall");
-        assert_eq!(BlockedCall::Posted(DescKind::Recv).name(), "MPI_Recv");
-        assert_eq!(BlockedCall::from_raw(99_999).name(), "?");
-    }
-
-    #[test]
-    fn every_blocked_call_round_trips() {
-        let kinds = (0..=u8::MAX).filter_map(DescKind::from_u8);
-        for k in kinds {
-            assert!(
-                (k as u32) < 100,
-                "descriptor kinds stay below the call codes"
-            );
-            let c = BlockedCall::Posted(k);
-            assert_eq!(BlockedCall::from_raw(c.to_raw()), c);
-        }
-        for &p in Primitive::ALL {
-            let c = BlockedCall::Call(p);
-            assert_eq!(BlockedCall::from_raw(c.to_raw()), c, "{}", p.mpi_name());
-        }
-    }
-
-    #[test]
-    fn states_and_divergences_keep_their_codes_and_unknown_words_are_safe() {
-        for (s, v) in [
-            (RankState::Computing, 0),
-            (RankState::Blocked, 1),
-            (RankState::Finalized, 2),
-            (RankState::Exited, 3),
-            (RankState::Held, 4),
-        ] {
-            assert_eq!(s as u32, v);
-            assert_eq!(RankState::from_raw(v), s);
-        }
-        assert_eq!(RankState::from_raw(77), RankState::Exited);
-        assert_eq!(Divergence::from_raw(0), None);
-        for d in [
-            Divergence::OutcomeKind,
-            Divergence::LogExhausted,
-            Divergence::BadIndex,
-            Divergence::BadLog,
-        ] {
-            assert_eq!(Divergence::from_raw(d as u32), Some(d));
-        }
-        assert_eq!(Divergence::from_raw(9), Some(Divergence::Unknown));
-    }
-
-    #[test]
-    fn slot_accessors_track_the_computing_count() {
-        let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
-        assert_eq!(seg.slot(1).state(), RankState::Computing);
-        assert!(!leave_computing(&seg, 0, RankState::Blocked));
-        assert!(
-            leave_computing(&seg, 1, RankState::Held),
-            "the last one rings"
-        );
-        assert_eq!(count_state(&seg, 0..2, RankState::Blocked), 1);
-        assert!(!resume_computing(&seg, 1), "held, not blocked");
-        assert!(resume_computing_from(&seg, 1, RankState::Held));
-        assert!(resume_computing(&seg, 0));
-        assert_eq!(seg.header().computing.load(Ordering::Acquire), 2);
-        seg.slot(0).set_blocked_call(Primitive::Waitany.into());
-        assert_eq!(seg.slot(0).blocked_call().name(), "MPI_Waitany");
-        assert_eq!(seg.slot(0).diverged(), None);
-        seg.slot(0).set_diverged(Divergence::BadIndex);
-        assert_eq!(seg.slot(0).diverged(), Some(Divergence::BadIndex));
-    }
-}
+#[path = "segment_tests.rs"]
+mod tests;

@@ -13,7 +13,7 @@ const LAYOUT: [&str; 4] = ["--nodes", "3", "-n", "6"];
 
 #[test]
 fn fixtures_run_with_a_segment_per_node() {
-    for name in ["token_ring", "collectives"] {
+    for name in ["token_ring", "collectives", "p2p"] {
         let run = run_fixture_env(&LAYOUT, name, &[], &[ISOLATED]);
         run.assert_ok(name);
     }
@@ -89,4 +89,49 @@ fn the_adaptive_strobe_stretches_with_isolated_nodes() {
     // 600 ms of 500 us timer slices would be 1200; stretched, a slice per doorbell or
     // per 100 ms safety timeout.
     assert!(total < 120, "{total} slices: the timer did not stretch");
+}
+
+/// Node 0's livelock watch sees the other nodes' ranks polling (their failed tests come
+/// through the mirror at the end of every slice).
+#[test]
+fn ranks_polling_on_two_isolated_nodes_are_a_livelock() {
+    const PROGRAM: &str = r#"
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank, flag = 0, in = 0;
+    MPI_Request req;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Irecv(&in, 1, MPI_INT, 1 - rank, 0, MPI_COMM_WORLD, &req);
+    while (!flag) MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("poll.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.path().join("poll").display().to_string();
+    let cc = strobe_cmd(&["mpicc", "-o", &exe, &src.display().to_string()], &[]);
+    assert_eq!(cc.code, 0, "mpicc: {}", cc.stderr);
+    let args = [
+        "run",
+        "--nodes",
+        "2",
+        "-n",
+        "2",
+        "--livelock-slices",
+        "200",
+        "--timeout",
+        "120s",
+        "--",
+        &exe,
+    ];
+    let out = strobe_cmd(&args, &[ISOLATED]);
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("rank 0 polling in") && out.stderr.contains("rank 1 polling in"),
+        "{}",
+        out.stderr
+    );
 }

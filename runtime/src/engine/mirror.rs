@@ -8,7 +8,7 @@
 //!
 //! * On every other node a [`Pusher`] builds a *status block* of the node's ranks (state,
 //!   blocked call, divergence, posted count, whether the rank's descriptor queue holds
-//!   anything, call-site words, pid; the node's `computing` count and backlog flag) and,
+//!   anything, call-site words, pid, failed tests of its open run; the node's `computing` count and backlog flag) and,
 //!   when it changed, puts it into the node's block of node 0's global memory with
 //!   Xfer-And-Signal, signalling [`EV_MIRROR`]. A mirror thread pushes whenever the node's
 //!   doorbell rings (the node's segment is `mirrored`: with `stretched` set by the thread
@@ -115,12 +115,18 @@ struct Status {
 }
 
 impl Status {
-    /// Equal but for posted counts (a live run's node 0 does not need them pushed).
-    fn same_without_posts(&self, o: &Status) -> bool {
-        let strip = |s: &SlotStatus| SlotStatus {
-            posted: 0,
-            last_post_blocking: 0,
-            ..*s
+    /// Equal, or with `counts` false equal but for the counters that change on every
+    /// call (posted descriptors, failed tests): a live run's node 0 needs those only at
+    /// the end of a slice, and a change of them alone must not wake anyone.
+    fn same(&self, o: &Status, counts: bool) -> bool {
+        let strip = |s: &SlotStatus| match counts {
+            true => *s,
+            false => SlotStatus {
+                posted: 0,
+                last_post_blocking: 0,
+                pending_fails: 0,
+                ..*s
+            },
         };
         self.computing == o.computing
             && self.flags == o.flags
@@ -154,6 +160,7 @@ impl Status {
             for (j, w) in [s.posted, s.site_addr, s.site_info].iter().enumerate() {
                 e[24 + j * 8..32 + j * 8].copy_from_slice(&w.to_le_bytes());
             }
+            e[48..52].copy_from_slice(&s.pending_fails.to_le_bytes());
         }
         let sum = fnv(&b[8..]);
         b[..8].copy_from_slice(&sum.to_le_bytes());
@@ -185,6 +192,7 @@ impl Status {
                     posted: u64_at(e + 24),
                     site_addr: u64_at(e + 32),
                     site_info: u64_at(e + 40),
+                    pending_fails: u32_at(e + 48),
                 };
                 (u32_at(e), status)
             })
@@ -239,16 +247,13 @@ impl Pusher {
         }
     }
 
-    /// Push the node's status if it changed since the last push; true if it pushed.
-    pub(crate) fn push(&mut self) -> Result<bool, TransportError> {
+    /// Push the node's status if it changed since the last push (`counts`: a change of a
+    /// counter alone counts too; always in replay, whose gate waits for posts); true if
+    /// it pushed.
+    pub(crate) fn push(&mut self, counts: bool) -> Result<bool, TransportError> {
         let now = self.status();
-        let unchanged = self.last.as_ref().is_some_and(|l| {
-            if self.track_posts {
-                *l == now
-            } else {
-                l.same_without_posts(&now)
-            }
-        });
+        let counts = counts || self.track_posts;
+        let unchanged = self.last.as_ref().is_some_and(|l| l.same(&now, counts));
         if unchanged {
             return Ok(false);
         }
@@ -274,14 +279,32 @@ pub(crate) struct Applier {
     cfg: EngineConfig,
     node_of_rank: Vec<u32>,
     applied: Vec<u64>,
+    /// Each node's last status applied (whether a new one is worth a doorbell).
+    last: Vec<Option<Status>>,
+    /// Replay: a new post wakes the Strobe Sender (its gate waits for posts).
+    track_posts: bool,
     buf: Vec<u8>,
 }
 
 impl Applier {
+    /// Whether some node's block is newer than the one applied (reads one word per node).
+    fn newer(&self) -> Result<bool, TransportError> {
+        let mut seq = [0u8; 8];
+        for n in 1..self.cfg.nodes {
+            let off = block_offset(self.base, &self.cfg, n) + 8;
+            self.t.read_local(off, &mut seq)?;
+            if u64::from_le_bytes(seq) > self.applied[n as usize] {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Apply every block newer than the one applied last; rings node 0's doorbell if
-    /// anything changed. Returns whether it did.
+    /// anything but a counter changed (anything, in replay). Returns whether it applied.
     pub(crate) fn apply(&mut self) -> Result<bool, TransportError> {
         let mut changed = false;
+        let mut ring = false;
         for n in 1..self.cfg.nodes {
             self.t
                 .read_local(block_offset(self.base, &self.cfg, n), &mut self.buf)?;
@@ -300,8 +323,13 @@ impl Applier {
             }
             self.shared.remote.set(n, status.computing, status.flags);
             changed = true;
+            let last = &mut self.last[n as usize];
+            ring |= !last
+                .as_ref()
+                .is_some_and(|l| l.same(&status, self.track_posts));
+            *last = Some(status);
         }
-        if changed {
+        if ring {
             crate::segment::ring_doorbell(&self.shared.seg);
         }
         Ok(changed)
@@ -339,6 +367,8 @@ impl NodeMirror {
                 base,
                 buf: vec![0; block_size(cfg)],
                 applied: vec![0; cfg.nodes as usize],
+                last: vec![None; cfg.nodes as usize],
+                track_posts,
                 cfg: cfg.clone(),
                 node_of_rank,
             };
@@ -368,10 +398,11 @@ impl NodeMirror {
         }
     }
 
-    /// Node manager: push now if the status changed (end of a slice, before RM done).
+    /// Node manager: push now if the status changed, counters included (end of a slice,
+    /// before RM done: node 0's livelock watch reads the failed tests then).
     pub(crate) fn push(&self) -> Result<(), TransportError> {
         if let Some(p) = &self.pusher {
-            p.lock().unwrap_or_else(|e| e.into_inner()).push()?;
+            p.lock().unwrap_or_else(|e| e.into_inner()).push(true)?;
         }
         Ok(())
     }
@@ -380,6 +411,22 @@ impl NodeMirror {
     pub(crate) fn apply(&self) -> Result<(), TransportError> {
         if let Some(a) = &self.applier {
             a.lock().unwrap_or_else(|e| e.into_inner()).apply()?;
+        }
+        Ok(())
+    }
+
+    /// Strobe Sender while it polls its doorbell: apply a newly arrived block at once
+    /// rather than wait for the mirror thread's wake-up (applying rings the doorbell).
+    pub(crate) fn poll(&self) -> Result<(), TransportError> {
+        let Some(a) = &self.applier else {
+            return Ok(());
+        };
+        // The mirror thread applies meanwhile: skip rather than wait for it.
+        let Ok(mut a) = a.try_lock() else {
+            return Ok(());
+        };
+        if a.newer()? {
+            a.apply()?;
         }
         Ok(())
     }
@@ -414,10 +461,12 @@ fn push_loop(p: &Mutex<Pusher>, shared: &JobShared, stop: &AtomicBool) {
         // seen by the push below.
         h.stretched.store(1, Ordering::SeqCst);
         std::sync::atomic::fence(Ordering::SeqCst);
-        if let Err(e) = p.lock().unwrap_or_else(|e| e.into_inner()).push() {
+        if let Err(e) = p.lock().unwrap_or_else(|e| e.into_inner()).push(false) {
             tracing::warn!("slot mirror stopped: {e}");
             return;
         }
+        // No polling here: on a loaded host a spinning mirror per node costs the ranks
+        // more than the wake-up it saves (measured with pingpong, 2 nodes).
         crate::futex::wait_counted(
             &h.doorbell,
             bell,

@@ -106,15 +106,31 @@ fn a_remote_rank_reaches_node_0_only_through_the_mirror() {
 }
 
 #[test]
-fn unchanged_status_is_not_pushed_and_posts_count_only_in_replay() {
+fn unchanged_status_is_not_pushed_and_counters_alone_only_at_slice_ends_or_in_replay() {
     for track_posts in [false, true] {
         let p = pair(track_posts);
         let pusher = p.mirrors[1].pusher.as_ref().expect("node 1 pushes");
         let mut pusher = pusher.lock().expect("lock");
-        assert!(pusher.push().expect("first push"));
-        assert!(!pusher.push().expect("nothing changed"));
-        p.shared[1].seg.slot(3).posted.store(7, Ordering::Release);
-        assert_eq!(pusher.push().expect("push"), track_posts);
+        assert!(pusher.push(false).expect("first push"));
+        assert!(!pusher.push(true).expect("nothing changed"));
+        let slot = &p.shared[1].seg.slot(3);
+        slot.posted.store(7, Ordering::Release);
+        assert_eq!(pusher.push(false).expect("push"), track_posts);
+        slot.pending_fails.store(3, Ordering::Release);
+        assert_eq!(pusher.push(false).expect("push"), track_posts);
+        // The end of a slice pushes counters too (the livelock watch reads failed tests).
+        slot.pending_fails.store(4, Ordering::Release);
+        assert!(pusher.push(true).expect("push"));
+        drop(pusher);
+        p.mirrors[0].apply().expect("apply");
+        assert_eq!(
+            p.shared[0]
+                .seg
+                .slot(3)
+                .pending_fails
+                .load(Ordering::Acquire),
+            4
+        );
     }
 }
 

@@ -171,8 +171,10 @@ pub struct JobShared {
     /// environment.
     #[doc(hidden)]
     pub diverge_replica: Option<(u32, u64)>,
-    /// Node memory holding the bytes of eager sends until their receive takes them.
-    pub eager: eager::EagerMemory,
+    /// Node memory holding the bytes of eager sends until their receive takes them
+    /// (shared between the nodes of one process: the launcher's isolated-nodes test mode
+    /// hands every node the same one, as its helpers still move bytes between nodes).
+    pub eager: Arc<eager::EagerMemory>,
     /// Some node has completions waiting for queue space (set at delivery, taken by the
     /// Strobe Sender at the end of the slice): the slice is not quiet.
     pub backlog: AtomicBool,
@@ -193,7 +195,7 @@ impl JobShared {
             outcome: Mutex::new(None),
             parked: AtomicU64::new(0),
             diverge_replica: None,
-            eager: eager::EagerMemory::default(),
+            eager: Default::default(),
             backlog: AtomicBool::new(false),
         }
     }
@@ -301,45 +303,63 @@ impl Engine {
                 }
             }
         }
-        let mirror_stop = Arc::new(AtomicBool::new(false));
         let mut engine = Engine {
             threads: Vec::new(),
             mirrors: Vec::new(),
-            mirror_stop: mirror_stop.clone(),
+            mirror_stop: Arc::new(AtomicBool::new(false)),
             shared: parts.iter().map(|p| p.shared.clone()).collect(),
         };
-        let spawn_err = |e: std::io::Error| EngineError::Other(format!("spawning a thread: {e}"));
         for p in parts {
-            let n = p.node;
-            let mirror = if shared_segment || cfg.nodes == 1 {
-                mirror::NodeMirror::default()
-            } else {
-                let base = node::mirror_base(&cfg);
-                let (t, shared) = (p.transport.clone(), p.shared.clone());
-                mirror::NodeMirror::new(&cfg, base, n, t, shared, source.is_some())
-            };
-            let stop = mirror_stop.clone();
-            let thread = mirror
-                .spawn(n, p.transport.clone(), p.shared.clone(), stop)
-                .map_err(spawn_err)?;
-            engine.mirrors.extend(thread);
-            let nm = node::NodeManager::new(
-                cfg.clone(),
-                n,
-                p.transport,
-                p.shared.clone(),
-                sink.clone(),
-                source.clone(),
-                mirror,
-            );
-            let guard = p.shared;
-            let t = std::thread::Builder::new()
-                .name(format!("strobe-node{n}"))
-                .spawn(move || run_guarded(n, nm, &guard))
-                .map_err(spawn_err)?;
-            engine.threads.push(t);
+            if let Err(e) = engine.spawn_node(&cfg, p, shared_segment, &sink, &source) {
+                // Leave nothing running behind the error.
+                engine.mirror_stop.store(true, Ordering::Release);
+                engine.shared.iter().for_each(|s| s.request_stop());
+                return Err(e);
+            }
         }
         Ok(engine)
+    }
+
+    /// Start one node's manager thread, and its slot-mirror thread unless every node
+    /// shares one segment.
+    fn spawn_node(
+        &mut self,
+        cfg: &EngineConfig,
+        p: NodePart,
+        shared_segment: bool,
+        sink: &Arc<dyn SliceSink>,
+        source: &Option<Arc<dyn SliceSource>>,
+    ) -> Result<(), EngineError> {
+        let spawn_err = |e: std::io::Error| EngineError::Other(format!("spawning a thread: {e}"));
+        let n = p.node;
+        let mirror = if shared_segment || cfg.nodes == 1 {
+            mirror::NodeMirror::default()
+        } else {
+            let base = node::mirror_base(cfg);
+            let (t, shared) = (p.transport.clone(), p.shared.clone());
+            mirror::NodeMirror::new(cfg, base, n, t, shared, source.is_some())
+        };
+        let stop = self.mirror_stop.clone();
+        let thread = mirror
+            .spawn(n, p.transport.clone(), p.shared.clone(), stop)
+            .map_err(spawn_err)?;
+        self.mirrors.extend(thread);
+        let nm = node::NodeManager::new(
+            cfg.clone(),
+            n,
+            p.transport,
+            p.shared.clone(),
+            sink.clone(),
+            source.clone(),
+            mirror,
+        );
+        let guard = p.shared;
+        let t = std::thread::Builder::new()
+            .name(format!("strobe-node{n}"))
+            .spawn(move || run_guarded(n, nm, &guard))
+            .map_err(spawn_err)?;
+        self.threads.push(t);
+        Ok(())
     }
 
     /// Wait for every node manager and return how the job's engine ended.

@@ -15,6 +15,8 @@ use tracing::debug;
 /// How long a stretched timer sleeps without a doorbell before it runs a slice anyway
 /// (a safety net: every event that needs a slice rings the doorbell).
 const STRETCH_LIMIT: Duration = Duration::from_millis(100);
+/// How long the Strobe Sender polls its doorbell between looks at the mirror's blocks.
+const MIRROR_POLL: Duration = Duration::from_micros(5);
 
 impl NodeManager {
     /// Strobe Sender, one round: report whatever could start the next slice (or end the
@@ -52,8 +54,30 @@ impl NodeManager {
             Duration::ZERO
         }
         .min(deadline.saturating_duration_since(Instant::now()));
-        if !futex::spin_while_eq(&h.doorbell, bell, spin) {
+        if !self.spin_on_doorbell(bell, spin) {
             futex::wait_counted(&h.doorbell, bell, &h.doorbell_sleepers, Some(deadline));
+        }
+    }
+
+    /// Poll the doorbell for up to `spin`; true when it rang. With a slot mirror, also
+    /// apply the other nodes' status blocks as they arrive (one hop less than waiting for
+    /// node 0's mirror thread to wake).
+    fn spin_on_doorbell(&self, bell: u32, spin: Duration) -> bool {
+        let h = self.shared.seg.header();
+        if self.mirror.applier.is_none() || spin.is_zero() {
+            return futex::spin_while_eq(&h.doorbell, bell, spin);
+        }
+        let until = Instant::now() + spin;
+        loop {
+            if futex::spin_while_eq(&h.doorbell, bell, MIRROR_POLL) {
+                return true;
+            }
+            if let Err(e) = self.mirror.poll() {
+                tracing::warn!("slot mirror: {e}");
+            }
+            if Instant::now() >= until {
+                return h.doorbell.load(Ordering::Acquire) != bell;
+            }
         }
     }
 

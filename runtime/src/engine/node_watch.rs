@@ -1,0 +1,124 @@
+//! Node 0's watch over the job at the end of a slice: the blocked ranks' call sites and
+//! deadlock detection (a child module of `node`, so it sees the Node Manager's fields).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::super::deadlock::DeadlockReport;
+use super::super::EngineOutcome;
+use super::NodeManager;
+use crate::descriptor::Descriptor;
+use crate::sched::SliceDecisions;
+use crate::segment::{BlockedCall, RankState};
+use tracing::debug;
+
+impl NodeManager {
+    /// Node 0: the call-site words of `blocked` as the ranks publish them now (two loads
+    /// each), resolved at the end of the slice ([`Self::blocked_sites`]).
+    pub(super) fn site_words(
+        &self,
+        blocked: &[(u32, BlockedCall)],
+    ) -> Vec<(u32, i32, crate::callsite::SiteWords)> {
+        if self.node != 0 {
+            return Vec::new();
+        }
+        let seg = &self.shared.seg;
+        blocked
+            .iter()
+            .filter(|&&(r, _)| self.may_symbolize(r))
+            .map(|&(r, _)| {
+                let slot = seg.slot(r);
+                (r, slot.pid.load(Ordering::Acquire) as i32, slot.site())
+            })
+            .collect()
+    }
+
+    /// The call sites of the blocked ranks (node 0), resolved while the ranks are alive.
+    pub(super) fn blocked_sites(
+        &mut self,
+        words: &[(u32, i32, crate::callsite::SiteWords)],
+    ) -> Vec<(u32, Arc<crate::symbolize::CallSite>)> {
+        words
+            .iter()
+            .filter_map(|&(r, pid, w)| self.sites.site(r, pid, w).map(|s| (r, s)))
+            .collect()
+    }
+
+    /// Strobe Sender: every live rank blocked, nothing posted, nothing scheduled, nothing in
+    /// flight, for `deadlock_slices` slices in a row: the job can never progress.
+    ///
+    /// In replay `recorded` is the recorded blocked set of the slice: whether a rank was
+    /// already inside its blocking call when the strobe fired is timing, and the replay must
+    /// declare the deadlock in the same slice as the recording.
+    pub(super) fn check_deadlock(
+        &mut self,
+        slice: u64,
+        posted: &[Descriptor],
+        dec: &SliceDecisions,
+        recorded: Option<&[u32]>,
+    ) {
+        let seg = &self.shared.seg;
+        let mut live = 0;
+        let mut blocked = 0;
+        for r in 0..self.cfg.ranks {
+            let state = seg.slot(r).state();
+            let is_live = state.is_live();
+            let is_blocked = match recorded {
+                Some(rec) => rec.contains(&r),
+                None => state == RankState::Blocked,
+            };
+            if is_live || (recorded.is_some() && is_blocked) {
+                live += 1;
+                blocked += is_blocked as u32;
+            }
+        }
+        let stuck = live > 0
+            && blocked == live
+            && posted.is_empty()
+            && dec.is_empty()
+            && self.sched.is_quiescent()
+            && self.overflow.iter().all(|o| o.is_empty())
+            && !self.shared.remote.backlog()
+            && !self.a_blocked_rank_can_run(recorded);
+        self.idle_slices = if stuck { self.idle_slices + 1 } else { 0 };
+        if recorded.is_none() && !stuck {
+            let (mirrored, node_of_rank) = (self.mirror.applier.is_some(), &self.node_of_rank);
+            let sym = |r: u32| !mirrored || node_of_rank[r as usize] == 0;
+            if let Some(report) =
+                self.livelock
+                    .after_slice(slice, seg, &self.sched, posted, dec, &sym)
+            {
+                debug!(slice, "livelock detected");
+                *self.shared.outcome.lock().expect("outcome lock") =
+                    Some(EngineOutcome::Deadlock(report));
+                self.shared.stop.store(true, Ordering::Release);
+                return;
+            }
+        }
+        if self.idle_slices >= self.cfg.deadlock_slices {
+            let sym = |r| self.may_symbolize(r);
+            let report = DeadlockReport::build(slice, seg, &self.sched, self.cfg.ranks, &sym);
+            debug!(slice, blocked = report.blocked.len(), "deadlock detected");
+            *self.shared.outcome.lock().expect("outcome lock") =
+                Some(EngineOutcome::Deadlock(report));
+            self.shared.stop.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether some rank counted as blocked has nothing left to wait for: every operation
+    /// it posted is complete (its completions were delivered and it was woken), so it will
+    /// run as soon as it gets a core. On a loaded machine that can take longer than
+    /// `deadlock_slices` back-to-back idle slices, and without this check the job was
+    /// declared deadlocked while a rank was about to run. Depends only on the scheduler and
+    /// the blocked set (the recorded one in replay), so replay decides it the same way.
+    fn a_blocked_rank_can_run(&self, recorded: Option<&[u32]>) -> bool {
+        let seg = &self.shared.seg;
+        (0..self.cfg.ranks).any(|r| {
+            let blocked = match recorded {
+                Some(rec) => rec.contains(&r),
+                None => seg.slot(r).state() == RankState::Blocked,
+            };
+            blocked && self.sched.pending_of(r).is_empty()
+        })
+    }
+}

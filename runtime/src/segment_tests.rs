@@ -1,0 +1,133 @@
+//! The job segment's encodings and accessors.
+
+use super::*;
+
+#[test]
+fn blocked_calls_keep_their_slot_codes() {
+    // The codes the slot held when they were bare `CALL_*` constants.
+    let legacy = [
+        (BlockedCall::Call(Primitive::Wait), 100),
+        (BlockedCall::Call(Primitive::Waitall), 101),
+        (BlockedCall::Call(Primitive::Waitany), 102),
+        (BlockedCall::Call(Primitive::Waitsome), 103),
+        (BlockedCall::QueueFull, 104),
+        (BlockedCall::Call(Primitive::Test), 105),
+        (BlockedCall::Call(Primitive::Testall), 106),
+        (BlockedCall::Call(Primitive::Testany), 107),
+        (BlockedCall::Call(Primitive::Testsome), 108),
+        (BlockedCall::Posted(DescKind::Recv), DescKind::Recv as u32),
+        (
+            BlockedCall::Posted(DescKind::Barrier),
+            DescKind::Barrier as u32,
+        ),
+    ];
+    for (call, code) in legacy {
+        assert_eq!(call.to_raw(), code, "{call:?}");
+        assert_eq!(BlockedCall::from_raw(code), call);
+    }
+    assert_eq!(BlockedCall::Call(Primitive::Waitall).name(), "MPI_Waitall");
+    assert_eq!(BlockedCall::Posted(DescKind::Recv).name(), "MPI_Recv");
+    assert_eq!(BlockedCall::from_raw(99_999).name(), "?");
+}
+
+#[test]
+fn every_blocked_call_round_trips() {
+    let kinds = (0..=u8::MAX).filter_map(DescKind::from_u8);
+    for k in kinds {
+        assert!(
+            (k as u32) < 100,
+            "descriptor kinds stay below the call codes"
+        );
+        let c = BlockedCall::Posted(k);
+        assert_eq!(BlockedCall::from_raw(c.to_raw()), c);
+    }
+    for &p in Primitive::ALL {
+        let c = BlockedCall::Call(p);
+        assert_eq!(BlockedCall::from_raw(c.to_raw()), c, "{}", p.mpi_name());
+    }
+}
+
+#[test]
+fn states_and_divergences_keep_their_codes_and_unknown_words_are_safe() {
+    for (s, v) in [
+        (RankState::Computing, 0),
+        (RankState::Blocked, 1),
+        (RankState::Finalized, 2),
+        (RankState::Exited, 3),
+        (RankState::Held, 4),
+    ] {
+        assert_eq!(s as u32, v);
+        assert_eq!(RankState::from_raw(v), s);
+    }
+    assert_eq!(RankState::from_raw(77), RankState::Exited);
+    assert_eq!(Divergence::from_raw(0), None);
+    for d in [
+        Divergence::OutcomeKind,
+        Divergence::LogExhausted,
+        Divergence::BadIndex,
+        Divergence::BadLog,
+    ] {
+        assert_eq!(Divergence::from_raw(d as u32), Some(d));
+    }
+    assert_eq!(Divergence::from_raw(9), Some(Divergence::Unknown));
+}
+
+#[test]
+fn slot_accessors_track_the_computing_count() {
+    let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
+    assert_eq!(seg.slot(1).state(), RankState::Computing);
+    assert!(!leave_computing(&seg, 0, RankState::Blocked));
+    assert!(
+        leave_computing(&seg, 1, RankState::Held),
+        "the last one rings"
+    );
+    assert_eq!(count_state(&seg, 0..2, RankState::Blocked), 1);
+    assert!(!resume_computing(&seg, 1), "held, not blocked");
+    assert!(resume_computing_from(&seg, 1, RankState::Held));
+    assert!(resume_computing(&seg, 0));
+    assert_eq!(seg.header().computing.load(Ordering::Acquire), 2);
+    seg.slot(0).set_blocked_call(Primitive::Waitany.into());
+    assert_eq!(seg.slot(0).blocked_call().name(), "MPI_Waitany");
+    assert_eq!(seg.slot(0).diverged(), None);
+    seg.slot(0).set_diverged(Divergence::BadIndex);
+    assert_eq!(seg.slot(0).diverged(), Some(Divergence::BadIndex));
+}
+
+/// Pages of `rank`'s slot in memory (the memfd's page cache), by `mincore`.
+fn resident_pages(seg: &JobSegment, rank: u32) -> usize {
+    let pages = seg.stride / 4096;
+    let mut vec = vec![0u8; pages];
+    // SAFETY: the slot lies inside the mapping (page-aligned, `stride` bytes) and `vec`
+    // has one byte per page of it.
+    let rc = unsafe {
+        libc::mincore(
+            seg.slot_ptr(rank) as *mut libc::c_void,
+            seg.stride,
+            vec.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+    vec.iter().filter(|&&b| b & 1 != 0).count()
+}
+
+#[test]
+fn a_node_segment_never_touches_the_other_nodes_ranks_slots() {
+    let of = [0, 0, 1, 1];
+    let seg = JobSegment::create_for_node(4, 2, 1024, 1024, 1, &of).expect("segment");
+    assert_eq!(resident_pages(&seg, 0), 0);
+    assert_eq!(resident_pages(&seg, 1), 0);
+    assert!(
+        resident_pages(&seg, 2) > 0,
+        "its own ranks' queues are set up"
+    );
+    assert_eq!(seg.header().computing.load(Ordering::Acquire), 2);
+    assert_eq!(seg.header().mirrored.load(Ordering::Acquire), 1);
+    // Node 0's mirror writes a remote rank's slot header: its first page only.
+    seg.slot(0).mirror(&SlotStatus {
+        state: RankState::Blocked as u32,
+        ..Default::default()
+    });
+    assert_eq!(resident_pages(&seg, 0), 1);
+    assert_eq!(seg.slot(0).state(), RankState::Blocked);
+    assert!(JobSegment::create_for_node(4, 2, 16, 16, 0, &of[..3]).is_err());
+}
