@@ -3,12 +3,16 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use strobe_recorder::window::{ENV_METRICS, ENV_SCHEDULE_LOG};
 use strobe_recorder::{JobInfo, Layer, RecordOptions, Recorder};
+use strobe_runtime::daemon::wire_sink::{apply_sink_frame, WireSink};
+use strobe_runtime::engine::SliceSink;
 use strobe_runtime::launcher::{EXIT_CANNOT_START, EXIT_INTERNAL};
 use strobe_runtime::mmds;
 
@@ -242,9 +246,20 @@ pub fn record_to(
         Some(s) => Arc::new(crate::summary::Tee(vec![rec.clone(), s.clone()])),
         None => rec.clone(),
     };
+    let loopback = wire_loopback(sink.clone(), capture.as_deref(), info.ranks)?;
+    let sink = match &loopback {
+        Some(l) => l.wire.clone() as Arc<dyn SliceSink>,
+        None => sink,
+    };
     match execute(job, &cfg, Some(sink), Some(out)) {
         Ok((report, checks)) => {
-            let code = report.exit_code();
+            let mut code = report.exit_code();
+            if let Some(l) = &loopback {
+                if let Err(e) = l.finish() {
+                    eprintln!("strobe: {e:#}");
+                    code = EXIT_INTERNAL;
+                }
+            }
             // `hunt`'s many runs keep their findings in the recording, unprinted.
             if !extras.quiet {
                 crate::print_checks(&checks);
@@ -278,6 +293,79 @@ pub fn record_to(
             // Keep a well-formed file that says why nothing ran.
             let _ = rec.finish_not_started(&format!("{e:#}"), EXIT_CANNOT_START);
             Err(e)
+        }
+    }
+}
+
+/// Test hook, not a user option: `STROBE_WIRE_LOOPBACK=1` sends every sink call of the
+/// recording through a [`WireSink`] as sink frames and back through [`apply_sink_frame`]
+/// into the recorder, on this host, exactly as a node daemon's calls reach the Machine
+/// Manager's recorder across hosts. The recording must equal a direct one in every digest
+/// (tests/tests/wire_sink.rs); the frames' sizes and costs are printed on stderr (one
+/// `strobe: wire loopback:` line, docs/multi-host.md "Recording across hosts").
+pub const ENV_WIRE_LOOPBACK: &str = "STROBE_WIRE_LOOPBACK";
+
+struct Loopback {
+    wire: Arc<WireSink>,
+    /// The first frame the recorder's side could not apply.
+    error: Arc<Mutex<Option<String>>>,
+    apply_ns: Arc<AtomicU64>,
+}
+
+fn wire_loopback(
+    inner: Arc<dyn SliceSink>,
+    capture: Option<&[u32]>,
+    ranks: u32,
+) -> Result<Option<Loopback>> {
+    if std::env::var_os(ENV_WIRE_LOOPBACK).is_none_or(|v| v.is_empty() || v == "0") {
+        return Ok(None);
+    }
+    let mut captures = vec![false; ranks as usize];
+    for &r in capture.unwrap_or_default() {
+        if let Some(c) = captures.get_mut(r as usize) {
+            *c = true;
+        }
+    }
+    let error = Arc::new(Mutex::new(None));
+    let apply_ns = Arc::new(AtomicU64::new(0));
+    let (e, ns) = (error.clone(), apply_ns.clone());
+    let send = Box::new(move |frame: Vec<u8>| {
+        let t = Instant::now();
+        let res = apply_sink_frame(&frame, &*inner);
+        ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if let Err(err) = res {
+            e.lock()
+                .expect("loopback error")
+                .get_or_insert(err.to_string());
+        }
+    });
+    let wire = WireSink::new(0, captures, send).context("starting the wire loopback")?;
+    Ok(Some(Loopback {
+        wire: Arc::new(wire),
+        error,
+        apply_ns,
+    }))
+}
+
+impl Loopback {
+    /// Wait for every frame to be applied, print what crossed, fail on a refused frame.
+    fn finish(&self) -> Result<()> {
+        self.wire.finish();
+        let st = self.wire.stats();
+        let per = |n: u64, d: u64| if d == 0 { 0 } else { n / d };
+        eprintln!(
+            "strobe: wire loopback: {} frames, {} bytes; {} slice frames, {} bytes ({} B/slice); encode {} ns/frame, decode+apply {} ns/frame",
+            st.frames,
+            st.bytes,
+            st.slice_frames,
+            st.slice_bytes,
+            per(st.slice_bytes, st.slice_frames),
+            per(st.encode_ns, st.frames),
+            per(self.apply_ns.load(Ordering::Relaxed), st.frames),
+        );
+        match self.error.lock().expect("loopback error").take() {
+            Some(e) => Err(anyhow!("wire loopback: a sink frame was refused: {e}")),
+            None => Ok(()),
         }
     }
 }

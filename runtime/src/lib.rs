@@ -20,6 +20,7 @@ pub mod calls;
 pub mod callsite;
 pub mod chaos;
 pub mod checks;
+pub mod daemon;
 pub mod engine;
 pub mod futex;
 pub mod launcher;

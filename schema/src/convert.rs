@@ -211,7 +211,7 @@ fn phase_from(p: g::Phase) -> Phase {
     }
 }
 
-fn reason_to(r: StartReason) -> g::StartReason {
+pub(crate) fn reason_to(r: StartReason) -> g::StartReason {
     match r {
         StartReason::First => g::StartReason::First,
         StartReason::Timer => g::StartReason::Timer,
@@ -220,7 +220,7 @@ fn reason_to(r: StartReason) -> g::StartReason {
     }
 }
 
-fn reason_from(r: g::StartReason) -> StartReason {
+pub(crate) fn reason_from(r: g::StartReason) -> StartReason {
     match r {
         g::StartReason::First => StartReason::First,
         g::StartReason::Timer => StartReason::Timer,
@@ -233,7 +233,7 @@ fn reason_from(r: g::StartReason) -> StartReason {
 
 /// A descriptor's fields. A kind code the runtime does not know is written as `invalid`
 /// and read back as kind 0 (equally invalid); everything else round-trips exactly.
-fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
+pub(crate) fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
     b.set_rank(d.rank);
     b.set_seq(d.seq);
     b.set_kind(kind_to(d.kind()));
@@ -252,7 +252,7 @@ fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
     b.set_aux2(d.aux2);
 }
 
-fn get_descriptor(r: g::descriptor::Reader<'_>) -> Result<Descriptor, SchemaError> {
+pub(crate) fn get_descriptor(r: g::descriptor::Reader<'_>) -> Result<Descriptor, SchemaError> {
     let kind = kind_from(r.get_kind().map_err(unknown("descriptor kind"))?);
     Ok(Descriptor {
         rank: r.get_rank(),
@@ -489,7 +489,7 @@ fn get_decision(r: g::decision::Reader<'_>) -> Result<Decision, SchemaError> {
     )
 }
 
-fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &SliceDecisions) {
+pub(crate) fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &SliceDecisions) {
     b.set_format_version(FORMAT_VERSION);
     b.set_slice(sd.slice);
     b.set_digest(sd.digest());
@@ -503,7 +503,9 @@ fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &SliceDecisio
     }
 }
 
-fn get_slice_decisions(r: g::slice_decisions::Reader<'_>) -> Result<SliceDecisions, SchemaError> {
+pub(crate) fn get_slice_decisions(
+    r: g::slice_decisions::Reader<'_>,
+) -> Result<SliceDecisions, SchemaError> {
     check_version(r.get_format_version())?;
     let decisions = r
         .get_decisions()?
