@@ -85,6 +85,11 @@ impl ReplayPackage {
         }
     }
 
+    /// The node a received package was made for (`None`: made from a recording here).
+    pub fn node(&self) -> Option<u32> {
+        self.node
+    }
+
     pub fn ranks(&self) -> u32 {
         self.log.ranks.len() as u32
     }

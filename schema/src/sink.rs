@@ -233,9 +233,8 @@ fn set_site(mut b: g::sink_call_site::Builder<'_>, rank: u32, s: &WireCallSite) 
 }
 
 fn text(r: capnp::Result<capnp::text::Reader<'_>>) -> Result<String, SchemaError> {
-    Ok(r?
-        .to_string()
-        .map_err(|e| SchemaError::Capnp(capnp::Error::failed(format!("text: {e}"))))?)
+    r?.to_string()
+        .map_err(|e| SchemaError::Capnp(capnp::Error::failed(format!("text: {e}"))))
 }
 
 fn get_site(r: g::sink_call_site::Reader<'_>) -> Result<(u32, WireCallSite), SchemaError> {
