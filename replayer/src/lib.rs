@@ -290,8 +290,10 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         Some(p) => {
             let info = JobInfo {
                 program: cfg.program.clone(),
-                // The layout the replay ran with (`--nodes`), as any recording says.
+                // The layout the replay ran with (`--nodes`), as any recording says: the
+                // recorded placement only when it is the recorded node count.
                 nodes: engine.nodes,
+                placement: job.placement.clone().filter(|_| engine.nodes == job.nodes),
                 histogram_resolution: cfg.mmds_resolution,
                 ..job.setup()
             };
