@@ -225,7 +225,10 @@ impl SliceSink for WireSink {
 /// recorder, checks, verifier). Returns the node that sent it. A malformed frame is an
 /// error and calls nothing.
 pub fn apply_sink_frame(frame: &[u8], sink: &dyn SliceSink) -> Result<u32, WireError> {
-    let f = decode_sink_frame(frame)?;
+    apply_decoded(decode_sink_frame(frame)?, sink)
+}
+
+fn apply_decoded(f: SinkFrame, sink: &dyn SliceSink) -> Result<u32, WireError> {
     match f.call {
         SinkCall::Slice(s) => sink.slice(&slice_from_wire(*s)),
         SinkCall::NodeMetrics { slice, metrics } => {
@@ -258,6 +261,32 @@ pub fn apply_sink_frame(frame: &[u8], sink: &dyn SliceSink) -> Result<u32, WireE
         }),
     }
     Ok(f.node)
+}
+
+/// [`apply_sink_frame`] for a frame that arrived on node `node`'s control connection (the
+/// Machine Manager's use): refused, calling nothing, if it claims another node, if a node
+/// other than 0 sends a slice record (only the Strobe Sender's node makes them), or if its
+/// node metrics are another node's. A daemon cannot write in another node's name.
+pub fn apply_node_frame(frame: &[u8], node: u32, sink: &dyn SliceSink) -> Result<(), WireError> {
+    let f = decode_sink_frame(frame)?;
+    let wrong = match &f.call {
+        _ if f.node != node => Some(format!(
+            "node {node}'s connection sent a frame of node {}",
+            f.node
+        )),
+        SinkCall::Slice(s) if node != 0 => Some(format!(
+            "node {node} sent slice {}'s record (only node 0 makes slice records)",
+            s.slice
+        )),
+        SinkCall::NodeMetrics { metrics, .. } if metrics.node != node => {
+            Some(format!("node {node} sent node {}'s metrics", metrics.node))
+        }
+        _ => None,
+    };
+    if let Some(why) = wrong {
+        return Err(WireError::Invalid(why));
+    }
+    apply_decoded(f, sink).map(drop)
 }
 
 // ---- conversions ------------------------------------------------------------------------

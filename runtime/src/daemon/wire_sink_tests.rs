@@ -316,3 +316,38 @@ fn an_unsorted_catalog_is_refused() {
     let e = apply_sink_frame(&frame, &Log::default()).unwrap_err();
     assert!(e.to_string().contains("not sorted"), "{e}");
 }
+
+#[test]
+fn a_frame_in_another_node_s_name_is_refused() {
+    let (sink, frames) = wire(2, Vec::new());
+    every_call(&sink);
+    sink.finish();
+    let frames = frames.lock().unwrap().clone();
+    let log = Log::default();
+    // Node 2's frames on node 2's connection: all but the slice record (node 0's alone).
+    let refused: Vec<String> = frames
+        .iter()
+        .filter_map(|f| apply_node_frame(f, 2, &log).err().map(|e| e.to_string()))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("only node 0 makes slice records"));
+    assert_eq!(log.take().len(), 4);
+    // On node 1's connection, every one is refused and nothing is called.
+    for f in &frames {
+        let e = apply_node_frame(f, 1, &log).unwrap_err();
+        assert!(e.to_string().contains("frame of node 2"), "{e}");
+    }
+    assert!(log.take().is_empty());
+    // Node metrics that name another node.
+    let (sink, frames) = wire(0, Vec::new());
+    sink.node_metrics(
+        1,
+        &LocalMetrics {
+            node: 3,
+            ..LocalMetrics::default()
+        },
+    );
+    sink.finish();
+    let e = apply_node_frame(&frames.lock().unwrap()[0], 0, &log).unwrap_err();
+    assert!(e.to_string().contains("node 3's metrics"), "{e}");
+}
