@@ -289,6 +289,48 @@ pub fn apply_node_frame(frame: &[u8], node: u32, sink: &dyn SliceSink) -> Result
     apply_decoded(f, sink).map(drop)
 }
 
+/// The Machine Manager's receiving end: every sink frame of every daemon goes through
+/// [`FrameApplier::frame`] (daemC's `machine::FrameSink` is this one method: `impl
+/// FrameSink for FrameApplier` forwards to it) into the MM's sinks (the recorder, the
+/// checks, a replay's verifier). A refused frame is counted and the first reason kept,
+/// never a panic; the MM reports it after the job (the recording then lacks what the frame
+/// carried, so it must not be called complete).
+pub struct FrameApplier {
+    sink: Arc<dyn SliceSink>,
+    refused: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl FrameApplier {
+    pub fn new(sink: Arc<dyn SliceSink>) -> FrameApplier {
+        FrameApplier {
+            sink,
+            refused: AtomicU64::new(0),
+            first_error: Mutex::new(None),
+        }
+    }
+
+    /// One frame from node `node`'s control connection, in that connection's order.
+    pub fn frame(&self, node: u32, bytes: &[u8]) {
+        if let Err(e) = apply_node_frame(bytes, node, &*self.sink) {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(node, "sink frame refused: {e}");
+            self.first_error
+                .lock()
+                .expect("frame applier")
+                .get_or_insert_with(|| format!("node {node}: {e}"));
+        }
+    }
+
+    /// How many frames were refused, and why the first one was.
+    pub fn refused(&self) -> (u64, Option<String>) {
+        (
+            self.refused.load(Ordering::Relaxed),
+            self.first_error.lock().expect("frame applier").clone(),
+        )
+    }
+}
+
 // ---- conversions ------------------------------------------------------------------------
 
 fn ns(d: Duration) -> u64 {

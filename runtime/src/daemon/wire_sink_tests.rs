@@ -351,3 +351,37 @@ fn a_frame_in_another_node_s_name_is_refused() {
     let e = apply_node_frame(&frames.lock().unwrap()[0], 0, &log).unwrap_err();
     assert!(e.to_string().contains("node 3's metrics"), "{e}");
 }
+
+#[test]
+fn the_applier_feeds_the_mm_s_sink_and_counts_refusals() {
+    let (sink, frames) = wire(1, Vec::new());
+    sink.node_metrics(
+        4,
+        &LocalMetrics {
+            node: 1,
+            ..LocalMetrics::default()
+        },
+    );
+    sink.outcomes(
+        3,
+        &[OutcomeRec {
+            kind: 0,
+            n: 2,
+            value: 0,
+        }],
+    );
+    sink.finish();
+    let log = Arc::new(Log::default());
+    let mm = FrameApplier::new(log.clone());
+    for f in frames.lock().unwrap().iter() {
+        mm.frame(1, f);
+    }
+    assert_eq!(log.take().len(), 2);
+    assert_eq!(mm.refused(), (0, None));
+    mm.frame(1, b"not a frame");
+    mm.frame(0, &frames.lock().unwrap()[0]);
+    let (n, why) = mm.refused();
+    assert_eq!(n, 2);
+    assert!(why.unwrap().starts_with("node 1: malformed sink frame"));
+    assert!(log.take().is_empty());
+}
