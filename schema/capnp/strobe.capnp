@@ -399,13 +399,23 @@ struct SinkSlice {
   global @3 :SinkGlobalMetrics;
   # Descriptors handled in the slice, canonical order.
   descriptors @4 :List(Descriptor);
-  # The decisions (digest-checked on decode) and the descriptors they refer to, sorted by
-  # (rank, seq): the correctness checks at the Machine Manager look them up.
-  decisions @5 :SliceDecisions;
+  # The decisions and the ranks woken, packed (schema/src/sink.rs, "Packed decisions"):
+  # varint(count), then per decision its DecisionKind byte and its fields in the digest's
+  # order (core sched/visit.rs) as LEB128 varints (i32 zigzag, bool and collective kind one
+  # byte, lists a count then items); then varint(count) and the woken ranks. Not the
+  # recorder's SliceDecisions blob: its reflection-driven codec costs ~12,000 instructions
+  # a decision to encode and ~20,000 to decode, on the slice's way out of node 0's daemon
+  # (docs/multi-host.md). Checked on decode against decisionsDigest.
+  decisions @5 :Data;
+  # The descriptors the decisions refer to, sorted by (rank, seq): the correctness checks
+  # at the Machine Manager look them up.
   catalog @6 :List(Descriptor);
   digest @7 :UInt64;
   blocked @8 :List(SinkBlocked);
   sites @9 :List(SinkCallSite);
+  # The digest of the decisions (core SliceDecisions::digest), recomputed and compared
+  # on decode.
+  decisionsDigest @10 :UInt64;
 }
 
 struct SinkOutcome {

@@ -489,7 +489,7 @@ fn get_decision(r: g::decision::Reader<'_>) -> Result<Decision, SchemaError> {
     )
 }
 
-pub(crate) fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &SliceDecisions) {
+fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &SliceDecisions) {
     b.set_format_version(FORMAT_VERSION);
     b.set_slice(sd.slice);
     b.set_digest(sd.digest());
@@ -503,9 +503,7 @@ pub(crate) fn set_slice_decisions(mut b: g::slice_decisions::Builder<'_>, sd: &S
     }
 }
 
-pub(crate) fn get_slice_decisions(
-    r: g::slice_decisions::Reader<'_>,
-) -> Result<SliceDecisions, SchemaError> {
+fn get_slice_decisions(r: g::slice_decisions::Reader<'_>) -> Result<SliceDecisions, SchemaError> {
     check_version(r.get_format_version())?;
     let decisions = r
         .get_decisions()?

@@ -8,9 +8,12 @@ use strobe_core::descriptor::{Completion, DescRef, Descriptor};
 use strobe_core::sched::SliceDecisions;
 use strobe_core::slice::StartReason;
 
+use strobe_core::descriptor::DescKind;
+use strobe_core::sched::{Decision, DecisionKind, DecisionSource, DecisionVisitor};
+
 use crate::convert::{
-    check_version, get_descriptor, get_slice_decisions, reader, reason_from, reason_to,
-    set_descriptor, set_slice_decisions, to_bytes, unknown,
+    check_version, get_descriptor, reader, reason_from, reason_to, set_descriptor, to_bytes,
+    unknown,
 };
 use crate::generated::strobe_capnp as g;
 use crate::{SchemaError, FORMAT_VERSION};
@@ -150,6 +153,193 @@ pub struct SinkFrame {
     pub call: SinkCall,
 }
 
+// ---- packed decisions ------------------------------------------------------------------
+//
+// A slice's decisions travel packed (schema `SinkSlice.decisions`): the core's field
+// visitor drives both directions, so no decision field is named here either, and the
+// order is the digest's. Measured (docs/multi-host.md): the reflection-driven Cap'n Proto
+// codec the recorder's blobs use made a message-heavy slice frame cost ~80 us to encode.
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(v: i32) -> u64 {
+    ((v << 1) ^ (v >> 31)) as u32 as u64
+}
+
+struct Packer<'a>(&'a mut Vec<u8>);
+
+impl DecisionVisitor for Packer<'_> {
+    fn kind(&mut self, kind: DecisionKind) {
+        self.0.push(kind as u8);
+    }
+    fn desc(&mut self, _: &'static str, v: strobe_core::descriptor::DescRef) {
+        put_varint(self.0, v.rank as u64);
+        put_varint(self.0, v.seq);
+    }
+    fn u32(&mut self, _: &'static str, v: u32) {
+        put_varint(self.0, v as u64);
+    }
+    fn u64(&mut self, _: &'static str, v: u64) {
+        put_varint(self.0, v);
+    }
+    fn i32(&mut self, _: &'static str, v: i32) {
+        put_varint(self.0, zigzag(v));
+    }
+    fn bool(&mut self, _: &'static str, v: bool) {
+        self.0.push(v as u8);
+    }
+    fn coll_kind(&mut self, _: &'static str, v: DescKind) {
+        self.0.push(v as u8);
+    }
+    fn error(&mut self, _: &'static str, v: u32) {
+        put_varint(self.0, v as u64);
+    }
+    fn desc_list(&mut self, f: &'static str, v: &[strobe_core::descriptor::DescRef]) {
+        put_varint(self.0, v.len() as u64);
+        for &d in v {
+            self.desc(f, d);
+        }
+    }
+    fn u32_list(&mut self, _: &'static str, v: &[u32]) {
+        put_varint(self.0, v.len() as u64);
+        for &x in v {
+            put_varint(self.0, x as u64);
+        }
+    }
+}
+
+fn pack_decisions(sd: &SliceDecisions) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + 24 * sd.decisions.len());
+    put_varint(&mut out, sd.decisions.len() as u64);
+    for d in &sd.decisions {
+        d.visit(&mut Packer(&mut out));
+    }
+    put_varint(&mut out, sd.wake.len() as u64);
+    for &r in &sd.wake {
+        put_varint(&mut out, r as u64);
+    }
+    out
+}
+
+fn bad_pack(what: &str) -> SchemaError {
+    SchemaError::Capnp(capnp::Error::failed(format!(
+        "sink frame: packed decisions: {what}"
+    )))
+}
+
+struct Unpacker<'a> {
+    bytes: &'a [u8],
+}
+
+impl Unpacker<'_> {
+    fn byte(&mut self) -> Result<u8, SchemaError> {
+        let (&b, rest) = self
+            .bytes
+            .split_first()
+            .ok_or_else(|| bad_pack("truncated"))?;
+        self.bytes = rest;
+        Ok(b)
+    }
+    fn varint(&mut self) -> Result<u64, SchemaError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(bad_pack("a varint longer than 64 bits"))
+    }
+    fn small<T: TryFrom<u64>>(&mut self) -> Result<T, SchemaError> {
+        T::try_from(self.varint()?).map_err(|_| bad_pack("a value out of range"))
+    }
+    /// A list length: every item takes at least one byte, so a length past what is left
+    /// is damage (and nothing is allocated for it).
+    fn len(&mut self) -> Result<usize, SchemaError> {
+        let n: usize = self.small()?;
+        if n > self.bytes.len() {
+            return Err(bad_pack("a list longer than the frame"));
+        }
+        Ok(n)
+    }
+}
+
+impl DecisionSource for Unpacker<'_> {
+    type Error = SchemaError;
+    fn desc(&mut self, _: &'static str) -> Result<strobe_core::descriptor::DescRef, SchemaError> {
+        Ok(strobe_core::descriptor::DescRef {
+            rank: self.small()?,
+            seq: self.varint()?,
+        })
+    }
+    fn u32(&mut self, _: &'static str) -> Result<u32, SchemaError> {
+        self.small()
+    }
+    fn u64(&mut self, _: &'static str) -> Result<u64, SchemaError> {
+        self.varint()
+    }
+    fn i32(&mut self, _: &'static str) -> Result<i32, SchemaError> {
+        let z: u32 = self.small()?;
+        Ok(((z >> 1) as i32) ^ -((z & 1) as i32))
+    }
+    fn bool(&mut self, _: &'static str) -> Result<bool, SchemaError> {
+        match self.byte()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(bad_pack("a bool that is neither 0 nor 1")),
+        }
+    }
+    fn coll_kind(&mut self, _: &'static str) -> Result<DescKind, SchemaError> {
+        DescKind::from_u8(self.byte()?).ok_or_else(|| bad_pack("an unknown collective kind"))
+    }
+    fn error(&mut self, _: &'static str) -> Result<u32, SchemaError> {
+        self.small()
+    }
+    fn desc_list(
+        &mut self,
+        f: &'static str,
+    ) -> Result<Vec<strobe_core::descriptor::DescRef>, SchemaError> {
+        let n = self.len()?;
+        (0..n).map(|_| self.desc(f)).collect()
+    }
+    fn u32_list(&mut self, _: &'static str) -> Result<Vec<u32>, SchemaError> {
+        let n = self.len()?;
+        (0..n).map(|_| self.small()).collect()
+    }
+}
+
+fn unpack_decisions(slice: u64, bytes: &[u8]) -> Result<SliceDecisions, SchemaError> {
+    let mut u = Unpacker { bytes };
+    let n = u.len()?;
+    let mut decisions = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = u.byte()?;
+        let kind = DecisionKind::ALL
+            .into_iter()
+            .find(|&d| d as u8 == k)
+            .ok_or_else(|| bad_pack("an unknown decision kind"))?;
+        decisions.push(Decision::read(kind, &mut u)?);
+    }
+    let n = u.len()?;
+    let wake = (0..n).map(|_| u.small()).collect::<Result<Vec<u32>, _>>()?;
+    if !u.bytes.is_empty() {
+        return Err(bad_pack("bytes after the woken ranks"));
+    }
+    Ok(SliceDecisions {
+        slice,
+        decisions,
+        wake,
+        catalog: Vec::new(),
+    })
+}
+
 // ---- encoding ---------------------------------------------------------------------------
 
 fn set_global(mut b: g::sink_global_metrics::Builder<'_>, m: &WireGlobalMetrics) {
@@ -275,7 +465,8 @@ fn set_slice(mut b: g::sink_slice::Builder<'_>, s: &WireSlice) {
         b.reborrow().init_descriptors(s.descriptors.len() as u32),
         &s.descriptors,
     );
-    set_slice_decisions(b.reborrow().init_decisions(), &s.decisions);
+    b.set_decisions(&pack_decisions(&s.decisions));
+    b.set_decisions_digest(s.decisions.digest());
     set_descriptors(
         b.reborrow().init_catalog(s.decisions.catalog.len() as u32),
         &s.decisions.catalog,
@@ -294,20 +485,21 @@ fn set_slice(mut b: g::sink_slice::Builder<'_>, s: &WireSlice) {
 }
 
 fn get_slice(r: g::sink_slice::Reader<'_>) -> Result<WireSlice, SchemaError> {
-    let mut decisions = get_slice_decisions(r.get_decisions()?)?;
+    let mut decisions = unpack_decisions(r.get_slice(), r.get_decisions()?)?;
+    let computed = decisions.digest();
+    if computed != r.get_decisions_digest() {
+        return Err(SchemaError::Digest {
+            slice: decisions.slice,
+            stored: r.get_decisions_digest(),
+            computed,
+        });
+    }
     decisions.catalog = get_descriptors(r.get_catalog()?)?;
     // The catalog is searched by (rank, seq): out of order, lookups would silently fail.
     if !decisions.catalog.windows(2).all(|w| w[0].id() < w[1].id()) {
         return Err(SchemaError::Capnp(capnp::Error::failed(
             "sink frame: the slice's catalog is not sorted by (rank, seq)".into(),
         )));
-    }
-    if decisions.slice != r.get_slice() {
-        return Err(SchemaError::Capnp(capnp::Error::failed(format!(
-            "sink frame: slice {} carries the decisions of slice {}",
-            r.get_slice(),
-            decisions.slice
-        ))));
     }
     Ok(WireSlice {
         slice: r.get_slice(),
