@@ -80,6 +80,9 @@ pub enum ReplayError {
     /// `--rank R` for a rank whose payloads were not captured (the text says how to).
     #[error("{0}")]
     NotCaptured(String),
+    /// A replay package that does not decode (replay across hosts, `remote.rs`).
+    #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
     #[error("--nodes {nodes}: the recording has {ranks} ranks, so between 1 and {ranks} nodes")]
     Nodes { nodes: u32, ranks: u32 },
     #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
@@ -357,7 +360,14 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             Some(checked),
             engine.node_of_rank(),
         ));
-        let report = launcher::launch(&cfg, verifier, Some(src))?;
+        let report = if remote::remote_loopback() {
+            let (src, wire) = remote::loopback(&rec, shared.clone(), verifier)?;
+            let report = launcher::launch(&cfg, wire.clone(), Some(src));
+            wire.finish();
+            report?
+        } else {
+            launcher::launch(&cfg, verifier, Some(src))?
+        };
         let user_ended = matches!(
             report.outcome,
             JobOutcome::Interrupted | JobOutcome::Timeout

@@ -28,6 +28,7 @@
 use std::sync::Arc;
 
 use strobe_recorder::replay_log::{completions_of, put_varint, RankLog, ReplayLog, VarintReader};
+use strobe_runtime::daemon::wire_sink::{apply_sink_frame, WireSink};
 use strobe_runtime::descriptor::Descriptor;
 use strobe_runtime::engine::{Gate, LocalMetrics, Payload, SliceRecord, SliceSink, SliceSource};
 use strobe_runtime::mmds::RankMmds;
@@ -305,6 +306,50 @@ pub fn mm_verifier(
     let shared = Arc::new(Shared::new(ctl, rec.job.ranks));
     let v = Arc::new(Verifier::new(&rec.log, shared.clone(), inner, node_of_rank));
     (v, shared)
+}
+
+/// Test hook, not a user option: `STROBE_REMOTE_LOOPBACK=1 strobe replay FILE` replays the
+/// way a daemon and the Machine Manager will, in one process: the engine's source is built
+/// from a replay package that went through [`ReplayPackage::encode_for_node`] and
+/// [`ReplayPackage::decode`], and every slice record reaches the verifier as a sink frame
+/// (`WireSink` -> `apply_sink_frame`). tests/tests/wire_sink.rs replays with it.
+pub const ENV_REMOTE_LOOPBACK: &str = "STROBE_REMOTE_LOOPBACK";
+
+/// Whether [`ENV_REMOTE_LOOPBACK`] is set.
+pub fn remote_loopback() -> bool {
+    std::env::var_os(ENV_REMOTE_LOOPBACK).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// [`ENV_REMOTE_LOOPBACK`]: the engine's source (from the package, sharing `shared` with the
+/// verifier, which advances the blocked-set prediction itself) and its sink (a `WireSink`
+/// whose frames are applied to `verifier`; `finish()` it after the job).
+pub(crate) fn loopback(
+    rec: &Recording,
+    shared: Arc<Shared>,
+    verifier: Arc<dyn SliceSink>,
+) -> Result<(Arc<dyn SliceSource>, Arc<WireSink>), RemoteError> {
+    let bytes = ReplayPackage::from_recording(rec).encode_for_node(0, |_| true);
+    let p = ReplayPackage::decode(&bytes)?;
+    let outcome = p.ends_by_itself.then_some("success");
+    let source = Arc::new(NodeSource {
+        node: 0,
+        inner: Arc::new(ReplaySource::with_last_slice(
+            &p.log,
+            p.last_slice,
+            outcome,
+            shared.clone(),
+        )),
+    });
+    let send = Box::new(move |frame: Vec<u8>| {
+        if let Err(e) = apply_sink_frame(&frame, &*verifier) {
+            shared
+                .ctl
+                .stop(format!("remote loopback: a sink frame was refused: {e}"));
+        }
+    });
+    let wire = WireSink::new(0, Vec::new(), send)
+        .map_err(|e| RemoteError::Invalid(format!("starting the wire sink: {e}")))?;
+    Ok((source, Arc::new(wire)))
 }
 
 // ---- the tables' encodings: the replay log's streams 0 and 2 (docs/recording.md) ---------

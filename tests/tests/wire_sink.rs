@@ -134,6 +134,18 @@ fn through_the_wire(name: &str, ranks: &str, extra: &[&str]) {
         "{}",
         rep.stderr
     );
+    // The daemon's way: the source from a replay package, the slices back as sink frames.
+    let rep = replay(&wire, &[], &[("STROBE_REMOTE_LOOPBACK", "1")]);
+    assert_eq!(
+        rep.code, 0,
+        "{name}: remote loopback replay:\n{}",
+        rep.stderr
+    );
+    assert!(
+        rep.stderr.contains("replay matched the recording"),
+        "{}",
+        rep.stderr
+    );
 }
 
 #[test]
