@@ -329,6 +329,12 @@ pub(crate) fn loopback(
     verifier: Arc<dyn SliceSink>,
 ) -> Result<(Arc<dyn SliceSource>, Arc<WireSink>), RemoteError> {
     let bytes = ReplayPackage::from_recording(rec).encode_for_node(0, |_| true);
+    eprintln!(
+        "strobe: remote loopback: replay package of {} bytes ({} ranks, {} slices)",
+        bytes.len(),
+        rec.job.ranks,
+        rec.log.last_slice()
+    );
     let p = ReplayPackage::decode(&bytes)?;
     let outcome = p.ends_by_itself.then_some("success");
     let source = Arc::new(NodeSource {
