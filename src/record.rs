@@ -3,12 +3,18 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use strobe_recorder::window::{ENV_METRICS, ENV_SCHEDULE_LOG};
 use strobe_recorder::{JobInfo, Layer, RecordOptions, Recorder};
+use strobe_runtime::checks::Finding;
+use strobe_runtime::daemon::wire_sink::{apply_sink_frame, WireSink};
+use strobe_runtime::engine::SliceSink;
+use strobe_runtime::launcher::JobReport;
 use strobe_runtime::launcher::{EXIT_CANNOT_START, EXIT_INTERNAL};
 use strobe_runtime::mmds;
 
@@ -242,9 +248,20 @@ pub fn record_to(
         Some(s) => Arc::new(crate::summary::Tee(vec![rec.clone(), s.clone()])),
         None => rec.clone(),
     };
+    let loopback = wire_loopback(sink.clone(), capture.as_deref(), &info, opts)?;
+    let sink = match &loopback {
+        Some(l) => l.sink(),
+        None => sink,
+    };
     match execute(job, &cfg, Some(sink), Some(out)) {
         Ok((report, checks)) => {
-            let code = report.exit_code();
+            let mut code = report.exit_code();
+            if let Some(l) = &loopback {
+                if let Err(e) = l.finish(&report, &checks) {
+                    eprintln!("strobe: {e:#}");
+                    code = EXIT_INTERNAL;
+                }
+            }
             // `hunt`'s many runs keep their findings in the recording, unprinted.
             if !extras.quiet {
                 crate::print_checks(&checks);
@@ -278,6 +295,110 @@ pub fn record_to(
             // Keep a well-formed file that says why nothing ran.
             let _ = rec.finish_not_started(&format!("{e:#}"), EXIT_CANNOT_START);
             Err(e)
+        }
+    }
+}
+
+/// Test hook, not a user option: `STROBE_WIRE_LOOPBACK=1` sends every sink call of the
+/// recording through a [`WireSink`] as sink frames and back through [`apply_sink_frame`]
+/// into the recorder, on this host, exactly as a node daemon's calls reach the Machine
+/// Manager's recorder across hosts; the frames' sizes and costs are printed on stderr (one
+/// `strobe: wire loopback:` line, docs/multi-host.md "Recording across hosts").
+/// `STROBE_WIRE_LOOPBACK=PATH` also writes a direct recording of the same run to PATH (no
+/// frames), so a test can check the two are equal row for row (tests/tests/wire_sink.rs).
+pub const ENV_WIRE_LOOPBACK: &str = "STROBE_WIRE_LOOPBACK";
+
+struct Loopback {
+    wire: Arc<WireSink>,
+    /// The direct twin recording (`STROBE_WIRE_LOOPBACK=PATH`).
+    direct: Option<(Arc<Recorder>, PathBuf)>,
+    /// The first frame the recorder's side could not apply.
+    error: Arc<Mutex<Option<String>>>,
+    apply_ns: Arc<AtomicU64>,
+}
+
+fn wire_loopback(
+    inner: Arc<dyn SliceSink>,
+    capture: Option<&[u32]>,
+    info: &JobInfo,
+    opts: RecordOptions,
+) -> Result<Option<Loopback>> {
+    let Some(v) = std::env::var_os(ENV_WIRE_LOOPBACK).filter(|v| !v.is_empty() && v != "0") else {
+        return Ok(None);
+    };
+    let direct = match v == "1" {
+        true => None,
+        false => {
+            let path = PathBuf::from(v);
+            let r = Recorder::create(&path, info, opts)
+                .with_context(|| format!("creating the direct twin {}", path.display()))?;
+            if let Some(ranks) = capture {
+                r.capture_payloads(ranks, info.ranks)?;
+            }
+            Some((Arc::new(r), path))
+        }
+    };
+    let mut captures = vec![false; info.ranks as usize];
+    for &r in capture.unwrap_or_default() {
+        if let Some(c) = captures.get_mut(r as usize) {
+            *c = true;
+        }
+    }
+    let error = Arc::new(Mutex::new(None));
+    let apply_ns = Arc::new(AtomicU64::new(0));
+    let (e, ns) = (error.clone(), apply_ns.clone());
+    let send = Box::new(move |frame: Vec<u8>| {
+        let t = Instant::now();
+        let res = apply_sink_frame(&frame, &*inner);
+        ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if let Err(err) = res {
+            e.lock()
+                .expect("loopback error")
+                .get_or_insert(err.to_string());
+        }
+    });
+    let wire = WireSink::new(0, captures, send).context("starting the wire loopback")?;
+    Ok(Some(Loopback {
+        wire: Arc::new(wire),
+        direct,
+        error,
+        apply_ns,
+    }))
+}
+
+impl Loopback {
+    /// The job's sink: the wire, and beside it the direct twin if any.
+    fn sink(&self) -> Arc<dyn SliceSink> {
+        match &self.direct {
+            Some((d, _)) => Arc::new(crate::summary::Tee(vec![self.wire.clone(), d.clone()])),
+            None => self.wire.clone(),
+        }
+    }
+
+    /// Wait for every frame to be applied, print what crossed, finish the twin; fail on a
+    /// refused frame.
+    fn finish(&self, report: &JobReport, checks: &[Finding]) -> Result<()> {
+        self.wire.finish();
+        let st = self.wire.stats();
+        let per = |n: u64, d: u64| n.checked_div(d).unwrap_or(0);
+        eprintln!(
+            "strobe: wire loopback: {} frames, {} bytes; {} slice frames, {} bytes ({} B/slice); encode {} ns/frame, decode+apply {} ns/frame",
+            st.frames,
+            st.bytes,
+            st.slice_frames,
+            st.slice_bytes,
+            per(st.slice_bytes, st.slice_frames),
+            per(st.encode_ns, st.frames),
+            per(self.apply_ns.load(Ordering::Relaxed), st.frames),
+        );
+        if let Some((d, path)) = &self.direct {
+            d.write_checks(checks)
+                .and_then(|()| d.finish(report).map(drop))
+                .with_context(|| format!("writing the direct twin {}", path.display()))?;
+        }
+        match self.error.lock().expect("loopback error").take() {
+            Some(e) => Err(anyhow!("wire loopback: a sink frame was refused: {e}")),
+            None => Ok(()),
         }
     }
 }

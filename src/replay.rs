@@ -105,6 +105,11 @@ pub struct ReplayArgs {
     /// Run in DIR instead of the recorded working directory.
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+    /// Run the replay on K node managers instead of the recorded number: a recording made
+    /// on any number of nodes or hosts replays on this machine (decisions do not depend on
+    /// the node layout; docs/multi-host.md, "Recording across hosts").
+    #[arg(long, value_name = "K")]
+    nodes: Option<u32>,
     /// Replay rank R alone: no other rank process, no node manager; its receives and
     /// collective results come from the payloads `strobe record --capture-payloads`
     /// stored, and every call it makes is checked against the recording (docs/debugging.md).
@@ -206,6 +211,7 @@ fn options(a: &ReplayArgs) -> ReplayOptions {
         confirmed: false,
         replace: a.force,
         attachable: a.control.is_some() || a.step || a.tui || holds_at_failure(a),
+        nodes: a.nodes,
     }
 }
 

@@ -11,6 +11,7 @@ mod paths;
 mod record_overhead;
 mod suite;
 mod tcp;
+mod wire;
 
 use std::path::PathBuf;
 
@@ -105,6 +106,19 @@ enum BenchCmd {
         node: u32,
         listen: std::net::SocketAddr,
     },
+    /// Recording across hosts: sink frames' bytes per slice and per descriptor, CPU per
+    /// frame, and wall time through the wire versus direct (docs/multi-host.md).
+    WireSink {
+        #[arg(short = 'n', long, default_value_t = 4)]
+        ranks: u32,
+        #[arg(long, default_value_t = 2)]
+        nodes: u32,
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Iterations of the message-heavy exchange.
+        #[arg(long, default_value_t = 2000)]
+        heavy_iterations: u64,
+    },
     /// The terminal UI on a synthetic recording: first frame and key presses.
     Tui {
         #[arg(long, default_value_t = 1_000_000)]
@@ -151,6 +165,12 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
         BenchCmd::Validation { ranks, iterations } => micro::validation(ranks, iterations)?,
         BenchCmd::TcpSlice { endpoints, slices } => tcp::empty_slice(&endpoints, slices)?,
         BenchCmd::TcpLink => tcp::link()?,
+        BenchCmd::WireSink {
+            ranks,
+            nodes,
+            rounds,
+            heavy_iterations,
+        } => wire::wire_sink(ranks, nodes, rounds, heavy_iterations)?,
         BenchCmd::TcpPeer { node, listen } => tcp::peer(node, listen)?,
         BenchCmd::Tui {
             slices,

@@ -156,6 +156,8 @@ pub struct JobInfo {
     pub direct_copy_min: u64,
     /// MMDS histogram buckets per power of two; 0 when MMDS is off.
     pub histogram_resolution: u32,
+    /// The node of each rank (`job.placement`); `None`: block placement over `nodes`.
+    pub placement: Option<Vec<u32>>,
 }
 
 impl JobInfo {
@@ -180,6 +182,9 @@ impl JobInfo {
             chunk_budget: e.chunk_budget,
             direct_copy_min: e.direct_copy_min,
             histogram_resolution: cfg.mmds_resolution,
+            // Block placement. When the engine places ranks otherwise (issue 15,
+            // `EngineConfig::placement`), this is where the layout is recorded.
+            placement: None,
         }
     }
 }
@@ -245,6 +250,20 @@ impl Recorder {
         job: &JobInfo,
         opts: RecordOptions,
     ) -> Result<Recorder, RecordError> {
+        // Refused before the file exists.
+        let placement = job
+            .placement
+            .as_ref()
+            .map(|p| {
+                if p.len() != job.ranks as usize || p.iter().any(|&n| n >= job.nodes) {
+                    return Err(RecordError::Writer(format!(
+                        "placement {p:?} does not place {} ranks on {} nodes",
+                        job.ranks, job.nodes
+                    )));
+                }
+                serde_json::to_string(p).map_err(|e| RecordError::Writer(e.to_string()))
+            })
+            .transpose()?;
         let lock = file::create_locked(path, opts.mode, opts.replace)?;
         let sha = sha256_file(&job.program).ok();
         let command = if opts.redact {
@@ -284,9 +303,9 @@ impl Recorder {
             "INSERT INTO job (format_version, strobe_version, command, cwd, program, program_sha256,
                 env, ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
                 schedule_log, metrics, started_at, wire_format_version, histogram_resolution,
-                scheduler_version)
+                scheduler_version, placement)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18, ?19, ?20)",
+                ?18, ?19, ?20, ?21)",
             params![
                 migrations::CURRENT_VERSION,
                 env!("CARGO_PKG_VERSION"),
@@ -308,6 +327,7 @@ impl Recorder {
                 strobe_schema::FORMAT_VERSION,
                 (job.histogram_resolution != 0).then_some(job.histogram_resolution),
                 strobe_core::sched::SCHEDULER_VERSION,
+                placement,
             ],
         )?;
         let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));

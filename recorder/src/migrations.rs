@@ -496,6 +496,15 @@ CREATE TABLE explored (
 );
 "#;
 
+/// Rank placement (issue 15, recording across hosts): `job.placement`, the node of each
+/// rank as a JSON list (index: rank); NULL means block placement over `job.nodes` (every
+/// recording made before, and every job that does not place ranks otherwise). Decisions
+/// do not depend on it: it records the layout the job ran with, and a replay on the same
+/// node count uses it.
+const V_PLACEMENT: &str = r#"
+ALTER TABLE job ADD COLUMN placement TEXT;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -509,7 +518,11 @@ pub const MIGRATIONS: &[&str] = &[
     V_CALL_SITES,
     V_CONTENT_CHECKSUM,
     V_EXPLORED,
+    V_PLACEMENT,
 ];
+
+/// The first format with `job.placement`: the position of [`V_PLACEMENT`].
+pub const PLACEMENT_VERSION: i64 = version_of(V_PLACEMENT);
 
 /// The first format with the `explored` table: the position of [`V_EXPLORED`].
 pub const EXPLORED_VERSION: i64 = version_of(V_EXPLORED);

@@ -27,6 +27,7 @@ fn job() -> JobInfo {
         chunk_budget: 4 << 20,
         direct_copy_min: 2 << 20,
         histogram_resolution: 4,
+        placement: None,
     }
 }
 
@@ -441,3 +442,37 @@ mod checksum;
 mod decision_rows;
 mod match_history;
 mod payloads;
+
+#[test]
+fn the_placement_is_stored_read_back_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut info = job();
+    info.nodes = 2;
+    info.placement = Some(vec![1, 0]);
+    let rec = Recorder::create(&path, &info, RecordOptions::default()).unwrap();
+    rec.finish(&report(JobOutcome::Success, 0)).unwrap();
+    drop(rec);
+    let r = Recording::open(&path).unwrap();
+    assert_eq!(r.job().placement, Some(vec![1, 0]));
+    assert_eq!(r.job().setup().placement, Some(vec![1, 0]));
+    drop(r);
+    // A placement that does not fit the job is damage.
+    for bad in ["[0]", "[0,2]", "\"x\""] {
+        let c = Connection::open(&path).unwrap();
+        c.execute("UPDATE job SET placement = ?1", [bad]).unwrap();
+        drop(c);
+        let e = Recording::open(&path).err().expect("refused");
+        assert!(e.to_string().contains("job.placement"), "{bad}: {e}");
+    }
+    // The recorder refuses to write one.
+    info.placement = Some(vec![0, 5]);
+    let other = dir.path().join("q.db");
+    assert!(Recorder::create(&other, &info, RecordOptions::default()).is_err());
+    // Block placement (no column value) reads as None.
+    info.placement = None;
+    let rec = Recorder::create(&other, &info, RecordOptions::default()).unwrap();
+    rec.finish(&report(JobOutcome::Success, 0)).unwrap();
+    drop(rec);
+    assert_eq!(Recording::open(&other).unwrap().job().placement, None);
+}

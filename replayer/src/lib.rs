@@ -12,6 +12,7 @@
 pub mod alternatives;
 pub mod control;
 pub mod recording;
+pub mod remote;
 mod report;
 pub mod safety;
 pub mod single;
@@ -79,6 +80,11 @@ pub enum ReplayError {
     /// `--rank R` for a rank whose payloads were not captured (the text says how to).
     #[error("{0}")]
     NotCaptured(String),
+    /// A replay package that does not decode (replay across hosts, `remote.rs`).
+    #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
+    #[error("--nodes {nodes}: the recording has {ranks} ranks, so between 1 and {ranks} nodes")]
+    Nodes { nodes: u32, ranks: u32 },
     #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
     SchedulerVersion { recorded: u32, running: u32 },
 }
@@ -123,6 +129,10 @@ pub struct ReplayOptions {
     /// A client may pause the replay (a control socket): ranks let the user's debugger
     /// attach (`PR_SET_PTRACER_ANY`), as they do when the options themselves stop.
     pub attachable: bool,
+    /// Run the replay on this many nodes instead of the recorded number (`--nodes K`):
+    /// decisions do not depend on the node layout, so a recording made on any number of
+    /// nodes or hosts replays on one machine with any K (1..=ranks).
+    pub nodes: Option<u32>,
 }
 
 /// How the replay ended.
@@ -243,7 +253,16 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         source,
     })?;
 
-    let engine = job.engine();
+    let mut engine = job.engine();
+    if let Some(nodes) = opts.nodes {
+        if nodes == 0 || nodes > job.ranks {
+            return Err(ReplayError::Nodes {
+                nodes,
+                ranks: job.ranks,
+            });
+        }
+        engine.nodes = nodes;
+    }
     let env = safety::rank_env(&plan, opts, outfile.path());
     let cfg = LaunchConfig {
         engine: engine.clone(),
@@ -274,6 +293,10 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
         Some(p) => {
             let info = JobInfo {
                 program: cfg.program.clone(),
+                // The layout the replay ran with (`--nodes`), as any recording says: the
+                // recorded placement only when it is the recorded node count.
+                nodes: engine.nodes,
+                placement: job.placement.clone().filter(|_| engine.nodes == job.nodes),
                 histogram_resolution: cfg.mmds_resolution,
                 ..job.setup()
             };
@@ -337,7 +360,14 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             Some(checked),
             engine.node_of_rank(),
         ));
-        let report = launcher::launch(&cfg, verifier, Some(src))?;
+        let report = if remote::remote_loopback() {
+            let (src, wire) = remote::loopback(&rec, shared.clone(), verifier)?;
+            let report = launcher::launch(&cfg, wire.clone(), Some(src));
+            wire.finish();
+            report?
+        } else {
+            launcher::launch(&cfg, verifier, Some(src))?
+        };
         let user_ended = matches!(
             report.outcome,
             JobOutcome::Interrupted | JobOutcome::Timeout

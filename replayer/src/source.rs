@@ -76,6 +76,16 @@ impl Shared {
         }
     }
 
+    /// Advance the blocked-set prediction with a slice's completions (whoever sees the
+    /// slice records: the verifier, or node 0's tap in a daemon, `remote.rs`).
+    pub fn decided(&self, completed: &[(u32, u64)]) {
+        self.blocked
+            .lock()
+            .expect("blocked lock")
+            .predictor
+            .decided(completed);
+    }
+
     /// Record the first divergence and stop the replay.
     pub fn diverged(&self, d: Divergence) {
         let mut g = self.divergence.lock().expect("divergence lock");
@@ -121,6 +131,17 @@ pub struct ReplaySource {
 
 impl ReplaySource {
     pub fn new(log: &ReplayLog, recorded_outcome: Option<&str>, shared: Arc<Shared>) -> Self {
+        Self::with_last_slice(log, log.last_slice(), recorded_outcome, shared)
+    }
+
+    /// [`ReplaySource::new`] for a log without digests (a daemon's replay package,
+    /// `remote.rs`: the digests stay with the verifier), ending at `last_slice`.
+    pub fn with_last_slice(
+        log: &ReplayLog,
+        last_slice: u64,
+        recorded_outcome: Option<&str>,
+        shared: Arc<Shared>,
+    ) -> Self {
         let cum = log
             .ranks
             .iter()
@@ -138,7 +159,7 @@ impl ReplaySource {
         ReplaySource {
             cum,
             flips: log.ranks.iter().map(|r| r.blocked_flips.clone()).collect(),
-            last_slice: log.last_slice(),
+            last_slice,
             ends_by_itself: matches!(
                 recorded_outcome,
                 Some("success" | "rank_failed" | "deadlock")
@@ -408,10 +429,6 @@ impl SliceSink for Verifier {
             }
         }
         self.shared
-            .blocked
-            .lock()
-            .expect("blocked lock")
-            .predictor
             .decided(&completions_of(&rec.decisions.decisions));
         let recorded = self.digests.get(rec.slice as usize - 1).copied();
         if recorded != Some(rec.digest) {

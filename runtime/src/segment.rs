@@ -153,7 +153,7 @@ const LEGACY_CALL_CODES: [(Primitive, u32); 8] = [
 ];
 
 impl BlockedCall {
-    fn to_raw(self) -> u32 {
+    pub(crate) fn to_raw(self) -> u32 {
         match self {
             BlockedCall::Posted(k) => k as u32,
             BlockedCall::Call(p) => LEGACY_CALL_CODES
@@ -165,7 +165,7 @@ impl BlockedCall {
         }
     }
 
-    fn from_raw(v: u32) -> BlockedCall {
+    pub(crate) fn from_raw(v: u32) -> BlockedCall {
         if v == QUEUE_FULL_CODE {
             return BlockedCall::QueueFull;
         }

@@ -435,3 +435,196 @@ struct ControlMessage {
                                           # stdin (rank 0's); an empty payload is the end
   }
 }
+# ---- Sink frames: recording across hosts (runtime/src/daemon/wire_sink.rs, wireD) --------
+# A node daemon's SliceSink calls, shipped to the Machine Manager's recorder on the control
+# connection (docs/multi-host.md, "Recording across hosts"). One SinkFrame per call; the
+# control connection's framing carries them as opaque bytes. Durations are nanoseconds.
+
+# The papers' global per-slice metrics (runtime engine::GlobalMetrics).
+struct SinkGlobalMetrics {
+  gettsNs @0 :UInt64;
+  gtdemNs @1 :UInt64;
+  gtmsmNs @2 :UInt64;
+  gttsNs @3 :UInt64;
+  usrsts @4 :UInt32;
+  usrdem @5 :UInt32;
+  usrmsm @6 :UInt32;
+}
+
+# One node's local per-slice metrics (runtime engine::LocalMetrics).
+struct SinkLocalMetrics {
+  node @0 :UInt32;
+  lettsNs @1 :UInt64;
+  ltdemNs @2 :UInt64;
+  ltmsmNs @3 :UInt64;
+  lttsNs @4 :UInt64;
+  np2pdem @5 :UInt32;
+  np2pmsm @6 :UInt32;
+  ncolldem @7 :UInt32;
+  ncollmsm @8 :UInt32;
+  bpts @9 :UInt32;
+  tDrainNs @10 :UInt64;
+  tScheduleNs @11 :UInt64;
+  tP2pNs @12 :UInt64;
+  tBbmNs @13 :UInt64;
+  tRmNs @14 :UInt64;
+  tDeliverNs @15 :UInt64;
+}
+
+# A rank blocked when a slice started; `call` is the job segment's slot encoding of the
+# call (runtime segment::BlockedCall, layout version 4).
+struct SinkBlocked {
+  rank @0 :UInt32;
+  call @1 :UInt32;
+}
+
+# Where a blocked rank made its call (runtime symbolize::CallSite); the has* flags say
+# whether the optional fields are known.
+struct SinkCallSite {
+  rank @0 :UInt32;
+  object @1 :Text;
+  offset @2 :UInt64;
+  hasFunction @3 :Bool;
+  function @4 :Text;
+  hasFile @5 :Bool;
+  file @6 :Text;
+  hasLine @7 :Bool;
+  line @8 :UInt32;
+}
+
+# One slice as node 0 saw it (runtime engine::SliceRecord).
+struct SinkSlice {
+  slice @0 :UInt64;
+  reason @1 :StartReason;
+  startNs @2 :UInt64;
+  global @3 :SinkGlobalMetrics;
+  # Descriptors handled in the slice, canonical order.
+  descriptors @4 :List(Descriptor);
+  # The decisions and the ranks woken, packed (schema/src/sink.rs, "Packed decisions"):
+  # varint(count), then per decision its DecisionKind byte and its fields in the digest's
+  # order (core sched/visit.rs) as LEB128 varints (i32 zigzag, bool and collective kind one
+  # byte, lists a count then items); then varint(count) and the woken ranks. Not the
+  # recorder's SliceDecisions blob: its reflection-driven codec costs ~12,000 instructions
+  # a decision to encode and ~20,000 to decode, on the slice's way out of node 0's daemon
+  # (docs/multi-host.md). Checked on decode against decisionsDigest.
+  decisions @5 :Data;
+  # The descriptors the decisions refer to, sorted by (rank, seq): the correctness checks
+  # at the Machine Manager look them up.
+  catalog @6 :List(Descriptor);
+  digest @7 :UInt64;
+  blocked @8 :List(SinkBlocked);
+  sites @9 :List(SinkCallSite);
+  # The digest of the decisions (core SliceDecisions::digest), recomputed and compared
+  # on decode.
+  decisionsDigest @10 :UInt64;
+}
+
+struct SinkOutcome {
+  kind @0 :UInt32;
+  n @1 :UInt32;
+  value @2 :UInt64;
+}
+
+# Timing-dependent outcomes of one rank (the replay log's stream 1), in the rank's order.
+struct SinkOutcomes {
+  rank @0 :UInt32;
+  recs @1 :List(SinkOutcome);
+}
+
+struct SinkNodeMetrics {
+  slice @0 :UInt64;
+  metrics @1 :SinkLocalMetrics;
+}
+
+struct SinkBucket {
+  lo @0 :UInt64;
+  hi @1 :UInt64;
+  count @2 :UInt64;
+}
+
+# One primitive's statistics for a rank; `slot` is its MMDS slot (runtime calls::Primitive).
+struct SinkPrimitiveStats {
+  slot @0 :UInt16;
+  count @1 :UInt64;
+  minNs @2 :UInt64;
+  maxNs @3 :UInt64;
+  totalNs @4 :UInt64;
+  bytes @5 :UInt64;
+  latency @6 :List(SinkBucket);
+  size @7 :List(SinkBucket);
+}
+
+# A rank's MMDS at the end of the job (runtime mmds::RankMmds).
+struct SinkRankMmds {
+  rank @0 :UInt32;
+  wallNs @1 :UInt64;
+  computeNs @2 :UInt64;
+  commNs @3 :UInt64;
+  calls @4 :UInt64;
+  finalized @5 :Bool;
+  hasGranularity @6 :Bool;
+  granularityMin @7 :UInt64;
+  granularityMax @8 :UInt64;
+  granularity @9 :List(SinkBucket);
+  overhead @10 :List(SinkBucket);
+  primitives @11 :List(SinkPrimitiveStats);
+}
+
+# A completion as the rank received it (runtime descriptor::Completion).
+struct SinkCompletion {
+  request @0 :UInt64;
+  source @1 :Int32;
+  tag @2 :Int32;
+  bytes @3 :UInt64;
+  error @4 :UInt32;
+  flags @5 :UInt32;
+  value @6 :UInt64;
+  value2 @7 :UInt64;
+}
+
+# What a captured rank was handed for one descriptor (runtime engine::Payload).
+struct SinkPayload {
+  slice @0 :UInt64;
+  desc @1 :Descriptor;
+  completion @2 :SinkCompletion;
+  hasMatchedSend @3 :Bool;
+  matchedSend @4 :DescRef;
+  data @5 :Data;
+}
+
+# One SliceSink call of a node daemon, for the Machine Manager's sinks.
+struct SinkFrame {
+  formatVersion @0 :UInt32;
+  # The node whose daemon sent it.
+  node @1 :UInt32;
+  union {
+    slice @2 :SinkSlice;
+    nodeMetrics @3 :SinkNodeMetrics;
+    mmds @4 :List(SinkRankMmds);
+    outcomes @5 :SinkOutcomes;
+    payload @6 :SinkPayload;
+  }
+}
+
+# What a node daemon needs to replay its share of a recording (replayer remote.rs): the
+# replay log reduced to the source's tables. Per rank, `posting` is the replay log's
+# stream 0 and `blockedFlips` its stream 2 (varints, docs/recording.md), `outcomes` the
+# rank's stream 1 decoded and re-encoded as SinkOutcome (empty for ranks of other nodes).
+struct ReplayRankTables {
+  posting @0 :Data;
+  blockedFlips @1 :Data;
+  outcomes @2 :List(SinkOutcome);
+}
+
+struct ReplayPackage {
+  formatVersion @0 :UInt32;
+  # The last slice of the recording.
+  lastSlice @1 :UInt64;
+  # The recorded job ended by itself (success, a failed rank, a deadlock), so the replay
+  # must too.
+  endsByItself @2 :Bool;
+  # The node this package is for, and the recorded layout (informational).
+  node @3 :UInt32;
+  recordedNodes @4 :UInt32;
+  ranks @5 :List(ReplayRankTables);
+}

@@ -211,7 +211,7 @@ fn phase_from(p: g::Phase) -> Phase {
     }
 }
 
-fn reason_to(r: StartReason) -> g::StartReason {
+pub(crate) fn reason_to(r: StartReason) -> g::StartReason {
     match r {
         StartReason::First => g::StartReason::First,
         StartReason::Timer => g::StartReason::Timer,
@@ -220,7 +220,7 @@ fn reason_to(r: StartReason) -> g::StartReason {
     }
 }
 
-fn reason_from(r: g::StartReason) -> StartReason {
+pub(crate) fn reason_from(r: g::StartReason) -> StartReason {
     match r {
         g::StartReason::First => StartReason::First,
         g::StartReason::Timer => StartReason::Timer,
@@ -233,7 +233,7 @@ fn reason_from(r: g::StartReason) -> StartReason {
 
 /// A descriptor's fields. A kind code the runtime does not know is written as `invalid`
 /// and read back as kind 0 (equally invalid); everything else round-trips exactly.
-fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
+pub(crate) fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
     b.set_rank(d.rank);
     b.set_seq(d.seq);
     b.set_kind(kind_to(d.kind()));
@@ -252,7 +252,7 @@ fn set_descriptor(mut b: g::descriptor::Builder<'_>, d: &Descriptor) {
     b.set_aux2(d.aux2);
 }
 
-fn get_descriptor(r: g::descriptor::Reader<'_>) -> Result<Descriptor, SchemaError> {
+pub(crate) fn get_descriptor(r: g::descriptor::Reader<'_>) -> Result<Descriptor, SchemaError> {
     let kind = kind_from(r.get_kind().map_err(unknown("descriptor kind"))?);
     Ok(Descriptor {
         rank: r.get_rank(),

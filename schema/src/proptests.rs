@@ -105,6 +105,46 @@ proptest! {
     fn arbitrary_bytes_never_panic_the_decoders(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         let _ = decode_slice_decisions(&bytes);
         let _ = decode_node_message(&bytes);
+        let _ = crate::sink::decode_sink_frame(&bytes);
+        let _ = crate::sink::decode_replay_package(&bytes);
+    }
+
+    #[test]
+    fn sink_frames_round_trip_and_survive_damage(
+        slice in 1u64..u64::MAX,
+        decisions in proptest::collection::vec(decision(), 0..8),
+        blocked in proptest::collection::vec((any::<u32>(), any::<u32>()), 0..4),
+        data in proptest::collection::vec(any::<u8>(), 0..64),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+    ) {
+        use crate::sink::*;
+        let sd = SliceDecisions { slice, decisions, wake: vec![], catalog: vec![] };
+        let frames = [
+            SinkFrame { node: 1, call: SinkCall::Slice(Box::new(WireSlice {
+                slice,
+                reason: strobe_core::slice::StartReason::Timer,
+                start_ns: 5,
+                global: WireGlobalMetrics { gtts_ns: 9, ..Default::default() },
+                descriptors: vec![],
+                digest: sd.digest(),
+                decisions: sd,
+                blocked,
+                sites: vec![(2, WireCallSite { object: "a".into(), line: Some(3), ..Default::default() })],
+            })) },
+            SinkFrame { node: 2, call: SinkCall::Outcomes {
+                rank: 1,
+                recs: data.iter().map(|&b| WireOutcome { kind: b as u32, n: 1, value: 2 }).collect(),
+            } },
+        ];
+        for f in frames {
+            let mut blob = encode_sink_frame(&f);
+            prop_assert_eq!(&decode_sink_frame(&blob).unwrap(), &f);
+            for &(i, x) in &flips {
+                let n = blob.len();
+                blob[i % n] ^= x;
+            }
+            let _ = decode_sink_frame(&blob);
+        }
     }
 
     #[test]

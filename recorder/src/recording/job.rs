@@ -56,6 +56,9 @@ pub struct Job {
     /// `strobe_core::sched::SCHEDULER_VERSION` of the recording strobe (1 for files made
     /// before the column existed).
     pub scheduler_version: u32,
+    /// The node of each rank (`job.placement`, index: rank); `None`: block placement over
+    /// `nodes` (files made before the column existed, and jobs placed in blocks).
+    pub placement: Option<Vec<u32>>,
     /// Ranks killed by a signal or exited non-zero, by rank.
     pub failed_ranks: Vec<FailedRank>,
 }
@@ -108,6 +111,7 @@ impl Job {
             chunk_budget: self.chunk_budget,
             direct_copy_min: self.direct_copy_min,
             histogram_resolution: self.histogram_resolution.unwrap_or(0),
+            placement: self.placement.clone(),
         }
     }
 
@@ -128,16 +132,17 @@ impl Job {
             "SELECT format_version, strobe_version, command, cwd, program, program_sha256, env,
                 ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
                 schedule_log, metrics, started_at, ended_at, elapsed_ns, outcome, message,
-                exit_status, total_slices, {}, {}, {} FROM job",
+                exit_status, total_slices, {}, {}, {}, {} FROM job",
             column("wire_format_version", "NULL"),
             column("histogram_resolution", "NULL"),
             column("scheduler_version", "1"),
+            column("placement", "NULL"),
         );
         let row = conn
             .query_row(&sql, [], raw_job)
             .optional()
             .map_err(column_damage)?;
-        let Some((mut job, command, env)) = row else {
+        let Some((mut job, command, env, placement)) = row else {
             return Err(RecordError::NotARecording("the job table is empty".into()));
         };
         job.command = serde_json::from_str(&command)
@@ -145,6 +150,10 @@ impl Job {
         let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&env)
             .map_err(|e| bad(format!("job.env is not a JSON object of strings: {e}")))?;
         job.env = env.into_iter().collect();
+        job.placement = placement
+            .map(|p| serde_json::from_str(&p))
+            .transpose()
+            .map_err(|e| bad(format!("job.placement is not a JSON list of nodes: {e}")))?;
         job.failed_ranks = failed_ranks(conn)?;
         super::validate::job(&job)?;
         super::validate::job_in_file(conn, &job)?;
@@ -153,7 +162,7 @@ impl Job {
 }
 
 /// The job row's columns in the order `Job::read` selects them.
-const JOB_COLUMNS: [&str; 26] = [
+const JOB_COLUMNS: [&str; 27] = [
     "format_version",
     "strobe_version",
     "command",
@@ -180,6 +189,7 @@ const JOB_COLUMNS: [&str; 26] = [
     "wire_format_version",
     "histogram_resolution",
     "scheduler_version",
+    "placement",
 ];
 
 /// A value of the wrong type or out of range in the job row is damage, named by column.
@@ -216,8 +226,10 @@ fn layer(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Layer> {
     })
 }
 
-/// The row, with `command` and `env` still as their JSON text.
-fn raw_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Job, String, String)> {
+/// The row, with `command`, `env` and `placement` still as their JSON text.
+type RawJob = (Job, String, String, Option<String>);
+
+fn raw_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawJob> {
     let job = Job {
         format_version: r.get(0)?,
         strobe_version: r.get(1)?,
@@ -246,9 +258,10 @@ fn raw_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Job, String, String)> {
         wire_format_version: r.get(23)?,
         histogram_resolution: opt_int(r, 24)?,
         scheduler_version: int(r, 25)?,
+        placement: None,
         failed_ranks: Vec::new(),
     };
-    Ok((job, r.get(2)?, r.get(6)?))
+    Ok((job, r.get(2)?, r.get(6)?, r.get(26)?))
 }
 
 fn failed_ranks(conn: &Connection) -> Result<Vec<FailedRank>, RecordError> {

@@ -111,6 +111,21 @@ fn job_numbers(j: &Job) -> Result<(), RecordError> {
             "job.total_slices is {t} (at most {MAX_SLICES})"
         )));
     }
+    if let Some(p) = &j.placement {
+        if p.len() != j.ranks as usize {
+            return Err(damaged(format!(
+                "job.placement places {} ranks (the job has {})",
+                p.len(),
+                j.ranks
+            )));
+        }
+        if let Some((r, n)) = p.iter().enumerate().find(|&(_, &n)| n >= j.nodes) {
+            return Err(damaged(format!(
+                "job.placement puts rank {r} on node {n} (the job has {} nodes)",
+                j.nodes
+            )));
+        }
+    }
     if j.scheduler_version < 1 {
         return Err(damaged("job.scheduler_version is 0".into()));
     }

@@ -2,6 +2,9 @@
 //! Machine Manager that starts and watches them ([`machine`]), talking over authenticated
 //! control connections ([`control`]). See docs/multi-host.md.
 //!
+//! [`wire_sink`]: the engine's slice sink over the control connection (recording across
+//! hosts).
+//!
 //! [`launch`]: the launchers (local, ssh, MPICH Hydra through PMI-1, Slurm), hostfiles and
 //! rank placement.
 
@@ -10,6 +13,7 @@ pub mod launch;
 pub mod machine;
 pub mod node_host;
 pub mod ranks;
+pub mod wire_sink;
 
 /// What can go wrong in a daemon or the Machine Manager.
 #[derive(Debug, thiserror::Error)]
