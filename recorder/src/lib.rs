@@ -182,9 +182,8 @@ impl JobInfo {
             chunk_budget: e.chunk_budget,
             direct_copy_min: e.direct_copy_min,
             histogram_resolution: cfg.mmds_resolution,
-            // Block placement. When the engine places ranks otherwise (issue 15,
-            // `EngineConfig::placement`), this is where the layout is recorded.
-            placement: None,
+            // NULL for block placement (what every old recording used).
+            placement: e.placement.as_deref().map(<[u32]>::to_vec),
         }
     }
 }

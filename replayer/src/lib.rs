@@ -261,6 +261,10 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
                 ranks: job.ranks,
             });
         }
+        if nodes != engine.nodes {
+            // The recorded placement names the recorded nodes: blocks over the new count.
+            engine.placement = None;
+        }
         engine.nodes = nodes;
     }
     let env = safety::rank_env(&plan, opts, outfile.path());

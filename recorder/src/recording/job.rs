@@ -92,7 +92,9 @@ impl Job {
             eager_max: strobe_core::sched::SchedConfig::eager_max_for_version(
                 self.scheduler_version,
             ),
-            placement: None,
+            // The recorded placement (validated on opening: one node < `nodes` per rank).
+            // A replay with another `--nodes` replaces it (decisions do not depend on it).
+            placement: self.placement.as_deref().map(std::sync::Arc::from),
         }
     }
 
