@@ -11,6 +11,7 @@ mod direct;
 pub mod eager;
 pub mod helpers;
 mod node;
+pub mod remote;
 pub mod sink;
 mod strobe;
 #[cfg(test)]
