@@ -566,13 +566,19 @@ pub struct Staging {
     nodes: u32,
 }
 
-/// Consume `count` signals of `ev`, giving up when the job stops.
+/// How long a node still waits for another node's round once the job is stopping: the
+/// other nodes finish the slice's phases as usual (a stop takes effect at the slice
+/// boundary), so this only ends a wait for a node that left its loop on an error.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Consume `count` signals of `ev`; give up [`STOP_GRACE`] after the job started stopping.
 fn await_signals(
     t: &dyn Transport,
     ev: EventId,
     count: usize,
     stop: &AtomicBool,
 ) -> Result<(), EngineError> {
+    let mut stopping_since = None;
     for _ in 0..count {
         let mut tries = 0u32;
         loop {
@@ -586,9 +592,13 @@ fn await_signals(
             }
             tries += 1;
             if tries > 64 && stop.load(Ordering::Acquire) {
-                return Err(EngineError::Other(
-                    "the job stopped while waiting for another node's data".into(),
-                ));
+                let since = *stopping_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() > STOP_GRACE {
+                    return Err(EngineError::Other(
+                        "the job stopped while this node waited for another node's data"
+                            .into(),
+                    ));
+                }
             }
             std::hint::spin_loop();
         }
@@ -644,14 +654,25 @@ impl Staging {
             .collect();
         let mut sources: Vec<bool> = (0..n).map(|a| rel[a * n + me]).collect();
         let mut frame = Vec::with_capacity(self.window);
+        let mut rounds = 0u32;
         loop {
             let dests: Vec<u32> = (0..n as u32)
                 .filter(|&x| packers[x as usize].is_some())
                 .collect();
             let srcs: Vec<u32> = (0..n as u32).filter(|&a| sources[a as usize]).collect();
             if dests.is_empty() && srcs.is_empty() {
+                // The data-plane test reads this line (tests/tests/data_plane.rs).
+                tracing::debug!(
+                    node = self.node,
+                    ?phase,
+                    slice = dec.slice,
+                    rounds,
+                    bytes = store.bytes,
+                    "staged from other nodes"
+                );
                 return Ok(store);
             }
+            rounds += 1;
             for &x in &dests {
                 let p = packers[x as usize].as_mut().expect("active");
                 let more = p.next_frame(&mut frame, self.window);
