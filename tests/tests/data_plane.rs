@@ -89,7 +89,7 @@ fn staged(stderr: &str) -> impl Iterator<Item = Staged> + '_ {
             Staged {
                 node: field("node=") as u32,
                 rounds: field("rounds=") as u32,
-                bytes: field("bytes=") as u64,
+                bytes: field("bytes="),
             }
         })
 }

@@ -595,8 +595,7 @@ fn await_signals(
                 let since = *stopping_since.get_or_insert_with(std::time::Instant::now);
                 if since.elapsed() > STOP_GRACE {
                     return Err(EngineError::Other(
-                        "the job stopped while this node waited for another node's data"
-                            .into(),
+                        "the job stopped while this node waited for another node's data".into(),
                     ));
                 }
             }
