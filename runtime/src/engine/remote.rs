@@ -35,10 +35,13 @@
 //!    its next round to us before step 3, so every signal counted is of this round);
 //! 3. read each active source's window into the [`RemoteStore`], and give the window back
 //!    with a zero-length Xfer-And-Signal of [`EV_CREDIT`] to that source;
-//! 4. consume one `EV_CREDIT` per destination pushed to in step 1 (our windows there are
-//!    free again), and go on while any pair is active.
+//! 4. go on while any pair is active.
 //!
-//! Step 1 never waits for anybody, so the rounds cannot deadlock; a phase needs
+//! Before step 1 pushes anything, the node consumes one `EV_CREDIT` for every round it
+//! pushed earlier and has not been credited for (its windows on those nodes are free
+//! again): the credits of a phase's last round are thus awaited at the next push, off the
+//! phase's critical path. That wait needs only the destinations' step 3 of the previous
+//! round, which needs only their sources' step 1, so the rounds cannot deadlock; a phase needs
 //! `ceil(bytes A sends X / window)` rounds for its largest pair (a big Alltoall loops).
 //! The helpers then run as on one node; a read or copy from a remote rank is served from
 //! the store (`helpers::Memory`), and what cannot be served (a planning miss, or a
@@ -564,6 +567,8 @@ pub struct Staging {
     window: usize,
     node: u32,
     nodes: u32,
+    /// Rounds pushed and not credited yet (module docs, step 1).
+    owed: std::cell::Cell<usize>,
 }
 
 /// How long a node still waits for another node's round once the job is stopping: the
@@ -613,6 +618,7 @@ impl Staging {
             window: window_size(cfg),
             node,
             nodes: cfg.nodes,
+            owed: std::cell::Cell::new(0),
         }
     }
 
@@ -672,6 +678,9 @@ impl Staging {
                 return Ok(store);
             }
             rounds += 1;
+            if !dests.is_empty() {
+                await_signals(t, EV_CREDIT, self.owed.replace(0), stop)?;
+            }
             for &x in &dests {
                 let p = packers[x as usize].as_mut().expect("active");
                 let more = p.next_frame(&mut frame, self.window);
@@ -681,12 +690,12 @@ impl Staging {
                     packers[x as usize] = None;
                 }
             }
+            self.owed.set(self.owed.get() + dests.len());
             await_signals(t, EV_STAGE, srcs.len(), stop)?;
             for &a in &srcs {
                 sources[a as usize] = self.receive(t, a, &mut store)?;
                 t.xfer_and_signal(&[], &NodeSet::single(a), 0, None, Some(EV_CREDIT))?;
             }
-            await_signals(t, EV_CREDIT, dests.len(), stop)?;
         }
     }
 
