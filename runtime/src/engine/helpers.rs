@@ -211,6 +211,9 @@ pub fn run_p2p(
     let mut moved = 0;
     for (s, r, offset, len) in local_chunks(dec, local) {
         if !local(s.rank) {
+            if len == 0 {
+                continue;
+            }
             let res = match mem.staged {
                 Some(st) => st.chunk(s.id(), offset, len),
                 None => Err(RtError::Buffer),

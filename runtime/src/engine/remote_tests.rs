@@ -1,0 +1,124 @@
+//! Unit tests of the staging rounds (`remote.rs`).
+
+use super::*;
+
+fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
+    Push {
+        key: Key::Mem {
+            rank,
+            addr,
+            len: total,
+        },
+        total,
+        data,
+    }
+}
+
+/// Pack `pushes` into rounds of `window` bytes and unpack them all.
+fn round_trip(pushes: &[Push], window: usize) -> (RemoteStore, usize) {
+    let mut p = Packer {
+        pushes,
+        idx: 0,
+        off: 0,
+    };
+    let mut store = RemoteStore::default();
+    let mut frame = Vec::new();
+    let mut rounds = 0;
+    loop {
+        let more = p.next_frame(&mut frame, window);
+        assert!(frame.len() <= window);
+        rounds += 1;
+        let count = u32::from_le_bytes(frame[4..8].try_into().unwrap());
+        unpack(1, count, &frame[FRAME_HEADER..], &mut store).unwrap();
+        if !more {
+            return (store, rounds);
+        }
+    }
+}
+
+#[test]
+fn regions_larger_than_a_window_span_rounds_and_read_back_whole() {
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+    let small = vec![9u8; 5];
+    let chunk = Push {
+        key: Key::Chunk {
+            send: DescRef { rank: 2, seq: 7 },
+            offset: 4096,
+        },
+        total: 3,
+        data: Some(vec![1, 2, 3]),
+    };
+    let pushes = vec![
+        push(3, 0x1000, Some(big.clone()), big.len() as u64),
+        push(3, 0x900000, Some(small.clone()), 5),
+        chunk,
+        push(4, 0x2000, None, 64),
+    ];
+    let (store, rounds) = round_trip(&pushes, 64 << 10);
+    assert_eq!(rounds, 5, "300 000 bytes need five 64 KiB rounds");
+    assert_eq!(store.read(3, 0x1000, big.len() as u64).unwrap(), &big[..]);
+    assert_eq!(store.read(3, 0x1000 + 777, 10).unwrap(), &big[777..787]);
+    assert_eq!(store.read(3, 0x900001, 4).unwrap(), &small[1..]);
+    let send = DescRef { rank: 2, seq: 7 };
+    assert_eq!(store.chunk(send, 4096, 3).unwrap(), &[1, 2, 3]);
+    // Not staged, past a region's end, another offset, a failed region: errors.
+    assert_eq!(store.read(3, 0x900001, 5), Err(RtError::Buffer));
+    assert_eq!(store.read(5, 0x1000, 1), Err(RtError::Buffer));
+    assert_eq!(store.chunk(send, 0, 3), Err(RtError::Buffer));
+    assert_eq!(store.read(4, 0x2000, 8), Err(RtError::Buffer));
+}
+
+#[test]
+fn an_empty_plan_is_one_empty_round() {
+    let (store, rounds) = round_trip(&[], 64 << 10);
+    assert_eq!((rounds, store.bytes), (1, 0));
+}
+
+#[test]
+fn damaged_rounds_are_errors_not_panics() {
+    let pushes = vec![push(1, 0x10, Some(vec![5; 100]), 100)];
+    let mut p = Packer {
+        pushes: &pushes,
+        idx: 0,
+        off: 0,
+    };
+    let mut frame = Vec::new();
+    p.next_frame(&mut frame, 64 << 10);
+    let body = &frame[FRAME_HEADER..];
+    // More records than present, a truncated piece, an unknown kind.
+    assert!(unpack(0, 2, body, &mut RemoteStore::default()).is_err());
+    assert!(unpack(0, 1, &body[..60], &mut RemoteStore::default()).is_err());
+    let mut bad = body.to_vec();
+    bad[0] = 9;
+    assert!(unpack(0, 1, &bad, &mut RemoteStore::default()).is_err());
+    // A piece that does not continue the region.
+    let mut skip = body.to_vec();
+    skip[32..40].copy_from_slice(&8u64.to_le_bytes());
+    assert!(unpack(0, 1, &skip, &mut RemoteStore::default()).is_err());
+}
+
+#[test]
+fn collective_flows_follow_where_the_data_goes() {
+    let part = |rank: u32| Descriptor {
+        rank,
+        ..Descriptor::default()
+    };
+    let parts: Vec<Descriptor> = (0..4).map(part).collect();
+    let node_of = [0, 0, 1, 2];
+    // Bcast from rank 2: node 1 sends to 0 and 2.
+    assert_eq!(
+        coll_flows(DescKind::Bcast, 2, &parts, &node_of),
+        vec![(1, 0), (1, 2)]
+    );
+    // Gather to rank 0: nodes 1 and 2 send to 0.
+    assert_eq!(
+        coll_flows(DescKind::Gather, 0, &parts, &node_of),
+        vec![(1, 0), (2, 0)]
+    );
+    // Allreduce: every pair of distinct nodes.
+    assert_eq!(
+        coll_flows(DescKind::Allreduce, -1, &parts, &node_of).len(),
+        6
+    );
+    assert!(coll_flows(DescKind::Barrier, -1, &parts, &node_of).is_empty());
+}
