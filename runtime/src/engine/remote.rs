@@ -54,6 +54,7 @@ use std::time::Duration;
 use super::helpers::Memory;
 use super::{EngineConfig, EngineError};
 use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use crate::procmem;
 use crate::sched::{Decision, SliceDecisions};
 use crate::transport::{EventId, NodeSet, Transport, Wait};
 
@@ -98,13 +99,23 @@ pub enum StagePhase {
     Rm,
 }
 
-/// What one node pushes: a region (or a chunk) and its bytes; `None` when the source
-/// could not read it.
+/// What one node pushes: a region (or a chunk) and where its bytes come from.
 #[derive(Debug)]
 pub struct Push {
     key: Key,
     total: u64,
-    data: Option<Vec<u8>>,
+    src: Source,
+}
+
+/// Where a push's bytes are read when its rounds are packed.
+#[derive(Debug)]
+enum Source {
+    /// Held by the node (eager bytes).
+    Bytes(Vec<u8>),
+    /// In a local rank's memory: read straight into the round's frame.
+    Rank { pid: i32, addr: u64 },
+    /// The source could not read it: the reader reports MPI_ERR_BUFFER.
+    Failed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -165,19 +176,31 @@ impl RemoteStore {
         Err(RtError::Buffer)
     }
 
-    fn insert_piece(&mut self, key: Key, total: u64, off: u64, piece: &[u8], failed: bool) -> bool {
+    /// Room for the next piece of a region, to be filled by the caller; `None` when the
+    /// piece does not continue the region (a damaged round).
+    fn piece_slot(
+        &mut self,
+        key: Key,
+        total: u64,
+        off: u64,
+        len: usize,
+        failed: bool,
+    ) -> Option<&mut [u8]> {
         let s = self.regions.entry(key).or_insert_with(|| Staged {
             total,
-            ..Default::default()
+            // One allocation for the whole region (bounded: `total` comes from a peer).
+            data: Vec::with_capacity(total.min(256 << 20) as usize),
+            failed: false,
         });
         // Pieces of a region arrive in order, each continuing the previous one.
-        if s.total != total || off != s.data.len() as u64 || off + piece.len() as u64 > total {
-            return false;
+        if s.total != total || off != s.data.len() as u64 || off + len as u64 > total {
+            return None;
         }
         s.failed |= failed;
-        s.data.extend_from_slice(piece);
-        self.bytes += piece.len() as u64;
-        true
+        let start = s.data.len();
+        s.data.resize(start + len, 0);
+        self.bytes += len as u64;
+        Some(&mut s.data[start..])
     }
 }
 
@@ -303,11 +326,20 @@ pub fn plan(
     out
 }
 
+/// A region of a local rank, read when packed (`Failed` for a rank of another node: a
+/// node pushes only its own ranks' bytes).
+fn rank_source(mem: &Memory<'_>, rank: u32, addr: u64) -> Source {
+    match mem.pids.get(rank as usize) {
+        Some(&pid) if (mem.local)(rank) => Source::Rank { pid, addr },
+        _ => Source::Failed,
+    }
+}
+
 fn mem_push(mem: &Memory<'_>, rank: u32, addr: u64, len: u64) -> Option<Push> {
     (len > 0).then(|| Push {
         key: Key::Mem { rank, addr, len },
         total: len,
-        data: mem.read(rank, addr, len).ok(),
+        src: rank_source(mem, rank, addr),
     })
 }
 
@@ -328,9 +360,10 @@ fn plan_chunks(
             continue;
         };
         // An eager send's bytes wait in this node's eager memory (its buffer may be reused).
-        let data = match mem.eager.take_chunk(s, r, c.offset, c.len) {
-            Some(bytes) => bytes.ok(),
-            None => mem.read(s.rank, s.buf + c.offset, c.len).ok(),
+        let src = match mem.eager.take_chunk(s, r, c.offset, c.len) {
+            Some(Ok(bytes)) => Source::Bytes(bytes),
+            Some(Err(_)) => Source::Failed,
+            None => rank_source(mem, s.rank, s.buf + c.offset),
         };
         out[x as usize].push(Push {
             key: Key::Chunk {
@@ -338,7 +371,7 @@ fn plan_chunks(
                 offset: c.offset,
             },
             total: c.len,
-            data,
+            src,
         });
     }
 }
@@ -485,29 +518,47 @@ impl Packer<'_> {
                 Key::Mem { rank, addr, .. } => (KIND_MEM, rank, addr, 0),
                 Key::Chunk { send, offset } => (KIND_CHUNK, send.rank, send.seq, offset),
             };
-            let (flags, piece) = match &p.data {
-                Some(d) => {
-                    let left = d.len() - self.off as usize;
-                    let n = left.min((room - RECORD_HEADER) & !7);
-                    (0, &d[self.off as usize..self.off as usize + n])
-                }
-                None => (FLAG_FAILED, &[][..]),
+            let left = (p.total - self.off) as usize;
+            let n = match p.src {
+                Source::Failed => 0,
+                _ => left.min((room - RECORD_HEADER) & !7),
             };
+            let head = frame.len();
             for w in [
-                (kind | flags) as u64 | (rank as u64) << 32,
+                kind as u64 | (rank as u64) << 32,
                 a,
                 b,
                 p.total,
                 self.off,
-                piece.len() as u64,
+                n as u64,
             ] {
                 frame.extend_from_slice(&w.to_le_bytes());
             }
-            frame.extend_from_slice(piece);
+            let start = frame.len();
+            let read = match &p.src {
+                Source::Bytes(d) => d
+                    .get(self.off as usize..self.off as usize + n)
+                    .map(|piece| frame.extend_from_slice(piece))
+                    .is_some(),
+                Source::Rank { pid, addr } => {
+                    frame.resize(start + n, 0);
+                    let at = addr.wrapping_add(self.off);
+                    procmem::read_from(*pid, at, &mut frame[start..]).is_ok()
+                }
+                Source::Failed => false,
+            };
+            if !read {
+                // The rest of the region is not sent: the reader reports the failure.
+                frame.truncate(start);
+                frame[head..head + 8].copy_from_slice(
+                    &((kind | FLAG_FAILED) as u64 | (rank as u64) << 32).to_le_bytes(),
+                );
+                frame[head + 40..head + 48].copy_from_slice(&0u64.to_le_bytes());
+            }
             frame.resize(frame.len().next_multiple_of(8), 0);
             count += 1;
-            self.off += piece.len() as u64;
-            if p.data.is_none() || self.off >= p.total {
+            self.off += n as u64;
+            if !read || self.off >= p.total {
                 self.idx += 1;
                 self.off = 0;
             }
@@ -525,15 +576,28 @@ fn malformed(from: u32, what: &str) -> EngineError {
     EngineError::Other(format!("malformed staging round from node {from}: {what}"))
 }
 
-/// Read the records of one frame (`body`, after its header) into `store`.
-fn unpack(from: u32, count: u32, body: &[u8], store: &mut RemoteStore) -> Result<(), EngineError> {
+/// Fills a buffer from an offset of a frame's body.
+type FrameReader<'r> = dyn FnMut(usize, &mut [u8]) -> Result<(), EngineError> + 'r;
+
+/// Read the records of one frame into `store`: `read(at, buf)` fills `buf` from offset
+/// `at` of the frame's body (`len` bytes, after its header), so pieces go straight from the
+/// staging window into the store.
+fn unpack(
+    from: u32,
+    count: u32,
+    len: usize,
+    read: &mut FrameReader<'_>,
+    store: &mut RemoteStore,
+) -> Result<(), EngineError> {
     let mut at = 0usize;
+    let mut head = [0u8; RECORD_HEADER];
     for _ in 0..count {
-        let head = body
-            .get(at..at + RECORD_HEADER)
-            .ok_or_else(|| malformed(from, "record past the end"))?;
+        if at + RECORD_HEADER > len {
+            return Err(malformed(from, "record past the end"));
+        }
+        read(at, &mut head)?;
         let w = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8"));
-        let (word, a, b, total, off, len) = (w(0), w(1), w(2), w(3), w(4), w(5));
+        let (word, a, b, total, off, piece) = (w(0), w(1), w(2), w(3), w(4), w(5));
         let (kind, rank) = (word as u32 & 0xffff, (word >> 32) as u32);
         let failed = word as u32 & FLAG_FAILED != 0;
         let key = match kind {
@@ -549,14 +613,15 @@ fn unpack(from: u32, count: u32, body: &[u8], store: &mut RemoteStore) -> Result
             _ => return Err(malformed(from, "unknown record kind")),
         };
         at += RECORD_HEADER;
-        let piece = usize::try_from(len)
+        let piece = usize::try_from(piece)
             .ok()
-            .and_then(|l| body.get(at..at.checked_add(l)?))
+            .filter(|&l| at.checked_add(l).is_some_and(|end| end <= len))
             .ok_or_else(|| malformed(from, "piece past the end"))?;
-        if !store.insert_piece(key, total, off, piece, failed) {
-            return Err(malformed(from, "piece out of order"));
-        }
-        at = (at + piece.len()).next_multiple_of(8);
+        let slot = store
+            .piece_slot(key, total, off, piece, failed)
+            .ok_or_else(|| malformed(from, "piece out of order"))?;
+        read(at, slot)?;
+        at = (at + piece).next_multiple_of(8);
     }
     Ok(())
 }
@@ -715,9 +780,11 @@ impl Staging {
         if len > self.window - FRAME_HEADER {
             return Err(malformed(a, "longer than the window"));
         }
-        let mut body = vec![0u8; len];
-        t.read_local(at + FRAME_HEADER, &mut body)?;
-        unpack(a, count, &body, store)?;
+        let body = at + FRAME_HEADER;
+        let mut read = |off: usize, buf: &mut [u8]| -> Result<(), EngineError> {
+            Ok(t.read_local(body + off, buf)?)
+        };
+        unpack(a, count, len, &mut read, store)?;
         Ok(more)
     }
 }

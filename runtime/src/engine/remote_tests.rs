@@ -2,7 +2,17 @@
 
 use super::*;
 
+/// Unpack a frame body held in memory.
+fn unpack(from: u32, count: u32, body: &[u8], store: &mut RemoteStore) -> Result<(), EngineError> {
+    let mut read = |at: usize, buf: &mut [u8]| -> Result<(), EngineError> {
+        buf.copy_from_slice(&body[at..at + buf.len()]);
+        Ok(())
+    };
+    super::unpack(from, count, body.len(), &mut read, store)
+}
+
 fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
+    let src = data.map_or(Source::Failed, Source::Bytes);
     Push {
         key: Key::Mem {
             rank,
@@ -10,7 +20,7 @@ fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
             len: total,
         },
         total,
-        data,
+        src,
     }
 }
 
@@ -46,7 +56,7 @@ fn regions_larger_than_a_window_span_rounds_and_read_back_whole() {
             offset: 4096,
         },
         total: 3,
-        data: Some(vec![1, 2, 3]),
+        src: Source::Bytes(vec![1, 2, 3]),
     };
     let pushes = vec![
         push(3, 0x1000, Some(big.clone()), big.len() as u64),
@@ -121,4 +131,23 @@ fn collective_flows_follow_where_the_data_goes() {
         6
     );
     assert!(coll_flows(DescKind::Barrier, -1, &parts, &node_of).is_empty());
+}
+
+#[test]
+fn rank_regions_are_read_while_packing_and_a_failed_read_is_reported() {
+    // Our own process stands for a local rank (cross-memory attach to ourselves works).
+    let buf: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    let me = std::process::id() as i32;
+    let rank = |pid: i32, addr: u64, len: u64| Push {
+        key: Key::Mem { rank: 1, addr, len },
+        total: len,
+        src: Source::Rank { pid, addr },
+    };
+    let addr = buf.as_ptr() as u64;
+    // pid 0: what a node holds for a rank of another node; procmem refuses it.
+    let pushes = vec![rank(me, addr, buf.len() as u64), rank(0, 0x1000, 64)];
+    let (store, rounds) = round_trip(&pushes, 64 << 10);
+    assert_eq!(rounds, 4);
+    assert_eq!(store.read(1, addr, buf.len() as u64).unwrap(), &buf[..]);
+    assert_eq!(store.read(1, 0x1000, 8), Err(RtError::Buffer));
 }
