@@ -678,11 +678,15 @@ fn await_signals(
 impl Staging {
     /// The staging windows start at `base` in global memory (after the DEM mailboxes).
     pub fn new(cfg: &EngineConfig, base: usize, node: u32) -> Self {
+        Self::with_window(base, window_size(cfg), node, cfg.nodes)
+    }
+
+    fn with_window(base: usize, window: usize, node: u32, nodes: u32) -> Self {
         Staging {
             base,
-            window: window_size(cfg),
+            window,
             node,
-            nodes: cfg.nodes,
+            nodes,
             owed: std::cell::Cell::new(0),
         }
     }

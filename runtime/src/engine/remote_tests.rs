@@ -151,3 +151,128 @@ fn rank_regions_are_read_while_packing_and_a_failed_read_is_reported() {
     assert_eq!(store.read(1, addr, buf.len() as u64).unwrap(), &buf[..]);
     assert_eq!(store.read(1, 0x1000, 8), Err(RtError::Buffer));
 }
+
+/// Three nodes of two ranks each; every rank sends a 300 000-byte chunk to the rank two
+/// further on (always on another node), and node 2 also sends rank 0 a second chunk of a
+/// send whose buffer cannot be read. Every node runs `exchange` on its own thread over a
+/// real transport, with 64 KiB windows (several rounds).
+fn exchange_over(transports: Vec<Box<dyn Transport>>) {
+    use crate::descriptor::DescKind;
+    use crate::engine::eager::EagerMemory;
+    use crate::sched::{Chunk, Decision, SliceDecisions};
+
+    const LEN: usize = 300_000;
+    const BASE: usize = 4096;
+    const WINDOW: usize = 64 << 10;
+    let node_of = [0u32, 0, 1, 1, 2, 2];
+    let bufs: Vec<Vec<u8>> = (0..6u32)
+        .map(|r| (0..LEN).map(|i| (i as u32 * 7 + r * 41) as u8).collect())
+        .collect();
+    let desc = |rank: u32, seq: u64, kind: DescKind, buf: u64| Descriptor {
+        rank,
+        seq,
+        kind: kind as u8,
+        buf,
+        bytes: LEN as u64,
+        ..Descriptor::default()
+    };
+    let mut catalog = Vec::new();
+    let mut decisions = Vec::new();
+    for r in 0..6u32 {
+        let to = (r + 2) % 6;
+        catalog.push(desc(r, 1, DescKind::Send, bufs[r as usize].as_ptr() as u64));
+        catalog.push(desc(to, 2, DescKind::Recv, 0x1000));
+        let (send, recv) = (DescRef { rank: r, seq: 1 }, DescRef { rank: to, seq: 2 });
+        decisions.push(Decision::Chunk(Chunk {
+            send,
+            recv,
+            offset: 0,
+            len: LEN as u64,
+        }));
+    }
+    // Rank 4's send 3: its buffer is not mapped.
+    catalog.push(desc(4, 3, DescKind::Send, 8));
+    catalog.push(desc(0, 4, DescKind::Recv, 0x1000));
+    decisions.push(Decision::Chunk(Chunk {
+        send: DescRef { rank: 4, seq: 3 },
+        recv: DescRef { rank: 0, seq: 4 },
+        offset: 0,
+        len: 16,
+    }));
+    catalog.sort_by_key(|d| d.id());
+    let dec = SliceDecisions {
+        slice: 1,
+        decisions,
+        wake: Vec::new(),
+        catalog,
+    };
+    let me = std::process::id() as i32;
+    let stop = AtomicBool::new(false);
+    let stores: Vec<RemoteStore> = std::thread::scope(|scope| {
+        let handles: Vec<_> = transports
+            .into_iter()
+            .enumerate()
+            .map(|(node, t)| {
+                let (dec, stop) = (&dec, &stop);
+                scope.spawn(move || {
+                    let node = node as u32;
+                    let local = move |r: u32| node_of[r as usize] == node;
+                    let pids: Vec<i32> = (0..6).map(|r| if local(r) { me } else { 0 }).collect();
+                    let eager = EagerMemory::default();
+                    let mut bounce = Vec::new();
+                    let mem = Memory {
+                        pids: &pids,
+                        local: &local,
+                        bounce: &mut bounce,
+                        eager: &eager,
+                        defer: None,
+                        staged: None,
+                    };
+                    let st = Staging::with_window(BASE, WINDOW, node, 3);
+                    st.exchange(t.as_ref(), stop, StagePhase::P2p, dec, &node_of, &mem)
+                        .expect("exchange")
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in 0..6u32 {
+        let to = (r + 2) % 6;
+        let store = &stores[node_of[to as usize] as usize];
+        let got = store.chunk(DescRef { rank: r, seq: 1 }, 0, LEN as u64);
+        assert_eq!(got.unwrap(), &bufs[r as usize][..], "chunk {r} -> {to}");
+    }
+    let bad = stores[0].chunk(DescRef { rank: 4, seq: 3 }, 0, 16);
+    assert_eq!(bad, Err(RtError::Buffer));
+    // Node 0 received rank 4's and rank 5's chunks (two from node 2): 600 000 bytes.
+    assert_eq!(stores[0].bytes, 2 * LEN as u64);
+}
+
+fn job_size() -> (usize, u32) {
+    (
+        4096 + 3 * (64 << 10),
+        crate::engine::remote::STAGE_EVENT_BASE + STAGE_EVENTS,
+    )
+}
+
+#[test]
+fn exchange_moves_chunks_between_three_nodes_over_shm() {
+    let (global, events) = job_size();
+    let fabric = crate::transport::shm::ShmFabric::create(3, global, events).unwrap();
+    exchange_over(
+        (0..3)
+            .map(|n| Box::new(fabric.endpoint(n)) as Box<dyn Transport>)
+            .collect(),
+    );
+}
+
+#[test]
+fn exchange_moves_chunks_between_three_nodes_over_tcp() {
+    let (global, events) = job_size();
+    let job = crate::transport::tcp::TcpEndpoint::loopback_job(3, global, events).unwrap();
+    exchange_over(
+        job.into_iter()
+            .map(|ep| Box::new(ep) as Box<dyn Transport>)
+            .collect(),
+    );
+}
