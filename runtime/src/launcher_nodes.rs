@@ -47,16 +47,12 @@ impl JobSegments {
         } else {
             vec![crate::rank::create_segment(e.ranks, e.nodes)?]
         };
-        // Until the data plane carries eager bytes between nodes through the transport,
-        // the nodes of one process share node memory for them.
-        let eager = Arc::new(crate::engine::eager::EagerMemory::default());
+        // Each node has its own node memory for eager bytes, as a daemon does: bytes for a
+        // receiver on another node cross through the transport when the receive matches
+        // (`engine/remote.rs`).
         let shared = segs
             .into_iter()
-            .map(|s| {
-                let mut js = JobShared::new(s);
-                js.eager = eager.clone();
-                Arc::new(js)
-            })
+            .map(|s| Arc::new(JobShared::new(s)))
             .collect();
         Ok(JobSegments {
             shared,
@@ -81,23 +77,15 @@ impl JobSegments {
         }
     }
 
-    /// The launcher knows a rank's pid: publish it in the rank's slot. With isolated
-    /// nodes, also in the segments of the nodes other than 0 (not node 0's: there the
-    /// slot mirror alone writes remote ranks' slots): until the data plane moves bytes
-    /// between nodes through the transport, a node's helpers copy from and to other
-    /// nodes' ranks with cross-memory attach, by pid (one PID namespace: a test mode).
+    /// The launcher knows a rank's pid: publish it in the rank's slot, in its own node's
+    /// segment only (the data plane moves bytes between nodes through the transport;
+    /// node 0 learns other nodes' ranks from the slot mirror).
     pub(super) fn publish_pid(&self, rank: u32, pid: u32) {
-        let own = self.of(rank);
-        own.seg
+        self.of(rank)
+            .seg
             .slot(rank)
             .pid
             .store(pid, std::sync::atomic::Ordering::Release);
-        for s in self.shared.iter().skip(1) {
-            s.seg
-                .slot(rank)
-                .pid
-                .store(pid, std::sync::atomic::Ordering::Release);
-        }
     }
 
     /// Start the engine: today's threads over one segment, or every node over its own.

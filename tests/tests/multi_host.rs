@@ -175,7 +175,6 @@ fn three_local_daemons_report_a_deadlock_and_a_crash_as_one_host_does() {
 }
 
 #[test]
-#[ignore = "needs dataB (the data plane through the transport): the lead merges it after engA"]
 fn three_local_daemons_run_token_ring() {
     let r = run(
         &["--launcher", "local", "--nodes", "3", "-n", "6"],
@@ -442,7 +441,6 @@ fn daemons_started_by_hydra_run_a_job() {
 }
 
 #[test]
-#[ignore = "needs dataB (the data plane through the transport): the lead merges it after engA"]
 fn token_ring_and_collectives_across_three_hosts() {
     if !root_or_skip("token_ring_and_collectives_across_three_hosts") {
         return;
