@@ -36,6 +36,7 @@ fn the_quick_suite_runs_every_section_and_writes_its_report() {
         "## Debugging tools",
         "## Scale: token_ring recorded with everything on",
         "## Polling under load",
+        "## Across hosts (2 test hosts)",
         "## Commands",
     ] {
         assert!(md.contains(heading), "no {heading:?} in the report:\n{md}");

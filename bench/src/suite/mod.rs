@@ -6,6 +6,7 @@
 
 mod build;
 mod debugging;
+mod hosts;
 mod load;
 mod nas;
 mod plot;
@@ -36,7 +37,7 @@ pub struct SuiteArgs {
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
     /// Only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
-    /// debugging, scale, load).
+    /// debugging, scale, load, hosts).
     pub only: Vec<String>,
 }
 
@@ -51,6 +52,7 @@ pub const SECTIONS: &[&str] = &[
     "debugging",
     "scale",
     "load",
+    "hosts",
 ];
 
 /// Everything the sections produce.
@@ -214,6 +216,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "debugging" => debugging::debugging(&ctx, &mut doc),
             "scale" => scale::scale(&ctx, &mut doc),
             "load" => load::load(&ctx, &mut doc),
+            "hosts" => hosts::hosts(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {

@@ -20,6 +20,12 @@ pub enum Launch {
     StrobeRecord(Vec<String>),
     /// `strobe replay FILE` of the recording the named configuration left.
     StrobeReplay { of: String },
+    /// `mpiexec.mpich -launcher rsh -launcher-exec RSH -hosts H1,H2 -genv UCX_TLS tcp,self
+    /// -n N prog args`: MPICH across `scripts/hosts.sh` test hosts over TCP. Debian's MPICH
+    /// is ch4:ucx, and UCX may take two namespaces of one kernel for one node and try its
+    /// shared-memory transports (they fail now and then: "Shared memory error"); TCP is
+    /// what two real hosts would use.
+    MpichHosts { hosts: String, rsh: String },
 }
 
 /// One side of a comparison.
@@ -94,6 +100,15 @@ impl Runner {
                     .arg(ranks.to_string())
                     .args(extra);
                 c.arg("--").arg(&cfg.program).args(args);
+            }
+            Launch::MpichHosts { hosts, rsh } => {
+                c = Command::new("mpiexec.mpich");
+                c.args(["-launcher", "rsh", "-launcher-exec", rsh, "-hosts", hosts])
+                    .args(["-genv", "UCX_TLS", "tcp,self"])
+                    .arg("-n")
+                    .arg(ranks.to_string())
+                    .arg(&cfg.program);
+                c.args(args);
             }
             Launch::StrobeReplay { of } => {
                 c = Command::new(&self.strobe);
