@@ -271,6 +271,7 @@ fn slurm_across(hosts: &Hosts, names: &[String]) {
     );
     let list = String::from_utf8_lossy(&out.stdout);
     assert_eq!(expand_nodelist(list.trim()).unwrap(), names, "{list}");
+    slurm_runs_mpi_jobs(&slurm);
     let run = Run::new();
     let mut cmd = run.command(probe_bin(), &[]);
     cmd.env.push(("SLURM_CONF".into(), slurm.conf().into()));
@@ -285,6 +286,40 @@ fn slurm_across(hosts: &Hosts, names: &[String]) {
             )
         );
     }
+}
+
+/// `strobe run --launcher slurm` inside an allocation of the 3 test hosts: one daemon per
+/// host through srun, ranks in blocks, output forwarded, data between hosts.
+fn slurm_runs_mpi_jobs(slurm: &Slurm) {
+    let strobe = strobe_tests::strobe();
+    let run = |extra: &[&str], prog: &str| {
+        let mut c = Command::new("salloc");
+        c.args(["-N3"])
+            .arg(&strobe)
+            .args(["run", "--launcher", "slurm", "-n", "6", "--timeout", "60s"])
+            .args(extra)
+            .arg("--")
+            .arg(strobe_tests::fixture(prog))
+            .env("SLURM_CONF", slurm.conf());
+        c.output().unwrap()
+    };
+    let out = run(&["--tag-output"], "where");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for rank in 0..6 {
+        let line = format!("[{rank}] rank {rank} of 6 on h{}", rank / 2 + 1);
+        assert!(stdout.lines().any(|l| l == line), "{line:?} in:\n{stdout}");
+    }
+    let ring = run(&[], "token_ring");
+    assert!(
+        ring.status.success(),
+        "token_ring under srun: {}",
+        String::from_utf8_lossy(&ring.stderr)
+    );
 }
 
 fn ssh_across(hosts: &Hosts, names: &[String]) {
