@@ -12,6 +12,7 @@ pub mod control;
 pub mod launch;
 pub mod machine;
 pub mod node_host;
+pub mod node_replay;
 pub mod ranks;
 pub mod wire_sink;
 
