@@ -12,6 +12,7 @@ mod record_overhead;
 mod suite;
 mod tcp;
 mod wire;
+mod writer;
 
 use std::path::PathBuf;
 
@@ -100,6 +101,16 @@ enum BenchCmd {
     /// The TCP transport: latency and bandwidth between two scripts/hosts.sh test hosts
     /// (as root; two processes on loopback otherwise).
     TcpLink,
+    /// One recorder (the Machine Manager's SQLite writer) fed quiet slices of N nodes:
+    /// the slices per second it sustains, for the scale projection (docs/multi-host.md).
+    WriterRate {
+        /// Node counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = vec![1, 16, 64, 256, 1024])]
+        nodes: Vec<u32>,
+        /// Node metrics rows to write per node count (slices = this / nodes, at least 200).
+        #[arg(long, default_value_t = 200_000)]
+        rows: u64,
+    },
     /// One endpoint process of `tcp-link` (started by it).
     #[command(hide = true)]
     TcpPeer {
@@ -165,6 +176,7 @@ fn bench_cmd(what: BenchCmd, out: Option<PathBuf>) -> Result<i32> {
         BenchCmd::Validation { ranks, iterations } => micro::validation(ranks, iterations)?,
         BenchCmd::TcpSlice { endpoints, slices } => tcp::empty_slice(&endpoints, slices)?,
         BenchCmd::TcpLink => tcp::link()?,
+        BenchCmd::WriterRate { nodes, rows } => writer::writer_rate(&nodes, rows)?,
         BenchCmd::WireSink {
             ranks,
             nodes,

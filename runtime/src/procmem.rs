@@ -99,6 +99,14 @@ enum RawError {
 /// own process straight through; the kernel validates it (faults become `EFAULT`, never a
 /// crash), so no Rust reference to that memory is ever formed.
 fn transfer_raw(dir: Dir, pid: i32, local: usize, remote: u64, len: usize) -> Result<(), RawError> {
+    if pid <= 0 {
+        // A rank not started, or one of another node (node managers know only their own
+        // ranks' pids): there is no process to attach to. Never hand 0 to the kernel.
+        return Err(RawError::Errno {
+            errno: libc::ESRCH,
+            done: 0,
+        });
+    }
     let mut done = 0;
     while done < len {
         let piece = (len - done).min(MAX_PIECE);

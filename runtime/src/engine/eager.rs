@@ -7,11 +7,14 @@
 //! sends are copied, and when, is entirely the scheduler's decisions: this store only says
 //! where the bytes wait.
 //!
-//! On one host every node manager is a thread of the launcher, so node memory is one map in
-//! the launcher's heap shared by all of them; a transport between hosts would carry an
-//! entry with the chunk that delivers it. The copies never overlap on one entry: the copy
-//! in is in the slice of the completion and the copies out in later slices, and slices are
-//! separated by microstrobes.
+//! An entry lives at the **sender's** node, which also frees it: a chunk to a receiver on
+//! the same node is copied out of it here ([`EagerMemory::copy_out`]); a chunk to a
+//! receiver on another node is taken out of it by the sender's node and pushed with the
+//! other P2P bytes of the slice through the transport (`remote.rs`,
+//! [`EagerMemory::take_chunk`]), so the bytes cross between nodes when the receive is
+//! matched, never before (nothing is shipped for a message that is never received). The
+//! copies never overlap on one entry: the copy in is in the slice of the completion and the
+//! copies out in that or later slices, after it, and slices are separated by microstrobes.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -69,9 +72,9 @@ impl EagerMemory {
         }
     }
 
-    /// P2P, receiver's node: move a chunk of an eager send from node memory into the
-    /// receive buffer; `false` when the send is not eager (the caller copies from the
-    /// sender). The entry is freed with its last byte.
+    /// P2P, sender's node, receiver on the same node: move a chunk of an eager send from
+    /// node memory into the receive buffer; `false` when the send is not eager (the caller
+    /// copies from the sender). The entry is freed with its last byte.
     pub fn copy_out(
         &self,
         s: &Descriptor,
@@ -81,34 +84,62 @@ impl EagerMemory {
         pids: &[i32],
         errs: &mut Overrides,
     ) -> bool {
-        let mut map = self.lock();
-        let Some(data) = map.get(&s.id()) else {
-            return false;
-        };
-        let (from, to) = (offset as usize, (offset + len) as usize);
-        let res = match data.get(from..to) {
-            Some(bytes) if !bytes.is_empty() => {
-                procmem::write_to(pids[r.rank as usize], r.buf + offset, bytes)
-                    .map_err(|_| RtError::Buffer)
+        let res = self.with_chunk(s, r, offset, len, |bytes| {
+            if bytes.is_empty() {
+                return Ok(());
             }
-            Some(_) => Ok(()),
-            None => Err(RtError::Buffer),
-        };
-        if let Err(e) = res {
-            errs.insert(r.id(), e);
+            procmem::write_to(pids[r.rank as usize], r.buf + offset, bytes)
+                .map_err(|_| RtError::Buffer)
+        });
+        match res {
+            None => false,
+            Some(res) => {
+                if let Err(e) = res {
+                    errs.insert(r.id(), e);
+                }
+                true
+            }
         }
+    }
+
+    /// P2P, sender's node, receiver on another node: the bytes of a chunk of an eager send,
+    /// to push; `None` when the send is not eager. The entry is freed with its last byte.
+    pub fn take_chunk(
+        &self,
+        s: &Descriptor,
+        r: &Descriptor,
+        offset: u64,
+        len: u64,
+    ) -> Option<Result<Vec<u8>, RtError>> {
+        self.with_chunk(s, r, offset, len, |bytes| Ok(bytes.to_vec()))
+    }
+
+    /// Run `f` on the bytes of a chunk of an eager send (an error when the chunk is outside
+    /// them) and free the entry with its last byte; `None` when the send is not eager.
+    fn with_chunk<T>(
+        &self,
+        s: &Descriptor,
+        r: &Descriptor,
+        offset: u64,
+        len: u64,
+        f: impl FnOnce(&[u8]) -> Result<T, RtError>,
+    ) -> Option<Result<T, RtError>> {
+        let mut map = self.lock();
+        let data = map.get(&s.id())?;
+        let (from, to) = (offset as usize, (offset + len) as usize);
+        let res = data.get(from..to).ok_or(RtError::Buffer).and_then(f);
         if offset + len >= s.bytes.min(r.bytes) {
             map.remove(&s.id());
         }
-        true
+        Some(res)
     }
 
     /// A match that moves no byte (an empty message, or one truncated to nothing) gets no
-    /// chunk: free its entry at the match.
+    /// chunk: the sender's node frees its entry at the match.
     pub fn release_empty(&self, dec: &SliceDecisions, local: &dyn Fn(u32) -> bool) {
         for d in &dec.decisions {
             if let Decision::Match(m) = d {
-                if m.bytes == 0 && local(m.recv.rank) {
+                if m.bytes == 0 && local(m.send.rank) {
                     self.lock().remove(&m.send);
                 }
             }

@@ -5,6 +5,9 @@
 //! cross-memory attach (`process_vm_readv`/`writev`) through a small cache-resident bounce
 //! buffer: the node manager plays the papers' NIC thread that reads and writes application
 //! memory directly. A node executes exactly the work whose *destination* is one of its ranks.
+//! Cross-memory attach is for the node's own ranks only: what a helper reads from a rank
+//! of another node was pushed to this node through the transport before the helper runs
+//! (`remote.rs`) and is served from [`Memory::staged`].
 //!
 //! Buffer conventions per collective (set by the rank side, see `rank.rs`):
 //! - Bcast: `buf`/`bytes` is the buffer on every member.
@@ -25,6 +28,7 @@
 use std::collections::BTreeMap;
 
 use super::eager::EagerMemory;
+use super::remote::RemoteStore;
 use crate::datatype::{ElemType, ReduceOp};
 use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
 use crate::ops;
@@ -36,7 +40,8 @@ pub type Overrides = BTreeMap<DescRef, RtError>;
 
 /// What the helpers need to know about the node's ranks.
 pub struct Memory<'a> {
-    /// pid of every world rank (0 for a rank that has not started).
+    /// pid of every world rank of this node (0 for a rank that has not started and for
+    /// every rank of another node: cross-memory attach to it fails).
     pub pids: &'a [i32],
     /// Whether a world rank is on this node.
     pub local: &'a dyn Fn(u32) -> bool,
@@ -47,6 +52,8 @@ pub struct Memory<'a> {
     /// the receiving ranks' own DMA Helpers (one copy instead of two through the bounce
     /// buffer, and the ranks of a node copy in parallel instead of one after another).
     pub defer: Option<Deferred>,
+    /// What the other nodes pushed this phase: the only source of remote ranks' bytes.
+    pub staged: Option<&'a RemoteStore>,
 }
 
 /// Large collective copies handed to the receivers' DMA Helpers (see [`Memory::defer`]).
@@ -68,6 +75,10 @@ impl Memory<'_> {
     fn copy(&mut self, src: (u32, u64), dst: (u32, u64), len: u64) -> Result<(), RtError> {
         if len == 0 {
             return Ok(());
+        }
+        if !(self.local)(src.0) {
+            let data = self.remote(src.0, src.1, len)?;
+            return procmem::write_to(self.pids[dst.0 as usize], dst.1, data).map_err(pe);
         }
         if let Some(d) = self.defer.as_mut() {
             if let (true, Some(recv)) = (len >= d.min, d.receiver) {
@@ -95,7 +106,21 @@ impl Memory<'_> {
         .map_err(pe)
     }
 
-    fn read(&self, rank: u32, addr: u64, len: u64) -> Result<Vec<u8>, RtError> {
+    /// Bytes of a rank of another node, as its node pushed them (`remote.rs`).
+    fn remote(&self, rank: u32, addr: u64, len: u64) -> Result<&[u8], RtError> {
+        match self.staged {
+            Some(s) => s.read(rank, addr, len),
+            None => {
+                tracing::debug!(rank, addr, len, "remote read outside a staged phase");
+                Err(RtError::Buffer)
+            }
+        }
+    }
+
+    pub(super) fn read(&self, rank: u32, addr: u64, len: u64) -> Result<Vec<u8>, RtError> {
+        if len > 0 && !(self.local)(rank) {
+            return self.remote(rank, addr, len).map(<[u8]>::to_vec);
+        }
         let mut v = vec![0u8; len as usize];
         if len > 0 {
             procmem::read_from(self.pids[rank as usize], addr, &mut v).map_err(pe)?;
@@ -111,7 +136,7 @@ impl Memory<'_> {
     }
 
     /// Read an n-entry (bytes, displacement) table.
-    fn table(&self, rank: u32, addr: u64, n: usize) -> Result<Vec<(u64, u64)>, RtError> {
+    pub(super) fn table(&self, rank: u32, addr: u64, n: usize) -> Result<Vec<(u64, u64)>, RtError> {
         if addr == 0 {
             return Err(RtError::Arg);
         }
@@ -154,12 +179,14 @@ fn local_chunks<'d>(
     })
 }
 
-/// The chunks with a local receiver of at least `min` bytes: for these one copy by the
-/// receiver's own DMA Helper beats two through the node manager's bounce buffer.
+/// The chunks between two local ranks of at least `min` bytes: for these one copy by the
+/// receiver's own DMA Helper beats two through the node manager's bounce buffer. (A chunk
+/// from another node is written by the node manager from staging: its sender's pid means
+/// nothing here.)
 pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
     local_chunks(dec, mem.local)
         // An eager send's buffer may be reused already: its bytes are in node memory.
-        .filter(|&(s, _, _, len)| len >= min && !mem.eager.holds(s.id()))
+        .filter(|&(s, _, _, len)| len >= min && (mem.local)(s.rank) && !mem.eager.holds(s.id()))
         .map(|(s, r, offset, len)| DirectChunk {
             recv: r.id(),
             src_pid: mem.pids[s.rank as usize],
@@ -171,8 +198,9 @@ pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<Di
 }
 
 /// P2P microphase: the node's DMA Helper moves every chunk of fewer than `direct_min` bytes
-/// whose receiver is local (the larger ones went to the receivers' own DMA Helpers), and
-/// every chunk of an eager send, from node memory.
+/// whose receiver is local (the larger ones went to the receivers' own DMA Helpers), every
+/// chunk of an eager send, from node memory, and every chunk from another node, from
+/// staging.
 pub fn run_p2p(
     dec: &SliceDecisions,
     mem: &mut Memory<'_>,
@@ -182,6 +210,23 @@ pub fn run_p2p(
     let local = mem.local;
     let mut moved = 0;
     for (s, r, offset, len) in local_chunks(dec, local) {
+        if !local(s.rank) {
+            if len == 0 {
+                continue;
+            }
+            let res = match mem.staged {
+                Some(st) => st.chunk(s.id(), offset, len),
+                None => Err(RtError::Buffer),
+            }
+            .and_then(|data| {
+                procmem::write_to(mem.pids[r.rank as usize], r.buf + offset, data).map_err(pe)
+            });
+            if let Err(e) = res {
+                errs.insert(r.id(), e);
+            }
+            moved += 1;
+            continue;
+        }
         if mem.eager.copy_out(s, r, offset, len, mem.pids, errs) {
             moved += 1;
             continue;
@@ -411,13 +456,10 @@ fn move_data(
     Ok(())
 }
 
-/// The input of one member of a reduction.
+/// The input of one member of a reduction (pushed by its node when remote).
 fn contribution(p: &Descriptor, mem: &Memory<'_>) -> Result<Vec<u8>, RtError> {
-    if p.in_place() {
-        mem.read(p.rank, p.rbuf, p.rbytes)
-    } else {
-        mem.read(p.rank, p.buf, p.bytes)
-    }
+    let (addr, len) = super::remote::contribution_region(p);
+    mem.read(p.rank, addr, len)
 }
 
 /// Combine `inputs` along a binomial tree rooted at index 0 (the papers' RM). The operand

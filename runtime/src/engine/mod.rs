@@ -12,6 +12,7 @@ pub mod eager;
 pub mod helpers;
 mod mirror;
 mod node;
+pub mod remote;
 pub mod sink;
 mod strobe;
 #[cfg(test)]

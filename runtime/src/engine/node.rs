@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::direct::{await_direct, dispatch_direct};
 use super::helpers::{self, Memory, Overrides, PendingWrite};
+use super::remote::{self, StagePhase, Staging};
 use super::sink::{GlobalMetrics, LocalMetrics, SliceRecord, SliceSink, SliceSource, StartReason};
 use super::strobe::{self, Phase, STOP};
 use super::{EngineConfig, EngineError, EngineOutcome, JobShared};
@@ -22,7 +23,7 @@ mod job_watch;
 #[path = "node_start.rs"]
 mod start;
 
-pub const EVENTS: u32 = 4;
+pub const EVENTS: u32 = remote::STAGE_EVENT_BASE + remote::STAGE_EVENTS;
 /// Global memory: variables in the first page, then one DEM mailbox per source node.
 const MAILBOX_BASE: usize = 4096;
 const MAILBOX_HEADER: usize = 64;
@@ -38,9 +39,14 @@ pub(super) fn mirror_base(cfg: &EngineConfig) -> usize {
     MAILBOX_BASE + cfg.nodes as usize * mailbox_size(cfg)
 }
 
+/// Where the data plane's staging windows start (`remote.rs`): after the mirror's blocks.
+fn staging_base(cfg: &EngineConfig) -> usize {
+    mirror_base(cfg) + super::mirror::region_size(cfg)
+}
+
 /// Bytes of global memory each node needs (every region the engine uses lies inside).
 pub fn global_size(cfg: &EngineConfig) -> usize {
-    mirror_base(cfg) + super::mirror::region_size(cfg)
+    staging_base(cfg) + remote::staging_size(cfg)
 }
 
 pub struct NodeManager {
@@ -79,6 +85,8 @@ pub struct NodeManager {
     sites: crate::symbolize::SiteCache,
     /// The slot mirror, when this node's segment is its own (`mirror.rs`).
     mirror: super::mirror::NodeMirror,
+    /// The data plane between nodes (`remote.rs`).
+    staging: Staging,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -153,7 +161,6 @@ impl NodeManager {
             dma_pushed: vec![0; local_ranks.len()],
             pids: vec![0; cfg.ranks as usize],
             bounce: vec![0; 256 << 10],
-            cfg,
             node,
             t,
             shared,
@@ -172,6 +179,8 @@ impl NodeManager {
             capture: Default::default(),
             sites: Default::default(),
             mirror,
+            staging: Staging::new(&cfg, staging_base(&cfg), node),
+            cfg,
         }
     }
 
@@ -342,18 +351,20 @@ impl NodeManager {
             Command::RunP2p => {
                 w.local.ltmsm = w.t0.elapsed();
                 w.global.gtmsm = w.local.ltmsm;
-                self.run_p2p(w);
+                self.run_p2p(w)?;
                 Phase::P2p
             }
             Command::RunBbm => {
                 let tb = Instant::now();
-                self.run_bbm(w);
+                self.run_bbm(w)?;
                 w.local.t_bbm = tb.elapsed();
                 Phase::Bbm
             }
             Command::ReduceRead => {
                 w.t_rm = Some(Instant::now());
+                let store = self.stage(w, StagePhase::Rm)?;
                 let mut mem = self.memory();
+                mem.staged = Some(&store);
                 helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, true, &mut w.writes);
                 Phase::RmRead
             }
@@ -532,28 +543,34 @@ impl NodeManager {
         Ok(digest)
     }
 
-    /// P2P: the DMA Helper moves every chunk whose receiver is local (large chunks through
-    /// the receiving rank's own DMA Helper thread).
-    fn run_p2p(&mut self, w: &mut SliceWork) {
+    /// P2P: the DMA Helper moves every chunk whose receiver is local (large chunks between
+    /// local ranks through the receiving rank's own DMA Helper thread; chunks from other
+    /// nodes from staging).
+    fn run_p2p(&mut self, w: &mut SliceWork) -> Result<(), EngineError> {
         // A rank's pid is set once, before it can post anything: refresh only unknown ones,
-        // once per slice, before the first helper runs.
-        for (r, pid) in self.pids.iter_mut().enumerate() {
+        // once per slice, before the first helper runs. Only this node's ranks: the pid of
+        // a rank elsewhere stays 0, so no helper can reach it by cross-memory attach.
+        for &r in &self.local_ranks {
+            let pid = &mut self.pids[r as usize];
             if *pid == 0 {
-                *pid = self.shared.seg.slot(r as u32).pid.load(Ordering::Acquire) as i32;
+                *pid = self.shared.seg.slot(r).pid.load(Ordering::Acquire) as i32;
             }
         }
         let min = self.cfg.direct_copy_min;
+        let tp = Instant::now();
+        // Eager sends completed this slice: their bytes go to node memory before the
+        // completion is delivered (RM), and before chunks of them are pushed to other nodes.
+        let shared = self.shared.clone();
+        shared.eager.copy_in(&w.dec, &self.memory(), &mut w.errs);
+        let store = self.stage(w, StagePhase::P2p)?;
         let mut mem = Memory {
             pids: &self.pids,
             local: &*self.is_local,
             bounce: &mut self.bounce,
             eager: &self.shared.eager,
             defer: None,
+            staged: Some(&store),
         };
-        let tp = Instant::now();
-        // Eager sends completed this slice: their bytes go to node memory before the
-        // completion is delivered (RM).
-        self.shared.eager.copy_in(&w.dec, &mem, &mut w.errs);
         let direct = helpers::direct_chunks(&w.dec, &mem, min);
         let waits = dispatch_direct(
             &self.shared,
@@ -566,14 +583,43 @@ impl NodeManager {
         self.shared.eager.release_empty(&w.dec, mem.local);
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
         w.local.t_p2p = tp.elapsed();
+        Ok(())
+    }
+
+    /// The data plane between nodes for one microphase (`remote.rs`): push what the other
+    /// nodes' helpers will read from this node's ranks, and receive what ours will read.
+    fn stage(
+        &mut self,
+        w: &SliceWork,
+        phase: StagePhase,
+    ) -> Result<remote::RemoteStore, EngineError> {
+        let mem = Memory {
+            pids: &self.pids,
+            local: &*self.is_local,
+            bounce: &mut self.bounce,
+            eager: &self.shared.eager,
+            defer: None,
+            staged: None,
+        };
+        self.staging.exchange(
+            self.t.as_ref(),
+            &self.shared.stop,
+            phase,
+            &w.dec,
+            &self.node_of_rank,
+            &mem,
+        )
     }
 
     /// BBM: the Collective Helper moves the data-movement collectives' blocks into the local
-    /// members; blocks of `direct_copy_min` bytes or more go to the receiving ranks' own DMA
-    /// Helpers, as large P2P chunks do, and BBM ends when they are all copied.
-    fn run_bbm(&mut self, w: &mut SliceWork) {
+    /// members; blocks of `direct_copy_min` bytes or more between local ranks go to the
+    /// receiving ranks' own DMA Helpers, as large P2P chunks do, and BBM ends when they are
+    /// all copied. Blocks from other nodes come from staging.
+    fn run_bbm(&mut self, w: &mut SliceWork) -> Result<(), EngineError> {
         let min = self.cfg.direct_copy_min;
+        let store = self.stage(w, StagePhase::Bbm)?;
         let mut mem = self.memory();
+        mem.staged = Some(&store);
         mem.defer = Some(helpers::Deferred {
             min,
             ..Default::default()
@@ -581,7 +627,7 @@ impl NodeManager {
         helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, false, &mut w.writes);
         let direct = mem.defer.take().map(|d| d.chunks).unwrap_or_default();
         if direct.is_empty() {
-            return;
+            return Ok(());
         }
         let waits = dispatch_direct(
             &self.shared,
@@ -591,6 +637,7 @@ impl NodeManager {
             &direct,
         );
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
+        Ok(())
     }
 
     /// The slice is over on this node: metrics, and on node 0 deadlock detection and the
@@ -639,6 +686,7 @@ impl NodeManager {
             bounce: &mut self.bounce,
             eager: &self.shared.eager,
             defer: None,
+            staged: None,
         }
     }
 

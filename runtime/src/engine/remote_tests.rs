@@ -1,0 +1,278 @@
+//! Unit tests of the staging rounds (`remote.rs`).
+
+use super::*;
+
+/// Unpack a frame body held in memory.
+fn unpack(from: u32, count: u32, body: &[u8], store: &mut RemoteStore) -> Result<(), EngineError> {
+    let mut read = |at: usize, buf: &mut [u8]| -> Result<(), EngineError> {
+        buf.copy_from_slice(&body[at..at + buf.len()]);
+        Ok(())
+    };
+    super::unpack(from, count, body.len(), &mut read, store)
+}
+
+fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
+    let src = data.map_or(Source::Failed, Source::Bytes);
+    Push {
+        key: Key::Mem {
+            rank,
+            addr,
+            len: total,
+        },
+        total,
+        src,
+    }
+}
+
+/// Pack `pushes` into rounds of `window` bytes and unpack them all.
+fn round_trip(pushes: &[Push], window: usize) -> (RemoteStore, usize) {
+    let mut p = Packer {
+        pushes,
+        idx: 0,
+        off: 0,
+    };
+    let mut store = RemoteStore::default();
+    let mut frame = Vec::new();
+    let mut rounds = 0;
+    loop {
+        let more = p.next_frame(&mut frame, window);
+        assert!(frame.len() <= window);
+        rounds += 1;
+        let count = u32::from_le_bytes(frame[4..8].try_into().unwrap());
+        unpack(1, count, &frame[FRAME_HEADER..], &mut store).unwrap();
+        if !more {
+            return (store, rounds);
+        }
+    }
+}
+
+#[test]
+fn regions_larger_than_a_window_span_rounds_and_read_back_whole() {
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+    let small = vec![9u8; 5];
+    let chunk = Push {
+        key: Key::Chunk {
+            send: DescRef { rank: 2, seq: 7 },
+            offset: 4096,
+        },
+        total: 3,
+        src: Source::Bytes(vec![1, 2, 3]),
+    };
+    let pushes = vec![
+        push(3, 0x1000, Some(big.clone()), big.len() as u64),
+        push(3, 0x900000, Some(small.clone()), 5),
+        chunk,
+        push(4, 0x2000, None, 64),
+    ];
+    let (store, rounds) = round_trip(&pushes, 64 << 10);
+    assert_eq!(rounds, 5, "300 000 bytes need five 64 KiB rounds");
+    assert_eq!(store.read(3, 0x1000, big.len() as u64).unwrap(), &big[..]);
+    assert_eq!(store.read(3, 0x1000 + 777, 10).unwrap(), &big[777..787]);
+    assert_eq!(store.read(3, 0x900001, 4).unwrap(), &small[1..]);
+    let send = DescRef { rank: 2, seq: 7 };
+    assert_eq!(store.chunk(send, 4096, 3).unwrap(), &[1, 2, 3]);
+    // Not staged, past a region's end, another offset, a failed region: errors.
+    assert_eq!(store.read(3, 0x900001, 5), Err(RtError::Buffer));
+    assert_eq!(store.read(5, 0x1000, 1), Err(RtError::Buffer));
+    assert_eq!(store.chunk(send, 0, 3), Err(RtError::Buffer));
+    assert_eq!(store.read(4, 0x2000, 8), Err(RtError::Buffer));
+}
+
+#[test]
+fn an_empty_plan_is_one_empty_round() {
+    let (store, rounds) = round_trip(&[], 64 << 10);
+    assert_eq!((rounds, store.bytes), (1, 0));
+}
+
+#[test]
+fn damaged_rounds_are_errors_not_panics() {
+    let pushes = vec![push(1, 0x10, Some(vec![5; 100]), 100)];
+    let mut p = Packer {
+        pushes: &pushes,
+        idx: 0,
+        off: 0,
+    };
+    let mut frame = Vec::new();
+    p.next_frame(&mut frame, 64 << 10);
+    let body = &frame[FRAME_HEADER..];
+    // More records than present, a truncated piece, an unknown kind.
+    assert!(unpack(0, 2, body, &mut RemoteStore::default()).is_err());
+    assert!(unpack(0, 1, &body[..60], &mut RemoteStore::default()).is_err());
+    let mut bad = body.to_vec();
+    bad[0] = 9;
+    assert!(unpack(0, 1, &bad, &mut RemoteStore::default()).is_err());
+    // A piece that does not continue the region.
+    let mut skip = body.to_vec();
+    skip[32..40].copy_from_slice(&8u64.to_le_bytes());
+    assert!(unpack(0, 1, &skip, &mut RemoteStore::default()).is_err());
+}
+
+#[test]
+fn collective_flows_follow_where_the_data_goes() {
+    let part = |rank: u32| Descriptor {
+        rank,
+        ..Descriptor::default()
+    };
+    let parts: Vec<Descriptor> = (0..4).map(part).collect();
+    let node_of = [0, 0, 1, 2];
+    // Bcast from rank 2: node 1 sends to 0 and 2.
+    assert_eq!(
+        coll_flows(DescKind::Bcast, 2, &parts, &node_of),
+        vec![(1, 0), (1, 2)]
+    );
+    // Gather to rank 0: nodes 1 and 2 send to 0.
+    assert_eq!(
+        coll_flows(DescKind::Gather, 0, &parts, &node_of),
+        vec![(1, 0), (2, 0)]
+    );
+    // Allreduce: every pair of distinct nodes.
+    assert_eq!(
+        coll_flows(DescKind::Allreduce, -1, &parts, &node_of).len(),
+        6
+    );
+    assert!(coll_flows(DescKind::Barrier, -1, &parts, &node_of).is_empty());
+}
+
+#[test]
+fn rank_regions_are_read_while_packing_and_a_failed_read_is_reported() {
+    // Our own process stands for a local rank (cross-memory attach to ourselves works).
+    let buf: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    let me = std::process::id() as i32;
+    let rank = |pid: i32, addr: u64, len: u64| Push {
+        key: Key::Mem { rank: 1, addr, len },
+        total: len,
+        src: Source::Rank { pid, addr },
+    };
+    let addr = buf.as_ptr() as u64;
+    // pid 0: what a node holds for a rank of another node; procmem refuses it.
+    let pushes = vec![rank(me, addr, buf.len() as u64), rank(0, 0x1000, 64)];
+    let (store, rounds) = round_trip(&pushes, 64 << 10);
+    assert_eq!(rounds, 4);
+    assert_eq!(store.read(1, addr, buf.len() as u64).unwrap(), &buf[..]);
+    assert_eq!(store.read(1, 0x1000, 8), Err(RtError::Buffer));
+}
+
+/// Three nodes of two ranks each; every rank sends a 300 000-byte chunk to the rank two
+/// further on (always on another node), and node 2 also sends rank 0 a second chunk of a
+/// send whose buffer cannot be read. Every node runs `exchange` on its own thread over a
+/// real transport, with 64 KiB windows (several rounds).
+fn exchange_over(transports: Vec<Box<dyn Transport>>) {
+    use crate::descriptor::DescKind;
+    use crate::engine::eager::EagerMemory;
+    use crate::sched::{Chunk, Decision, SliceDecisions};
+
+    const LEN: usize = 300_000;
+    const BASE: usize = 4096;
+    const WINDOW: usize = 64 << 10;
+    let node_of = [0u32, 0, 1, 1, 2, 2];
+    let bufs: Vec<Vec<u8>> = (0..6u32)
+        .map(|r| (0..LEN).map(|i| (i as u32 * 7 + r * 41) as u8).collect())
+        .collect();
+    let desc = |rank: u32, seq: u64, kind: DescKind, buf: u64| Descriptor {
+        rank,
+        seq,
+        kind: kind as u8,
+        buf,
+        bytes: LEN as u64,
+        ..Descriptor::default()
+    };
+    let mut catalog = Vec::new();
+    let mut decisions = Vec::new();
+    for r in 0..6u32 {
+        let to = (r + 2) % 6;
+        catalog.push(desc(r, 1, DescKind::Send, bufs[r as usize].as_ptr() as u64));
+        catalog.push(desc(to, 2, DescKind::Recv, 0x1000));
+        let (send, recv) = (DescRef { rank: r, seq: 1 }, DescRef { rank: to, seq: 2 });
+        decisions.push(Decision::Chunk(Chunk {
+            send,
+            recv,
+            offset: 0,
+            len: LEN as u64,
+        }));
+    }
+    // Rank 4's send 3: its buffer is not mapped.
+    catalog.push(desc(4, 3, DescKind::Send, 8));
+    catalog.push(desc(0, 4, DescKind::Recv, 0x1000));
+    decisions.push(Decision::Chunk(Chunk {
+        send: DescRef { rank: 4, seq: 3 },
+        recv: DescRef { rank: 0, seq: 4 },
+        offset: 0,
+        len: 16,
+    }));
+    catalog.sort_by_key(|d| d.id());
+    let dec = SliceDecisions {
+        slice: 1,
+        decisions,
+        wake: Vec::new(),
+        catalog,
+    };
+    let me = std::process::id() as i32;
+    let stop = AtomicBool::new(false);
+    let stores: Vec<RemoteStore> = std::thread::scope(|scope| {
+        let handles: Vec<_> = transports
+            .into_iter()
+            .enumerate()
+            .map(|(node, t)| {
+                let (dec, stop) = (&dec, &stop);
+                scope.spawn(move || {
+                    let node = node as u32;
+                    let local = move |r: u32| node_of[r as usize] == node;
+                    let pids: Vec<i32> = (0..6).map(|r| if local(r) { me } else { 0 }).collect();
+                    let eager = EagerMemory::default();
+                    let mut bounce = Vec::new();
+                    let mem = Memory {
+                        pids: &pids,
+                        local: &local,
+                        bounce: &mut bounce,
+                        eager: &eager,
+                        defer: None,
+                        staged: None,
+                    };
+                    let st = Staging::with_window(BASE, WINDOW, node, 3);
+                    st.exchange(t.as_ref(), stop, StagePhase::P2p, dec, &node_of, &mem)
+                        .expect("exchange")
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in 0..6u32 {
+        let to = (r + 2) % 6;
+        let store = &stores[node_of[to as usize] as usize];
+        let got = store.chunk(DescRef { rank: r, seq: 1 }, 0, LEN as u64);
+        assert_eq!(got.unwrap(), &bufs[r as usize][..], "chunk {r} -> {to}");
+    }
+    let bad = stores[0].chunk(DescRef { rank: 4, seq: 3 }, 0, 16);
+    assert_eq!(bad, Err(RtError::Buffer));
+    // Node 0 received rank 4's and rank 5's chunks (two from node 2): 600 000 bytes.
+    assert_eq!(stores[0].bytes, 2 * LEN as u64);
+}
+
+fn job_size() -> (usize, u32) {
+    (
+        4096 + 3 * (64 << 10),
+        crate::engine::remote::STAGE_EVENT_BASE + STAGE_EVENTS,
+    )
+}
+
+#[test]
+fn exchange_moves_chunks_between_three_nodes_over_shm() {
+    let (global, events) = job_size();
+    let fabric = crate::transport::shm::ShmFabric::create(3, global, events).unwrap();
+    exchange_over(
+        (0..3)
+            .map(|n| Box::new(fabric.endpoint(n)) as Box<dyn Transport>)
+            .collect(),
+    );
+}
+
+#[test]
+fn exchange_moves_chunks_between_three_nodes_over_tcp() {
+    let (global, events) = job_size();
+    let job = crate::transport::tcp::TcpEndpoint::loopback_job(3, global, events).unwrap();
+    exchange_over(
+        job.into_iter()
+            .map(|ep| Box::new(ep) as Box<dyn Transport>)
+            .collect(),
+    );
+}
