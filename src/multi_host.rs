@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
@@ -19,8 +20,10 @@ use strobe_runtime::daemon::launch::LauncherKind;
 use strobe_runtime::daemon::machine::{run_machine, FrameSink, MachineConfig};
 use strobe_runtime::daemon::node_replay::{DaemonReplay, ReplayEnd, SinkTap};
 use strobe_runtime::daemon::wire_sink::FrameApplier;
-use strobe_runtime::engine::SliceSink;
+use strobe_runtime::engine::{LocalMetrics, Payload, SliceRecord, SliceSink};
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
+use strobe_runtime::mmds::RankMmds;
+use strobe_runtime::outcome::OutcomeRec;
 
 use crate::cli_util;
 
@@ -176,10 +179,17 @@ pub fn record_on_daemons(
     move |cfg, sink| {
         let mut m = machine_config(h, cfg.clone(), true)?;
         m.captures = captures.clone();
-        let applier = Arc::new(FrameApplier::new(sink));
+        let last = Arc::new(LastSlice {
+            inner: sink,
+            last: AtomicU64::new(0),
+        });
+        let applier = Arc::new(FrameApplier::new(last.clone()));
         let r = run_machine(&m, Some(applier.clone()))
             .map_err(|e| anyhow!("cannot run the job on node daemons: {e}"))?;
         let mut report = r.report;
+        // The recording ends with the last slice record that reached it: a lost node 0
+        // (or a daemon ahead of it) may have counted slices whose records never arrived.
+        report.slices = last.last.load(Ordering::Acquire);
         if let (n @ 1.., first) = applier.refused() {
             let why = format!(
                 "the recording is incomplete: {n} slice record frame{} from the daemons refused (first: {})",
@@ -192,6 +202,34 @@ pub fn record_on_daemons(
             }
         }
         Ok(report)
+    }
+}
+
+/// Passes every call on, keeping the last slice record's number.
+struct LastSlice {
+    inner: Arc<dyn SliceSink>,
+    last: AtomicU64,
+}
+
+impl SliceSink for LastSlice {
+    fn slice(&self, rec: &SliceRecord) {
+        self.inner.slice(rec);
+        self.last.fetch_max(rec.slice, Ordering::AcqRel);
+    }
+    fn node_metrics(&self, slice: u64, m: &LocalMetrics) {
+        self.inner.node_metrics(slice, m);
+    }
+    fn mmds(&self, ranks: &[RankMmds]) {
+        self.inner.mmds(ranks);
+    }
+    fn outcomes(&self, rank: u32, recs: &[OutcomeRec]) {
+        self.inner.outcomes(rank, recs);
+    }
+    fn captures(&self, rank: u32) -> bool {
+        self.inner.captures(rank)
+    }
+    fn payload(&self, p: &Payload) {
+        self.inner.payload(p);
     }
 }
 

@@ -224,11 +224,7 @@ type NodeSink = (Arc<dyn SliceSink>, Option<Arc<WireSink>>);
 /// `sinkFrame`s on the control connection, in order, before the node report
 /// ([`finish_sink`] runs, then the wire sink is flushed). Otherwise the records are
 /// dropped (`strobe run`).
-fn node_sink(
-    spec: &JobSpec,
-    node: u32,
-    writer: &Arc<ControlWriter>,
-) -> std::io::Result<NodeSink> {
+fn node_sink(spec: &JobSpec, node: u32, writer: &Arc<ControlWriter>) -> std::io::Result<NodeSink> {
     if !spec.ship_slices {
         return Ok((Arc::new(NullSink), None));
     }
