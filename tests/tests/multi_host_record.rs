@@ -136,6 +136,33 @@ fn captured_payloads_on_daemons_replay_one_rank_alone() {
     assert!(r.code == 0, "rank 4 alone: {}\n{}", r.stdout, r.stderr);
 }
 
+/// A divergence is found by the verifier at the Machine Manager (node 0's slice records)
+/// and stops every daemon; the report is a one-host replay's, naming the rank's node.
+#[test]
+fn a_divergence_on_daemons_is_found_at_the_machine_manager() {
+    let (_d, db) = tmp("div.db");
+    let local = strings(&["--launcher", "local", "--nodes", "3"]);
+    record(&db, &local, "4", "divergent", &[]).assert_ok("divergent recorded on daemons");
+    let mut opts = local.clone();
+    opts.extend(strings(&["--env", "DIVERGENT_FIXTURE_TAG=9"]));
+    let r = replay(&db, &opts);
+    assert_eq!(
+        r.code, 1,
+        "diverged
+{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("replay DIVERGED from the recording at slice")
+            && r.stderr.contains("(node 1, rank 2)")
+            && r.stderr
+                .contains("replayed: call rank 2 seq 10: MPI_Send peer=3 tag=9"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Stopping and stepping are for a replay on this host: refused on daemons, one line.
 #[test]
 fn stepping_on_daemons_is_refused() {
