@@ -10,6 +10,7 @@
 
 pub mod control;
 pub mod launch;
+mod local_ranks;
 pub mod machine;
 pub mod node_host;
 pub mod node_replay;

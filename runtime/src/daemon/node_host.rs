@@ -11,7 +11,6 @@
 
 use std::io::BufRead;
 use std::net::{IpAddr, SocketAddr};
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -21,6 +20,7 @@ use sha2::{Digest, Sha256};
 use strobe_schema::{ControlMessage, Death, JobSpec, NodeOutcome};
 
 use super::control::{self, ControlReader, ControlWriter, HEARTBEAT_EVERY, HEARTBEAT_LATE};
+use super::local_ranks::{deadlock_report, LocalRanks};
 use super::node_replay::{DaemonReplay, OutcomesFile, ReplayBuilder};
 use super::wire_sink::WireSink;
 use super::{ranks, DaemonError};
@@ -782,55 +782,6 @@ impl Daemon {
             Ok(Some(ControlMessage::Stop(why))) => Some(Ending::Stopped(why)),
             Ok(_) => None,
             Err(why) => Some(Ending::Lost(why)),
-        }
-    }
-}
-
-/// A deadlock's (or livelock's) node report: its exit status and the report's text.
-fn deadlock_report(r: &crate::engine::DeadlockReport) -> (NodeOutcome, i32, String) {
-    let code = if r.livelock.is_some() {
-        crate::engine::EXIT_LIVELOCK
-    } else {
-        crate::launcher::EXIT_DEADLOCK
-    };
-    (NodeOutcome::Deadlock, code, r.to_string())
-}
-
-/// The ranks this daemon started.
-#[derive(Default)]
-struct LocalRanks {
-    ranks: Vec<u32>,
-    children: Vec<Child>,
-    reaped: Vec<bool>,
-    forwarders: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl LocalRanks {
-    fn push(&mut self, rank: u32, child: Child) {
-        self.ranks.push(rank);
-        self.children.push(child);
-        self.reaped.push(false);
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        self.children.iter().map(|c| c.id() as i32).collect()
-    }
-
-    fn alive(&self) -> usize {
-        self.reaped.iter().filter(|r| !**r).count()
-    }
-
-    /// Marks the child with `pid` reaped: its index and rank.
-    fn exited(&mut self, pid: i32) -> Option<(usize, u32)> {
-        let i = self.children.iter().position(|c| c.id() as i32 == pid)?;
-        self.reaped[i] = true;
-        Some((i, self.ranks[i]))
-    }
-
-    /// After a failed spawn: wait for what was started (already killed).
-    fn reap_all(&mut self) {
-        for c in self.children.iter_mut() {
-            let _ = c.wait();
         }
     }
 }
