@@ -172,10 +172,13 @@ pub fn place(h: &HostArgs, cfg: &mut LaunchConfig) -> Result<()> {
 /// the daemons' goodbyes end [`run_machine`], so before the caller finishes the recording.
 /// A frame refused (a daemon writing in another's name, damage) makes the recording
 /// incomplete: the job is then reported failed, never a success.
-pub fn record_on_daemons(
-    h: &HostArgs,
+/// The exit status the Machine Manager decided (a lost node exits as `strobe run` does,
+/// 137) is left in `exit_code`.
+pub fn record_on_daemons<'a>(
+    h: &'a HostArgs,
     captures: Vec<u32>,
-) -> impl Fn(&LaunchConfig, Arc<dyn SliceSink>) -> Result<JobReport> + '_ {
+    exit_code: &'a std::sync::Mutex<Option<i32>>,
+) -> impl Fn(&LaunchConfig, Arc<dyn SliceSink>) -> Result<JobReport> + 'a {
     move |cfg, sink| {
         let mut m = machine_config(h, cfg.clone(), true)?;
         m.captures = captures.clone();
@@ -200,6 +203,9 @@ pub fn record_on_daemons(
             if matches!(report.outcome, JobOutcome::Success) {
                 report.outcome = JobOutcome::EngineFailed(why);
             }
+        }
+        if applier.refused().0 == 0 {
+            *exit_code.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.exit_code);
         }
         Ok(report)
     }

@@ -264,16 +264,18 @@ pub fn record_to(
         Some(l) => l.sink(),
         None => sink,
     };
-    let daemons = extras
-        .hosts
-        .as_ref()
-        .map(|h| crate::multi_host::record_on_daemons(h, capture.clone().unwrap_or_default()));
+    let machine_exit = Mutex::new(None);
+    let daemons = extras.hosts.as_ref().map(|h| {
+        crate::multi_host::record_on_daemons(h, capture.clone().unwrap_or_default(), &machine_exit)
+    });
     let launch = daemons
         .as_ref()
         .map(|l| l as &crate::multi_host::Launch<'_>);
     match execute(job, &cfg, Some(sink), Some(out), launch) {
         Ok((report, checks)) => {
-            let mut code = report.exit_code();
+            // On daemons: the Machine Manager's status (a lost node: as for `strobe run`).
+            let decided = *machine_exit.lock().unwrap_or_else(|e| e.into_inner());
+            let mut code = decided.unwrap_or_else(|| report.exit_code());
             if let Some(l) = &loopback {
                 if let Err(e) = l.finish(&report, &checks) {
                     eprintln!("strobe: {e:#}");

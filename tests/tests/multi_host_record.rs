@@ -337,10 +337,15 @@ fn a_daemon_killed_during_record_leaves_a_replayable_recording() {
     let out = hosts.script(&["exec", "h2", "kill", "-KILL", &daemon.to_string()]);
     assert!(out.status.success());
     let r = output_of(child.wait_with_output().unwrap(), t);
-    assert_ne!(r.code, 0, "{}", r.stderr);
+    // As `strobe run` ends for a lost node; under load node 0's fabric may report the
+    // broken link before the Machine Manager sees the control connection drop.
+    let lost = r.code == 128 + libc::SIGKILL && r.stderr.contains("node 1 (host h2) was lost");
+    let link =
+        r.code == strobe_runtime::launcher::EXIT_INTERNAL && r.stderr.contains("runtime failure");
     assert!(
-        r.stderr.contains("node 1 (host h2) was lost") && r.stderr.contains("strobe: recorded"),
-        "{}",
+        (lost || link) && r.stderr.contains("strobe: recorded"),
+        "exit {}: {}",
+        r.code,
         r.stderr
     );
     let stats = strobe_cmd(&["stats", db.to_str().unwrap()]);
