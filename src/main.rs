@@ -435,7 +435,7 @@ fn run(job: &JobArgs, hosts: &multi_host::HostArgs, command: &[OsString]) -> Res
     if hosts.wanted() {
         return multi_host::run_on_daemons(hosts, cfg);
     }
-    let (report, checks) = execute(job, &cfg, None, None)?;
+    let (report, checks) = execute(job, &cfg, None, None, None)?;
     print_checks(&checks);
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
         // mpiexec's habit: say which setting stopped the job.
@@ -450,11 +450,14 @@ fn run(job: &JobArgs, hosts: &multi_host::HostArgs, command: &[OsString]) -> Res
 /// on stderr; returns the report and the correctness checks' findings (none with
 /// `--no-checks`), which the caller prints ([`print_checks`]). Shared by `run` and
 /// `record`, so both run a job the same way.
+/// `launch`: how the job runs (default: this process's launcher; `strobe record --hosts`:
+/// the Machine Manager, `multi_host::record_on_daemons`).
 fn execute(
     job: &JobArgs,
     cfg: &LaunchConfig,
     extra: Option<Arc<dyn SliceSink>>,
     output: Option<&std::path::Path>,
+    launch: Option<&multi_host::Launch<'_>>,
 ) -> Result<(launcher::JobReport, Vec<Finding>)> {
     let summary = Arc::new(summary::Summary::default());
     let log = match &job.decision_log {
@@ -500,7 +503,10 @@ fn execute(
             })
         })
         .flatten();
-    let report = launcher::launch(cfg, sink, None);
+    let report = match launch {
+        Some(l) => l(cfg, sink),
+        None => launcher::launch(cfg, sink, None).map_err(Into::into),
+    };
     drop(shown);
     let report = report?;
     if let Some(l) = &log {

@@ -36,7 +36,7 @@ pub fn node(a: &NodeArgs) -> Result<i32> {
     let _ = a.pmi;
     let setup = DaemonSetup::from_env(a.iface)?;
     let node = setup.node;
-    match run_daemon(setup) {
+    match run_daemon(setup, Some(crate::multi_host::build_node_replay)) {
         Ok(code) => Ok(code),
         Err(e) => {
             eprintln!("strobe node {node}: {e}");

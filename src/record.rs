@@ -57,6 +57,10 @@ pub struct RecordArgs {
     capture_payloads: Option<CaptureRanks>,
     #[command(flatten)]
     job: JobArgs,
+    /// Across hosts: `--hosts`, `--launcher local --nodes K`, ... as for `strobe run`
+    /// (docs/multi-host.md, "Recording across hosts").
+    #[command(flatten)]
+    hosts: crate::multi_host::HostArgs,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -80,6 +84,7 @@ pub fn record(a: &RecordArgs) -> Result<i32> {
         },
         &Extras {
             capture_payloads: a.capture_payloads.clone(),
+            hosts: a.hosts.wanted().then(|| a.hosts.clone()),
             ..Extras::default()
         },
     )
@@ -158,6 +163,8 @@ pub struct Extras {
     pub quiet: bool,
     /// `--capture-payloads`.
     pub capture_payloads: Option<CaptureRanks>,
+    /// Run on node daemons across hosts (`--hosts`, `--launcher local`, ...).
+    pub hosts: Option<crate::multi_host::HostArgs>,
 }
 
 /// How the recording file is created (`--force`, `--mode`, `--no-redact`).
@@ -208,6 +215,10 @@ pub fn record_to(
     cfg.env
         .extend(extras.env.iter().map(|(k, v)| (k.into(), v.into())));
     cfg.output = extras.output.clone();
+    if let Some(h) = &extras.hosts {
+        // The job row says where each rank ran.
+        crate::multi_host::place(h, &mut cfg)?;
+    }
     let mut info = JobInfo::new(&cfg, command);
     let no_libc = job
         .no_libc_replay
@@ -253,9 +264,18 @@ pub fn record_to(
         Some(l) => l.sink(),
         None => sink,
     };
-    match execute(job, &cfg, Some(sink), Some(out)) {
+    let machine_exit = Mutex::new(None);
+    let daemons = extras.hosts.as_ref().map(|h| {
+        crate::multi_host::record_on_daemons(h, capture.clone().unwrap_or_default(), &machine_exit)
+    });
+    let launch = daemons
+        .as_ref()
+        .map(|l| l as &crate::multi_host::Launch<'_>);
+    match execute(job, &cfg, Some(sink), Some(out), launch) {
         Ok((report, checks)) => {
-            let mut code = report.exit_code();
+            // On daemons: the Machine Manager's status (a lost node: as for `strobe run`).
+            let decided = *machine_exit.lock().unwrap_or_else(|e| e.into_inner());
+            let mut code = decided.unwrap_or_else(|| report.exit_code());
             if let Some(l) = &loopback {
                 if let Err(e) = l.finish(&report, &checks) {
                     eprintln!("strobe: {e:#}");

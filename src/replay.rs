@@ -116,6 +116,11 @@ pub struct ReplayArgs {
     /// With `--gdb R` the debugger attaches to it before its first MPI call.
     #[arg(long, value_name = "R", conflicts_with_all = ["tui", "step", "control", "record", "until_slice", "breaks", "hold_at_failure"])]
     rank: Option<u32>,
+    /// Across hosts: `--hosts`, `--launcher local --nodes K`, ... as for `strobe run`
+    /// (the hosts need not be the recorded ones; docs/multi-host.md, "Replay across
+    /// hosts"). Stopping and stepping options are for a replay on this host.
+    #[command(flatten)]
+    hosts: crate::multi_host::HostArgs,
     /// The program's arguments, replacing the recorded ones (after `--`; needed when the
     /// recording's arguments were redacted).
     #[arg(last = true, value_name = "ARGS")]
@@ -439,6 +444,30 @@ fn refuse_stops_that_never_fire(a: &ReplayArgs) -> Option<i32> {
     Some(EXIT_CANNOT_START)
 }
 
+/// A replay on node daemons runs straight through (decision: the daemons' gates do not
+/// take the control API's holds, so stopping, stepping and debugger options are refused
+/// with `--hosts`; replay such a recording on this host, where it replays the same).
+fn refuse_on_daemons(a: &ReplayArgs) -> Option<i32> {
+    if !a.hosts.wanted() {
+        return None;
+    }
+    let flag = [
+        (a.until_slice.is_some(), "--until-slice"),
+        (!a.breaks.is_empty(), "--break"),
+        (a.step, "--step"),
+        (a.tui, "--tui"),
+        (a.control.is_some(), "--control"),
+        (holds_at_failure(a), "--hold-at-failure/--gdb"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))?;
+    eprintln!(
+        "strobe: cannot replay {}: {flag} is for a replay on this host; across hosts a replay runs straight through (drop the host options to stop and step)",
+        a.file.display()
+    );
+    Some(EXIT_CANNOT_START)
+}
+
 pub fn replay(a: &ReplayArgs) -> Result<i32> {
     if a.gdb_command.is_some() && a.gdb.is_none() && !a.tui {
         eprintln!("strobe: --gdb-command needs --gdb RANK or --tui (where x starts it)");
@@ -476,6 +505,9 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
         // Checked (and warned about) by the replayer.
     } else if a.allow_different_binary {
         bail!("--allow-different-binary only applies with --program");
+    }
+    if let Some(code) = refuse_on_daemons(a) {
+        return Ok(code);
     }
     if let Some(code) = refuse_stops_that_never_fire(a) {
         return Ok(code);
@@ -588,7 +620,12 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
             })
         })
         .flatten();
-    let res = strobe_replayer::replay(&opts, ctl);
+    let runner = crate::multi_host::DaemonRunner { hosts: &a.hosts };
+    let runner = a
+        .hosts
+        .wanted()
+        .then_some(&runner as &dyn strobe_replayer::JobRunner);
+    let res = strobe_replayer::replay_with(&opts, ctl, runner);
     drop(shown);
     drop(server);
     match res {

@@ -85,6 +85,9 @@ pub enum ReplayError {
     Remote(#[from] remote::RemoteError),
     #[error("--nodes {nodes}: the recording has {ranks} ranks, so between 1 and {ranks} nodes")]
     Nodes { nodes: u32, ranks: u32 },
+    /// The job could not be run on node daemons (`strobe replay --hosts`).
+    #[error("cannot run the replay on node daemons: {0}")]
+    Daemons(String),
     #[error("the recording was made by scheduler version {recorded}, but this strobe runs scheduler version {running}: its decisions cannot be replayed; use a strobe with scheduler version {recorded}")]
     SchedulerVersion { recorded: u32, running: u32 },
 }
@@ -200,10 +203,34 @@ fn check_stops(rec: &Recording, opts: &ReplayOptions, ctl: &Controller) -> Resul
     Ok(())
 }
 
+/// Runs a replay's job somewhere else than in this process's launcher: on node daemons
+/// across hosts (the `strobe` binary's Machine Manager, `src/multi_host.rs`;
+/// docs/multi-host.md "Replay across hosts"). It ships each daemon its part of `package`,
+/// applies the slice records they send back to `verifier`, reports each daemon's source
+/// end into `shared`, and stops the job when `shared.ctl` is stopped.
+pub trait JobRunner {
+    fn run(
+        &self,
+        cfg: &LaunchConfig,
+        package: &remote::ReplayPackage,
+        verifier: Arc<dyn SliceSink>,
+        shared: Arc<source::Shared>,
+    ) -> Result<JobReport, ReplayError>;
+}
+
 /// Replay a recording. `ctl` is the control API the caller's clients use. Changes this
 /// process's working directory to the recorded one (ranks inherit it; the `strobe`
 /// process is the job's Machine Manager and owns its cwd).
 pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport, ReplayError> {
+    replay_with(opts, ctl, None)
+}
+
+/// [`replay`], the job run by `runner` when given (node daemons across hosts).
+pub fn replay_with(
+    opts: &ReplayOptions,
+    ctl: Arc<Controller>,
+    runner: Option<&dyn JobRunner>,
+) -> Result<ReplayReport, ReplayError> {
     let rec = Recording::open(&absolute(&opts.recording))?;
     let job = rec.job.clone();
     let plan = safety::plan(&rec, opts)?;
@@ -340,6 +367,7 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             "--record writes the replay as it runs, and going back would cut it short".into(),
         );
     }
+    let package = runner.map(|_| remote::ReplayPackage::from_recording(&rec));
     // Time travel back (control.rs, `Controller::goto`) ends a run of the job; the job is
     // then executed again from the start with a hold at the landing slice (decision and
     // numbers: docs/replay-control.md, "Time travel"). Each run gets a fresh source,
@@ -364,7 +392,9 @@ pub fn replay(opts: &ReplayOptions, ctl: Arc<Controller>) -> Result<ReplayReport
             Some(checked),
             engine.node_of_rank(),
         ));
-        let report = if remote::remote_loopback() {
+        let report = if let (Some(r), Some(p)) = (runner, &package) {
+            r.run(&cfg, p, verifier, shared.clone())?
+        } else if remote::remote_loopback() {
             let (src, wire) = remote::loopback(&rec, shared.clone(), verifier)?;
             let report = launcher::launch(&cfg, wire.clone(), Some(src));
             wire.finish();

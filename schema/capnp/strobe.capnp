@@ -367,6 +367,19 @@ struct ControlJobSpec {
   timeoutMs @15 :UInt64;         # 0: none (the Machine Manager enforces it)
   mmdsResolution @16 :UInt32;
   shipSlices @17 :Bool;          # send slice records as sinkFrames (recording)
+  captures @18 :List(UInt32);    # ranks whose payloads are recorded (--capture-payloads)
+  replay @19 :Bool;              # a replay: a replayPackage message follows the job spec
+}
+
+# The end of a daemon's share of a replay, as its slice source saw it (sent before its
+# node report): the source reached the end of the recording, or a rank left its recorded
+# path (node 0's gate). Zero slices: none.
+struct ControlReplayEnd {
+  endOfRecording @0 :UInt64;
+  divergenceSlice @1 :UInt64;
+  divergenceRank @2 :Int64;      # -1: no rank named
+  recorded @3 :Text;
+  replayed @4 :Text;
 }
 
 # The daemon's first message: who it is.
@@ -433,6 +446,9 @@ struct ControlMessage {
     daemonHello @11 :ControlDaemonHello;  # daemon -> MM, first message
     rankInput @12 :UInt32;                # MM -> daemon, payload: bytes for this rank's
                                           # stdin (rank 0's); an empty payload is the end
+    replayPackage @13 :Void;              # MM -> daemon, payload: its replay package
+                                          # (replayer/src/remote.rs), after a replay's spec
+    replayEnd @14 :ControlReplayEnd;      # daemon -> MM, before its node report
   }
 }
 # ---- Sink frames: recording across hosts (runtime/src/daemon/wire_sink.rs, wireD) --------

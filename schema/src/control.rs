@@ -31,6 +31,20 @@ pub struct JobSpec {
     pub timeout_ms: u64,
     pub mmds_resolution: u32,
     pub ship_slices: bool,
+    /// Ranks whose payloads are recorded (`--capture-payloads`), ascending.
+    pub captures: Vec<u32>,
+    /// A replay: a [`ControlMessage::ReplayPackage`] follows the spec.
+    pub replay: bool,
+}
+
+/// How a daemon's share of a replay ended, as its slice source saw it (schema
+/// `ControlReplayEnd`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplayEnd {
+    /// The source reached the end of the recording at this slice.
+    pub end_of_recording: Option<u64>,
+    /// A rank left its recorded path (node 0's gate): slice, rank, recorded, replayed.
+    pub divergence: Option<(u64, Option<u32>, String, String)>,
 }
 
 /// How a rank ended (schema `ControlDeath`); `code` is the signal, the status or the
@@ -93,6 +107,10 @@ pub enum ControlMessage {
     },
     /// Bytes for a rank's stdin (the frame's payload); an empty payload is its end.
     RankInput(u32),
+    /// A replay's package for this daemon (the frame's payload, replayer `remote.rs`).
+    ReplayPackage,
+    /// Daemon -> MM, before its node report in a replay.
+    ReplayEnd(Box<ReplayEnd>),
 }
 
 fn death_to(d: Death) -> g::ControlDeath {
@@ -169,6 +187,11 @@ fn set_spec(mut j: g::control_job_spec::Builder<'_>, s: &JobSpec) {
     j.set_timeout_ms(s.timeout_ms);
     j.set_mmds_resolution(s.mmds_resolution);
     j.set_ship_slices(s.ship_slices);
+    let mut c = j.reborrow().init_captures(s.captures.len() as u32);
+    for (i, r) in s.captures.iter().enumerate() {
+        c.set(i as u32, *r);
+    }
+    j.set_replay(s.replay);
 }
 
 fn get_spec(j: g::control_job_spec::Reader<'_>) -> Result<JobSpec, SchemaError> {
@@ -199,6 +222,8 @@ fn get_spec(j: g::control_job_spec::Reader<'_>) -> Result<JobSpec, SchemaError> 
         timeout_ms: j.get_timeout_ms(),
         mmds_resolution: j.get_mmds_resolution(),
         ship_slices: j.get_ship_slices(),
+        captures: j.get_captures()?.iter().collect(),
+        replay: j.get_replay(),
     })
 }
 
@@ -260,6 +285,19 @@ pub fn encode_control_message(m: &ControlMessage) -> Vec<u8> {
             h.set_pid(*pid);
         }
         ControlMessage::RankInput(rank) => root.set_rank_input(*rank),
+        ControlMessage::ReplayPackage => root.set_replay_package(()),
+        ControlMessage::ReplayEnd(e) => {
+            let mut r = root.init_replay_end();
+            r.set_end_of_recording(e.end_of_recording.unwrap_or(0));
+            if let Some((slice, rank, recorded, replayed)) = &e.divergence {
+                r.set_divergence_slice(*slice);
+                r.set_divergence_rank(rank.map_or(-1, i64::from));
+                r.set_recorded(recorded.as_str());
+                r.set_replayed(replayed.as_str());
+            } else {
+                r.set_divergence_rank(-1);
+            }
+        }
     }
     to_bytes(&msg)
 }
@@ -325,6 +363,25 @@ pub fn decode_control_message(bytes: &[u8]) -> Result<ControlMessage, SchemaErro
             }
         }
         Which::RankInput(rank) => ControlMessage::RankInput(rank),
+        Which::ReplayPackage(()) => ControlMessage::ReplayPackage,
+        Which::ReplayEnd(r) => {
+            let r = r?;
+            let slice = r.get_divergence_slice();
+            let divergence = if slice == 0 {
+                None
+            } else {
+                Some((
+                    slice,
+                    u32::try_from(r.get_divergence_rank()).ok(),
+                    text(r.get_recorded())?,
+                    text(r.get_replayed())?,
+                ))
+            };
+            ControlMessage::ReplayEnd(Box::new(ReplayEnd {
+                end_of_recording: Some(r.get_end_of_recording()).filter(|&s| s > 0),
+                divergence,
+            }))
+        }
     })
 }
 
@@ -353,6 +410,8 @@ mod tests {
                 timeout_ms: 5000,
                 mmds_resolution: 4,
                 ship_slices: true,
+                captures: vec![0, 4],
+                replay: true,
             })),
             ControlMessage::JobSpec(Box::default()),
             ControlMessage::FabricAddr("10.0.0.1:4000".into()),
@@ -385,6 +444,12 @@ mod tests {
                 pid: 1,
             },
             ControlMessage::RankInput(0),
+            ControlMessage::ReplayPackage,
+            ControlMessage::ReplayEnd(Box::default()),
+            ControlMessage::ReplayEnd(Box::new(ReplayEnd {
+                end_of_recording: Some(9),
+                divergence: Some((4, Some(1), "call a".into(), "call b".into())),
+            })),
         ]
     }
 

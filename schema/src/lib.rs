@@ -22,6 +22,7 @@ pub(crate) mod generated {
 
 pub use control::{
     decode_control_message, encode_control_message, ControlMessage, Death, JobSpec, NodeOutcome,
+    ReplayEnd,
 };
 pub use convert::{
     decode_node_message, decode_slice_decisions, encode_node_message, encode_slice_decisions,

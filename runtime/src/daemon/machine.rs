@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strobe_schema::{ControlMessage, JobSpec, NodeOutcome};
+use strobe_schema::{ControlMessage, JobSpec, NodeOutcome, ReplayEnd};
 
 use super::control::{self, ControlReader, ControlWriter, HEARTBEAT_EVERY, HEARTBEAT_LATE};
 use super::launch::{DaemonCommand, Launcher};
@@ -36,10 +36,30 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// Exit status when a node daemon was lost: as for a rank killed by SIGKILL.
 pub const EXIT_NODE_LOST: i32 = 128 + libc::SIGKILL;
 
-/// Receives the sink frames daemons ship on their control connections (helper wireD's
-/// recorder side); called on the Machine Manager's main thread, in arrival order per node.
+/// Receives the sink frames daemons ship on their control connections (the recorder's
+/// or a replay's verifier side: `wire_sink::FrameApplier`); called on the Machine
+/// Manager's main thread, in arrival order per node. A replay across hosts also gives each
+/// daemon its package, hears how each node's source ended, and stops the job when the
+/// Machine Manager's side (the verifier, the user) stopped the replay.
 pub trait FrameSink: Send + Sync {
     fn frame(&self, node: u32, bytes: &[u8]);
+    /// A replay: node `node`'s replay package (sent after the job spec). `None` for
+    /// every node: not a replay.
+    fn replay_package(&self, _node: u32) -> Option<Vec<u8>> {
+        None
+    }
+    /// A daemon's replay source ended (sent before its node report).
+    fn replay_end(&self, _node: u32, _end: &ReplayEnd) {}
+    /// Why the job must stop now (a replay's divergence found here, a quit), if it must.
+    fn stopped(&self) -> Option<String> {
+        None
+    }
+}
+
+impl FrameSink for super::wire_sink::FrameApplier {
+    fn frame(&self, node: u32, bytes: &[u8]) {
+        super::wire_sink::FrameApplier::frame(self, node, bytes);
+    }
 }
 
 /// A job across node daemons.
@@ -57,8 +77,10 @@ pub struct MachineConfig {
     pub iface: Option<IpAddr>,
     /// The `strobe` executable the daemons run (the same path on every host).
     pub strobe_exe: PathBuf,
-    /// Ship slice records to the Machine Manager (recording).
+    /// Ship slice records to the Machine Manager (recording, replay).
     pub ship_slices: bool,
+    /// Ranks whose payloads are recorded (`--capture-payloads`).
+    pub captures: Vec<u32>,
 }
 
 /// How the job ended, and what `strobe run` should say and exit with.
@@ -144,6 +166,8 @@ fn job_spec(cfg: &MachineConfig) -> Result<JobSpec, DaemonError> {
         timeout_ms: l.timeout.map_or(0, |t| t.as_millis() as u64),
         mmds_resolution: l.mmds_resolution,
         ship_slices: cfg.ship_slices,
+        captures: cfg.captures.clone(),
+        replay: false,
     })
 }
 
@@ -200,7 +224,13 @@ pub fn run_machine(
         )));
     }
     crate::launcher::install_interrupt_handlers();
-    let spec = job_spec(cfg)?;
+    let mut spec = job_spec(cfg)?;
+    let packages: Option<Vec<Vec<u8>>> = frames
+        .as_ref()
+        .and_then(|f| (0..n as u32).map(|node| f.replay_package(node)).collect());
+    spec.replay = packages.is_some();
+    // Verification needs node 0's slice records at the Machine Manager.
+    spec.ship_slices |= spec.replay;
     let started = Instant::now();
     let secret = JobSecret::generate()?;
     let listener = TcpListener::bind(SocketAddr::new(control_ip(cfg), 0))?;
@@ -258,7 +288,7 @@ pub fn run_machine(
         frames,
         started,
     };
-    m.set_up(spec);
+    m.set_up(spec, packages);
     m.watch();
     for node in &m.nodes {
         node.writer.shutdown();
@@ -419,8 +449,13 @@ impl Machine<'_> {
     }
 
     /// The job spec to every daemon, then the fabric addresses they report, to all.
-    fn set_up(&mut self, spec: JobSpec) {
+    fn set_up(&mut self, spec: JobSpec, packages: Option<Vec<Vec<u8>>>) {
         self.send_all(&ControlMessage::JobSpec(Box::new(spec)));
+        for (node, bytes) in packages.iter().flatten().enumerate() {
+            let _ = self.nodes[node]
+                .writer
+                .send(&ControlMessage::ReplayPackage, bytes);
+        }
         let mut addrs: Vec<Option<String>> = vec![None; self.nodes.len()];
         while self.outcome.is_none() && addrs.iter().any(Option::is_none) {
             match self.next_event(HEARTBEAT_EVERY) {
@@ -499,7 +534,9 @@ impl Machine<'_> {
             );
         }
         if self.outcome.is_none() {
-            if INTERRUPTED.load(Ordering::SeqCst) {
+            if let Some(why) = self.frames.as_ref().and_then(|f| f.stopped()) {
+                self.stop(JobOutcome::SourceStopped(why.clone()), &why);
+            } else if INTERRUPTED.load(Ordering::SeqCst) {
                 self.stop(JobOutcome::Interrupted, "interrupted");
             } else if self
                 .cfg
@@ -580,11 +617,22 @@ impl Machine<'_> {
                 outcome,
                 exit_code,
                 message,
-                ..
-            } => self.node_report(node, outcome, exit_code, message),
+                slice,
+            } => {
+                // The job's last slice (the report's `slices`, the recording's end): the
+                // heartbeats may not have said it.
+                let n = &mut self.nodes[node as usize];
+                n.slice = n.slice.max(slice);
+                self.node_report(node, outcome, exit_code, message)
+            }
             ControlMessage::SinkFrame => {
                 if let Some(f) = &self.frames {
                     f.frame(node, payload);
+                }
+            }
+            ControlMessage::ReplayEnd(end) => {
+                if let Some(f) = &self.frames {
+                    f.replay_end(node, &end);
                 }
             }
             ControlMessage::Goodbye => self.nodes[node as usize].finished = true,

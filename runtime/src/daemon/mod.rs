@@ -10,8 +10,10 @@
 
 pub mod control;
 pub mod launch;
+mod local_ranks;
 pub mod machine;
 pub mod node_host;
+pub mod node_replay;
 pub mod ranks;
 pub mod wire_sink;
 

@@ -11,7 +11,6 @@
 
 use std::io::BufRead;
 use std::net::{IpAddr, SocketAddr};
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -21,10 +20,13 @@ use sha2::{Digest, Sha256};
 use strobe_schema::{ControlMessage, Death, JobSpec, NodeOutcome};
 
 use super::control::{self, ControlReader, ControlWriter, HEARTBEAT_EVERY, HEARTBEAT_LATE};
+use super::local_ranks::{deadlock_report, LocalRanks};
+use super::node_replay::{DaemonReplay, OutcomesFile, ReplayBuilder};
+use super::wire_sink::WireSink;
 use super::{ranks, DaemonError};
 use crate::engine::{
     global_size, Engine, EngineConfig, EngineOutcome, JobShared, NodePart, NullSink, SliceSink,
-    StrobePolicy, EVENTS,
+    SliceSource, StrobePolicy, EVENTS,
 };
 use crate::launcher::{EXIT_CANNOT_START, EXIT_INTERNAL};
 use crate::segment::JobSegment;
@@ -182,16 +184,17 @@ fn start_engine(
     fabric: Option<TcpEndpoint>,
     shared: Arc<JobShared>,
     sink: Arc<dyn SliceSink>,
+    source: Option<Arc<dyn SliceSource>>,
 ) -> Result<Engine, DaemonError> {
     Ok(match fabric {
-        None => Engine::start(cfg.clone(), shared, sink, None)?,
+        None => Engine::start(cfg.clone(), shared, sink, source)?,
         Some(ep) => {
             let part = NodePart {
                 node,
                 transport: Arc::new(ep),
                 shared,
             };
-            Engine::start_nodes(cfg.clone(), vec![part], sink, None)?
+            Engine::start_nodes(cfg.clone(), vec![part], sink, source)?
         }
     })
 }
@@ -212,14 +215,31 @@ fn create_segment(cfg: &EngineConfig, node: u32) -> std::io::Result<JobSegment> 
     )
 }
 
-/// The sink this node's engine writes its slice records into. Today every daemon's
-/// records are dropped (`NullSink`): a job that ships slices (`JobSpec::ship_slices`,
-/// `strobe record` across hosts) gets the wire sink (`daemon/wire_sink.rs`) here, built
-/// with [`frame_sender`] so its frames travel as `sinkFrame`s on the control connection,
-/// in order, before the node report ([`finish_sink`] runs first).
-fn node_sink(spec: &JobSpec, writer: &Arc<ControlWriter>) -> Arc<dyn SliceSink> {
-    let _ = (spec.ship_slices, writer);
-    Arc::new(NullSink)
+/// The engine's sink, and the wire sink inside it to flush at the end (if any).
+type NodeSink = (Arc<dyn SliceSink>, Option<Arc<WireSink>>);
+
+/// The sink this node's engine writes its slice records into: a job that ships slices
+/// (`JobSpec::ship_slices`: `strobe record` and `strobe replay` across hosts) gets the
+/// wire sink (`daemon/wire_sink.rs`), built with [`frame_sender`] so its frames travel as
+/// `sinkFrame`s on the control connection, in order, before the node report
+/// ([`finish_sink`] runs, then the wire sink is flushed). Otherwise the records are
+/// dropped (`strobe run`).
+fn node_sink(spec: &JobSpec, node: u32, writer: &Arc<ControlWriter>) -> std::io::Result<NodeSink> {
+    if !spec.ship_slices {
+        return Ok((Arc::new(NullSink), None));
+    }
+    let mut captures = vec![false; spec.ranks as usize];
+    for &r in &spec.captures {
+        if let Some(c) = captures.get_mut(r as usize) {
+            *c = true;
+        }
+    }
+    let wire = Arc::new(WireSink::new(
+        node,
+        captures,
+        Box::new(frame_sender(writer.clone())),
+    )?);
+    Ok((wire.clone(), Some(wire)))
 }
 
 /// Hands encoded sink frames to the Machine Manager (the wire sink's `FrameSender`).
@@ -254,7 +274,9 @@ fn finish_sink(spec: &JobSpec, shared: &JobShared, local: &[u32], sink: &dyn Sli
 }
 
 /// The daemon: runs its share of the job; the exit status of `strobe node`.
-pub fn run_daemon(setup: DaemonSetup) -> Result<i32, DaemonError> {
+/// `replay`: how this daemon reads a replay package (the `strobe` binary's, which knows
+/// the replayer); `None`: a replay's job spec is refused.
+pub fn run_daemon(setup: DaemonSetup, replay: Option<ReplayBuilder>) -> Result<i32, DaemonError> {
     crate::launcher::install_interrupt_handlers();
     let (reader, writer, local) =
         control::connect(setup.mm_addr, setup.node, setup.nodes, &setup.secret)?;
@@ -272,7 +294,8 @@ pub fn run_daemon(setup: DaemonSetup) -> Result<i32, DaemonError> {
     let done = Arc::new(AtomicBool::new(false));
     let heard = Arc::new(control::LastHeard::default());
     let (input_tx, input_rx) = mpsc::channel();
-    start_control_reader(reader, tx.clone(), heard.clone(), input_tx)?;
+    let (package_tx, package_rx) = mpsc::channel();
+    start_control_reader(reader, tx.clone(), heard.clone(), input_tx, package_tx)?;
     start_heartbeat(writer.clone(), slice.clone(), done.clone(), tx)?;
     let mut d = Daemon {
         setup,
@@ -281,6 +304,9 @@ pub fn run_daemon(setup: DaemonSetup) -> Result<i32, DaemonError> {
         slice,
         heard,
         input: Some(input_rx),
+        packages: package_rx,
+        replay_builder: replay,
+        replay: None,
     };
     let code = d.run(local.ip());
     done.store(true, Ordering::Release);
@@ -293,6 +319,7 @@ fn start_control_reader(
     tx: Sender<FromMm>,
     heard: Arc<control::LastHeard>,
     input: Sender<Vec<u8>>,
+    packages: Sender<Vec<u8>>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("strobe-control".into())
@@ -302,6 +329,18 @@ fn start_control_reader(
                     // Rank 0's stdin, straight to its feeder (the main loop may be busy).
                     heard.touch();
                     let _ = input.send(bytes);
+                }
+                Ok(Some((ControlMessage::ReplayPackage, bytes))) => {
+                    // The bytes before the message: `expect` returns the message, then
+                    // the main loop takes them.
+                    heard.touch();
+                    let _ = packages.send(bytes);
+                    if tx
+                        .send(FromMm::Message(ControlMessage::ReplayPackage))
+                        .is_err()
+                    {
+                        return;
+                    }
                 }
                 Ok(Some((m, _))) => {
                     heard.touch();
@@ -354,6 +393,11 @@ struct Daemon {
     /// Rank 0's stdin as the Machine Manager forwards it (an empty chunk: the end); taken
     /// by the node that runs rank 0.
     input: Option<Receiver<Vec<u8>>>,
+    /// Replay packages' bytes, in the order their messages arrive.
+    packages: Receiver<Vec<u8>>,
+    replay_builder: Option<ReplayBuilder>,
+    /// This node's share of a replay (a replay's job spec).
+    replay: Option<DaemonReplay>,
 }
 
 /// How the daemon's main loop ended.
@@ -368,6 +412,12 @@ enum Ending {
 
 impl Daemon {
     fn send_report(&self, outcome: NodeOutcome, exit_code: i32, message: String) {
+        if let Some(r) = &self.replay {
+            // Before the report: the Machine Manager's verdict reads it with the report.
+            let _ = self
+                .writer
+                .send(&ControlMessage::ReplayEnd(Box::new((r.end)())), &[]);
+        }
         let m = ControlMessage::NodeReport {
             outcome,
             slice: self.slice.load(Ordering::Acquire),
@@ -444,7 +494,7 @@ impl Daemon {
     }
 
     fn run(&mut self, control_ip: IpAddr) -> Result<i32, DaemonError> {
-        let spec = match self.expect("job spec")? {
+        let mut spec = match self.expect("job spec")? {
             ControlMessage::JobSpec(s) => *s,
             ControlMessage::Stop(_) => return Ok(0),
             other => {
@@ -458,6 +508,14 @@ impl Daemon {
             self.report(NodeOutcome::Failed, EXIT_CANNOT_START, why);
             return Ok(EXIT_CANNOT_START);
         }
+        let _outcomes = match self.receive_replay(&mut spec) {
+            Ok(f) => f,
+            Err(why) => {
+                tracing::error!("node {}: {why}", self.setup.node);
+                self.report(NodeOutcome::Failed, EXIT_CANNOT_START, why);
+                return Ok(EXIT_CANNOT_START);
+            }
+        };
         let fabric = match self.wire_fabric(&spec, control_ip) {
             Ok(f) => f,
             Err(e) => {
@@ -466,6 +524,31 @@ impl Daemon {
             }
         };
         self.run_job(&spec, fabric)
+    }
+
+    /// A replay's spec: the package that follows it, read with the binary's builder; the
+    /// ranks' outcome file written on this host (kept while the job runs).
+    fn receive_replay(&mut self, spec: &mut JobSpec) -> Result<Option<OutcomesFile>, String> {
+        if !spec.replay {
+            return Ok(None);
+        }
+        let builder = self
+            .replay_builder
+            .ok_or("this strobe node cannot replay (no replay support)")?;
+        match self.expect("replay package") {
+            Ok(ControlMessage::ReplayPackage) => {}
+            Ok(other) => return Err(format!("expected the replay package, got {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        }
+        let bytes = self
+            .packages
+            .recv()
+            .map_err(|_| "the replay package's bytes are missing".to_string())?;
+        let replay = builder(&bytes, self.setup.node)?;
+        let file = OutcomesFile::install(spec, self.setup.node, &replay.outcomes_file)
+            .map_err(|e| format!("writing the ranks' recorded outcomes: {e}"))?;
+        self.replay = Some(replay);
+        Ok(Some(file))
     }
 
     /// Binds the fabric endpoint, reports its address, gets everybody's, joins. A
@@ -528,9 +611,17 @@ impl Daemon {
         let seg_len = seg.len();
         crate::mmds::set_resolution(&seg, spec.mmds_resolution);
         let shared = Arc::new(JobShared::new(seg));
-        let sink = node_sink(spec, &self.writer);
+        let (mut sink, wire) = node_sink(spec, self.setup.node, &self.writer)?;
         let sink_ref = sink.clone();
-        let engine = match start_engine(&cfg, self.setup.node, fabric, shared.clone(), sink) {
+        let mut source = None;
+        if let Some(r) = self.replay.as_mut() {
+            source = Some(r.source.clone());
+            if let Some(tap) = r.tap.take() {
+                sink = tap(sink);
+            }
+        }
+        let engine = match start_engine(&cfg, self.setup.node, fabric, shared.clone(), sink, source)
+        {
             Ok(e) => e,
             Err(e) => {
                 self.report(NodeOutcome::Failed, EXIT_INTERNAL, e.to_string());
@@ -554,10 +645,17 @@ impl Daemon {
         }
         shared.request_stop();
         let outcome = engine.join();
+        self.slice
+            .store(shared.slice.load(Ordering::Acquire), Ordering::Release);
         for f in job.forwarders.drain(..) {
             let _ = f.join();
         }
         finish_sink(spec, &shared, &job.ranks, sink_ref.as_ref());
+        if let Some(w) = &wire {
+            // Every frame leaves before the report: the Machine Manager applies them all
+            // before it finishes the recording.
+            w.finish();
+        }
         self.final_report(ending, outcome);
         Ok(0)
     }
@@ -684,55 +782,6 @@ impl Daemon {
             Ok(Some(ControlMessage::Stop(why))) => Some(Ending::Stopped(why)),
             Ok(_) => None,
             Err(why) => Some(Ending::Lost(why)),
-        }
-    }
-}
-
-/// A deadlock's (or livelock's) node report: its exit status and the report's text.
-fn deadlock_report(r: &crate::engine::DeadlockReport) -> (NodeOutcome, i32, String) {
-    let code = if r.livelock.is_some() {
-        crate::engine::EXIT_LIVELOCK
-    } else {
-        crate::launcher::EXIT_DEADLOCK
-    };
-    (NodeOutcome::Deadlock, code, r.to_string())
-}
-
-/// The ranks this daemon started.
-#[derive(Default)]
-struct LocalRanks {
-    ranks: Vec<u32>,
-    children: Vec<Child>,
-    reaped: Vec<bool>,
-    forwarders: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl LocalRanks {
-    fn push(&mut self, rank: u32, child: Child) {
-        self.ranks.push(rank);
-        self.children.push(child);
-        self.reaped.push(false);
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        self.children.iter().map(|c| c.id() as i32).collect()
-    }
-
-    fn alive(&self) -> usize {
-        self.reaped.iter().filter(|r| !**r).count()
-    }
-
-    /// Marks the child with `pid` reaped: its index and rank.
-    fn exited(&mut self, pid: i32) -> Option<(usize, u32)> {
-        let i = self.children.iter().position(|c| c.id() as i32 == pid)?;
-        self.reaped[i] = true;
-        Some((i, self.ranks[i]))
-    }
-
-    /// After a failed spawn: wait for what was started (already killed).
-    fn reap_all(&mut self) {
-        for c in self.children.iter_mut() {
-            let _ = c.wait();
         }
     }
 }
