@@ -81,12 +81,32 @@ pub struct HostArgs {
     pub oversubscribe: bool,
 }
 
+/// Inside a Slurm allocation of more than one node (`SLURM_JOB_ID` with `SLURM_JOB_NUM_NODES`
+/// or `SLURM_NNODES` above 1): `strobe run` without host options uses the allocation, one
+/// daemon per node through srun, as `mpirun` does inside `salloc`/`sbatch`. A one-node
+/// allocation keeps the in-process path (every rank is on this host anyway).
+fn in_multi_node_allocation() -> bool {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    var("SLURM_JOB_ID").is_some()
+        && ["SLURM_JOB_NUM_NODES", "SLURM_NNODES"]
+            .iter()
+            .filter_map(|k| var(k)?.parse::<u32>().ok())
+            .any(|n| n > 1)
+}
+
 impl HostArgs {
     /// Whether this run goes through node daemons: hosts given, a launcher named, or
     /// inside a Slurm allocation with `--launcher slurm`. Without any, `run` keeps its
     /// in-process path (`--nodes K` as threads).
     pub fn wanted(&self) -> bool {
-        self.hosts.is_some() || self.hostfile.is_some() || self.kind().is_some()
+        self.hosts.is_some()
+            || self.hostfile.is_some()
+            || self.kind().is_some()
+            || (self.launcher_is_auto() && in_multi_node_allocation())
+    }
+
+    fn launcher_is_auto(&self) -> bool {
+        matches!(launcher_kind(&self.launcher), Ok(None))
     }
 
     fn kind(&self) -> Option<LauncherKind> {

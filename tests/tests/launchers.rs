@@ -288,7 +288,7 @@ fn slurm_across(hosts: &Hosts, names: &[String]) {
     }
 }
 
-/// `strobe run --launcher slurm` inside an allocation of the 3 test hosts: one daemon per
+/// `strobe run` (auto-detected, then `--launcher slurm`) inside an allocation of the 3 test hosts: one daemon per
 /// host through srun, ranks in blocks, output forwarded, data between hosts.
 fn slurm_runs_mpi_jobs(slurm: &Slurm) {
     let strobe = strobe_tests::strobe();
@@ -296,13 +296,14 @@ fn slurm_runs_mpi_jobs(slurm: &Slurm) {
         let mut c = Command::new("salloc");
         c.args(["-N3"])
             .arg(&strobe)
-            .args(["run", "--launcher", "slurm", "-n", "6", "--timeout", "60s"])
+            .args(["run", "-n", "6", "--timeout", "60s"])
             .args(extra)
             .arg("--")
             .arg(strobe_tests::fixture(prog))
             .env("SLURM_CONF", slurm.conf());
         c.output().unwrap()
     };
+    // No host option: inside a 3-node allocation strobe uses it (auto-detection).
     let out = run(&["--tag-output"], "where");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -314,7 +315,7 @@ fn slurm_runs_mpi_jobs(slurm: &Slurm) {
         let line = format!("[{rank}] rank {rank} of 6 on h{}", rank / 2 + 1);
         assert!(stdout.lines().any(|l| l == line), "{line:?} in:\n{stdout}");
     }
-    let ring = run(&[], "token_ring");
+    let ring = run(&["--launcher", "slurm"], "token_ring");
     assert!(
         ring.status.success(),
         "token_ring under srun: {}",
