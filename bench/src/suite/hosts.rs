@@ -97,6 +97,7 @@ fn measure(ctx: &Ctx, doc: &mut Doc, printed: &str) -> Result<()> {
          -hosts h1,h2` (Nemesis over TCP), one rank per host.\n"
     );
     pingpong(ctx, doc, &rsh)?;
+    barrier(ctx, doc, &rsh)?;
     recording(ctx, doc, &rsh)
 }
 
@@ -146,6 +147,30 @@ fn pingpong(ctx: &Ctx, doc: &mut Doc, rsh: &str) -> Result<()> {
         }
     }
     let _ = writeln!(doc.body, "### Ping-pong across hosts\n\n{}", t.render());
+    Ok(())
+}
+
+/// A barrier across the two hosts: with strobe, one slice with a collective (the strobe,
+/// DEM's all-to-all, the microstrobes over TCP): the empty-slice cost across hosts.
+fn barrier(ctx: &Ctx, doc: &mut Doc, rsh: &str) -> Result<()> {
+    let cfgs = configs(ctx, "bench_collectives", rsh)?;
+    let reps = if ctx.quick { "reps=10" } else { "reps=200" };
+    let a = args(&["sizes=8", reps]);
+    let s = ctx.runner.alternate(&cfgs, 2, &a, ctx.rounds);
+    note_run(doc, "barrier across hosts", &s);
+    let get = |label: &str| summ(&s, label, |r| value(r, "barrier", &[], "usec"));
+    let (st, mp) = (get(STROBE_HOSTS), get(MPICH_HOSTS));
+    let mut t = Table::new(&[
+        "strobe barrier (us)",
+        "mpich barrier (us)",
+        "strobe / mpich",
+    ]);
+    t.row(vec![cell(st), cell(mp), ratio(st, mp)]);
+    let _ = writeln!(
+        doc.body,
+        "### Barrier across hosts (strobe: one slice across 2 daemons)\n\n{}",
+        t.render()
+    );
     Ok(())
 }
 
