@@ -209,8 +209,10 @@ fn exchange_over(transports: Vec<Box<dyn Transport>>) {
     let me = std::process::id() as i32;
     let stop = AtomicBool::new(false);
     let stores: Vec<RemoteStore> = std::thread::scope(|scope| {
+        // The endpoints outlive every thread: a node that finishes first must not drop
+        // its endpoint (a goodbye) while the others still wait for its credits.
         let handles: Vec<_> = transports
-            .into_iter()
+            .iter()
             .enumerate()
             .map(|(node, t)| {
                 let (dec, stop) = (&dec, &stop);
