@@ -9,6 +9,7 @@
 //! Every later header is a packed `ControlMessage`; its payload carries the bulk bytes
 //! (rank output, sink frames) raw.
 
+use crate::transport::tcp::frame::{frame_bytes, Limits};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Mutex;
@@ -22,6 +23,7 @@ use strobe_schema::{
 
 use super::DaemonError;
 use crate::transport::auth::{random_nonce, JobSecret, Role, Transcript};
+use crate::transport::tcp::frame::{frame_bytes, Limits};
 
 /// The global size a control handshake's transcript names: no fabric has it.
 pub const CONTROL_SHAPE: u64 = u64::MAX;
@@ -70,45 +72,16 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-fn frame_bytes(header: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + header.len() + payload.len());
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(header);
-    out.extend_from_slice(payload);
-    out
-}
-
-/// Reads one raw frame: `Ok(None)` on a clean end of stream before it starts.
+/// Reads one raw frame: `Ok(None)` on a clean end of stream before it starts. The layout
+/// is the node links' (`transport/tcp/frame.rs`), with the control connection's limits.
 fn read_raw(stream: &mut impl Read) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
-    let mut lens = [0u8; 8];
-    let mut got = 0;
-    while got < lens.len() {
-        match stream.read(&mut lens[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let header_len = u32::from_le_bytes(lens[..4].try_into().expect("4 bytes")) as usize;
-    let payload_len = u32::from_le_bytes(lens[4..].try_into().expect("4 bytes")) as usize;
-    if header_len == 0 || header_len > MAX_HEADER {
-        return Err(invalid(format!(
-            "control frame header of {header_len} bytes"
-        )));
-    }
-    if payload_len > MAX_PAYLOAD {
-        return Err(invalid(format!(
-            "control frame payload of {payload_len} bytes (at most {MAX_PAYLOAD})"
-        )));
-    }
-    let mut header = vec![0u8; header_len];
-    stream.read_exact(&mut header)?;
-    let mut payload = vec![0u8; payload_len];
-    stream.read_exact(&mut payload)?;
-    Ok(Some((header, payload)))
+    let limits = Limits {
+        what: "control frame",
+        max_header: MAX_HEADER,
+        max_payload: MAX_PAYLOAD,
+        payload_limit: "the control connection's limit",
+    };
+    crate::transport::tcp::frame::read_raw(stream, &limits)
 }
 
 fn read_link(stream: &mut TcpStream) -> io::Result<LinkMessage> {

@@ -27,7 +27,7 @@
 //! - **Security**: see [`super::auth`]. The listener exists only during wire-up: once every
 //!   peer is connected it is closed, and dropping the endpoint closes every connection.
 
-mod frame;
+pub(crate) mod frame;
 mod link;
 mod state;
 mod wireup;

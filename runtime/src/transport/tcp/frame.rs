@@ -21,11 +21,16 @@ pub struct Frame {
 /// Builds the bytes of one frame, so it goes out in one `write` (Nagle is off: two writes
 /// could mean two segments).
 pub fn encode(message: &LinkMessage, payload: &[u8]) -> Vec<u8> {
-    let header = encode_link_message(message);
+    frame_bytes(&encode_link_message(message), payload)
+}
+
+/// The bytes of one frame of this layout with an already encoded header (the node links'
+/// `LinkMessage`, the control connections' `ControlMessage`: `daemon/control.rs`).
+pub(crate) fn frame_bytes(header: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + header.len() + payload.len());
     out.extend_from_slice(&(header.len() as u32).to_le_bytes());
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&header);
+    out.extend_from_slice(header);
     out.extend_from_slice(payload);
     out
 }
@@ -42,6 +47,34 @@ fn invalid(msg: String) -> io::Error {
 /// Reads one frame whose payload is at most `max_payload` bytes. `Ok(None)` on a clean end
 /// of stream before the frame starts.
 pub fn read(stream: &mut impl Read, max_payload: usize) -> io::Result<Option<Frame>> {
+    let limits = Limits {
+        what: "frame",
+        max_header: MAX_HEADER,
+        max_payload,
+        payload_limit: "the global memory",
+    };
+    let Some((header, payload)) = read_raw(stream, &limits)? else {
+        return Ok(None);
+    };
+    let message = decode_link_message(&header).map_err(|e| invalid(e.to_string()))?;
+    Ok(Some(Frame { message, payload }))
+}
+
+/// What a reader accepts, and how its errors name the frame and the payload's limit.
+pub(crate) struct Limits {
+    pub what: &'static str,
+    pub max_header: usize,
+    pub max_payload: usize,
+    pub payload_limit: &'static str,
+}
+
+/// Reads one raw frame (header bytes, payload bytes) within `limits`: `Ok(None)` on a clean
+/// end of stream before it starts. Lengths out of bounds are `InvalidData`, checked before
+/// anything is allocated.
+pub(crate) fn read_raw(
+    stream: &mut impl Read,
+    limits: &Limits,
+) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
     let mut lens = [0u8; 8];
     let mut got = 0;
     while got < lens.len() {
@@ -53,22 +86,23 @@ pub fn read(stream: &mut impl Read, max_payload: usize) -> io::Result<Option<Fra
             Err(e) => return Err(e),
         }
     }
-    let header_len = u32::from_le_bytes(lens[..4].try_into().unwrap()) as usize;
-    let payload_len = u32::from_le_bytes(lens[4..].try_into().unwrap()) as usize;
-    if header_len == 0 || header_len > MAX_HEADER {
-        return Err(invalid(format!("frame header of {header_len} bytes")));
+    let header_len = u32::from_le_bytes(lens[..4].try_into().expect("4 bytes")) as usize;
+    let payload_len = u32::from_le_bytes(lens[4..].try_into().expect("4 bytes")) as usize;
+    let what = limits.what;
+    if header_len == 0 || header_len > limits.max_header {
+        return Err(invalid(format!("{what} header of {header_len} bytes")));
     }
-    if payload_len > max_payload {
+    if payload_len > limits.max_payload {
         return Err(invalid(format!(
-            "frame payload of {payload_len} bytes exceeds the {max_payload}-byte global memory"
+            "{what} payload of {payload_len} bytes exceeds {} ({} bytes)",
+            limits.payload_limit, limits.max_payload
         )));
     }
     let mut header = vec![0u8; header_len];
     stream.read_exact(&mut header)?;
-    let message = decode_link_message(&header).map_err(|e| invalid(e.to_string()))?;
     let mut payload = vec![0u8; payload_len];
     stream.read_exact(&mut payload)?;
-    Ok(Some(Frame { message, payload }))
+    Ok(Some((header, payload)))
 }
 
 #[cfg(test)]
