@@ -9,7 +9,6 @@
 //! Every later header is a packed `ControlMessage`; its payload carries the bulk bytes
 //! (rank output, sink frames) raw.
 
-use crate::transport::tcp::frame::{frame_bytes, Limits};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Mutex;
