@@ -237,6 +237,8 @@ pub struct Recorder {
     checks: Mutex<Vec<strobe_runtime::checks::Finding>>,
     /// Held until the recorder is dropped: a second writer is refused.
     _lock: file::FileLock,
+    /// Room for marking the file cut when the disk fills up ([`file::SpaceReserve`]).
+    reserve: Mutex<file::SpaceReserve>,
     /// `--capture-payloads`: which ranks' deliveries are stored (index: rank).
     capture: OnceLock<Vec<bool>>,
 }
@@ -264,6 +266,7 @@ impl Recorder {
             })
             .transpose()?;
         let lock = file::create_locked(path, opts.mode, opts.replace)?;
+        let reserve = file::SpaceReserve::hold(path);
         let sha = sha256_file(&job.program).ok();
         let command = if opts.redact {
             privacy::redact_args(&job.command)
@@ -343,6 +346,7 @@ impl Recorder {
             checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
             checks: Mutex::new(Vec::new()),
             _lock: lock,
+            reserve: Mutex::new(reserve),
             capture: OnceLock::new(),
         })
     }
@@ -434,6 +438,9 @@ impl Recorder {
         match done.error {
             Some(e) => {
                 let e = RecordError::Writer(e.to_string());
+                // The disk is probably full: give back the reserved space first, so the
+                // cut can be written.
+                self.reserve.lock().expect("recorder lock").release();
                 mark_cut(done.conn, done.committed, &e);
                 Err(e)
             }
@@ -525,6 +532,7 @@ impl Recorder {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         conn.pragma_update(None, "journal_mode", "DELETE")?;
         conn.close().map_err(|(_, e)| RecordError::Sqlite(e))?;
+        self.reserve.lock().expect("recorder lock").release();
         Ok(recorded)
     }
 }

@@ -235,7 +235,7 @@ fn secrets_and_unlisted_variables_are_not_stored() {
     assert!(command.contains("hunter2"), "{command}");
 }
 
-/// Item 13: a full disk (a 400 KiB tmpfs) during `record`: the slices committed before
+/// Item 13: a full disk (a 600 KiB tmpfs, 64 KiB of it the recorder's space reserve) during `record`: the slices committed before
 /// stay, the job row says where it was cut, and the file replays to there. Needs root to
 /// mount; skipped with a message otherwise.
 #[test]
@@ -244,7 +244,7 @@ fn a_full_disk_keeps_the_committed_slices() {
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
     let m = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=400k", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", "size=600k", "tmpfs"])
         .arg(&mnt)
         .output();
     if !m.as_ref().is_ok_and(|o| o.status.success()) {
