@@ -75,7 +75,11 @@ fn configs(ctx: &Ctx, stem: &str, rsh: &str) -> Result<Vec<Config>> {
         launch: Launch::StrobeRun(across.to_vec()),
         program: ctx.binary(Implementation::Strobe, stem)?,
     }];
-    if ctx.mpich {
+    // MPICH across the test hosts only in full runs: in the quick smoke test (CI) one of
+    // its runs hung now and then (Debian's ch4:ucx over TCP between two namespaces, a
+    // collective never returning), and a hung comparison would fail the suite for MPICH's
+    // sake.
+    if ctx.mpich && !ctx.quick {
         v.push(Config {
             label: MPICH_HOSTS.into(),
             launch: Launch::MpichHosts {
