@@ -9,6 +9,11 @@
 #   iproute2, util-linux  network/PID namespaces for test hosts (scripts/hosts.sh)
 #   slurm-wlm, slurm-client, munge  a Slurm cluster for the srun launcher's tests
 #            (scripts/slurm.sh; tests/tests/launchers.rs)
+#   libibverbs1, ibverbs-providers, rdma-core  the verbs transport's provider loads
+#            libibverbs.so.1 at run time (no device here: its tests check listing none)
+#   libibverbs-dev  <infiniband/verbs.h>: the provider's hand-written declarations are
+#            checked against it (runtime/src/transport/verbs/ibverbs_layout_tests.rs)
+#   ibverbs-utils  ibv_devinfo, which scripts/verbs-check.sh prints on a host with a device
 # MPICH has its own script (scripts/ensure-mpich.sh): only the tests and the benchmarks
 # compare against it. Prints what it could not do and exits non-zero.
 set -euo pipefail
@@ -25,6 +30,9 @@ command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v slurmctld >/dev/null 2>&1 || need+=(slurm-wlm)
 command -v srun >/dev/null 2>&1 || need+=(slurm-client)
 command -v munged >/dev/null 2>&1 || need+=(munge)
+for pkg in libibverbs1 ibverbs-providers rdma-core libibverbs-dev ibverbs-utils; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need+=("$pkg")
+done
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "ensure-tools: installing ${need[*]}" >&2

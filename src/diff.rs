@@ -382,9 +382,9 @@ fn report(
         };
         let _ = writeln!(out, "{title}: rank {}, {}", d.rank, d.what);
         print_side(out, "A", &na.to_string(), d.slice_a, &d.a);
-        print_sites(out, "A", ra, d.slice_a, &d.ranks_a);
+        print_sites(out, "A", ra, d.slice_a, d.rank, &d.ranks_a);
         print_side(out, "B", &nb.to_string(), d.slice_b, &d.b);
-        print_sites(out, "B", rb, d.slice_b, &d.ranks_b);
+        print_sites(out, "B", rb, d.slice_b, d.rank, &d.ranks_b);
     }
     if !args.all && diffs.len() > 1 {
         let _ = writeln!(
@@ -420,10 +420,29 @@ fn print_side(out: &mut String, side: &str, file: &str, slice: Option<u64>, line
 /// Where the involved ranks made their calls on one side: each rank blocked at the start
 /// of the slice with a known call site (`blocked_site`; the program needs `-g` for file and
 /// line). Nothing when none is known (a non-blocking call, a recording without sites).
-fn print_sites(out: &mut String, side: &str, rec: &Recording, slice: Option<u64>, ranks: &[u32]) {
+/// Another rank than the difference's own is named only while blocked in a send or in the
+/// same call as that rank: a sender whose send completed without blocking (an inline or
+/// eager send) is blocked in a later call, whose line would mislead.
+fn print_sites(
+    out: &mut String,
+    side: &str,
+    rec: &Recording,
+    slice: Option<u64>,
+    own: u32,
+    ranks: &[u32],
+) {
     let Some(slice) = slice else { return };
+    let calls = rec.blocked_at(slice).unwrap_or_default();
+    let call_of = |r: u32| calls.iter().find(|(x, _)| *x == r).map(|(_, c)| c.as_str());
+    let own_call = call_of(own);
+    let relevant = |r: u32| {
+        r == own
+            || call_of(r)
+                .is_some_and(|c| c.to_ascii_lowercase().contains("send") || Some(c) == own_call)
+    };
     let sites: Vec<String> = ranks
         .iter()
+        .filter(|&&r| relevant(r))
         .filter_map(|&r| match rec.blocked_site(r, slice) {
             Ok(Some(site)) => Some(format!("rank {r} at {}", site.short())),
             _ => None,

@@ -1,7 +1,7 @@
-//! `strobe export FILE --format perfetto|csv -o OUT`: a recording as something other tools
-//! read. `perfetto` writes the Chrome trace JSON format (ui.perfetto.dev, chrome://tracing
-//! and Perfetto's trace processor open it); `csv` writes the per-slice metrics, one row a
-//! slice. Everything is read through `strobe_recorder::Recording`.
+//! `strobe export FILE --format perfetto|csv|sqlite -o OUT`: a recording as something other
+//! tools read. `perfetto` writes the Chrome trace JSON format (ui.perfetto.dev,
+//! chrome://tracing and Perfetto's trace processor open it); `csv` writes the per-slice
+//! metrics, one row a slice; `sqlite` a copy whose per-call tables are filled in. Everything is read through `strobe_recorder::Recording`.
 //!
 //! The trace, in Chrome trace terms (times in microseconds since the job started):
 //! * one process per rank (`pid` = rank, named `rank R`): thread 0 holds the periods the
@@ -44,6 +44,9 @@ pub enum Format {
     Perfetto,
     /// The per-slice metrics as CSV, one row a slice.
     Csv,
+    /// A copy of the recording (a new SQLite file) whose `descriptor` and `decision`
+    /// tables are filled in from the compact schedule log, for SQL of one's own.
+    Sqlite,
 }
 
 #[derive(Args)]
@@ -59,6 +62,9 @@ pub struct ExportArgs {
 }
 
 pub fn export(a: &ExportArgs) -> Result<i32> {
+    if a.format == Format::Sqlite {
+        return export_sqlite(a);
+    }
     let rec = match Recording::open(&a.file) {
         Ok(r) => r,
         Err(e) => {
@@ -82,6 +88,7 @@ pub fn export(a: &ExportArgs) -> Result<i32> {
                 .and_then(|()| writeln!(out))
         }
         Format::Csv => write_csv(&rec, &mut out),
+        Format::Sqlite => unreachable!("--format sqlite returned above"),
     }
     .and_then(|()| out.flush());
     match written {
@@ -89,6 +96,32 @@ pub fn export(a: &ExportArgs) -> Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         Err(e) => Err(e).with_context(|| format!("writing {}", a.out.display())),
         Ok(()) => Ok(0),
+    }
+}
+
+/// `--format sqlite`: the recording with its per-call rows expanded, into a new file.
+fn export_sqlite(a: &ExportArgs) -> Result<i32> {
+    use strobe_recorder::RecordError;
+    if a.out == Path::new("-") {
+        eprintln!("strobe: --format sqlite writes a file: give -o FILE.db");
+        return Ok(crate::stats::EXIT_DAMAGED);
+    }
+    match strobe_recorder::expand::export_expanded(&a.file, &a.out) {
+        Ok((descriptors, decisions)) => {
+            eprintln!(
+                "strobe: wrote {} ({descriptors} descriptor rows, {decisions} decision rows)",
+                a.out.display()
+            );
+            Ok(0)
+        }
+        Err(e @ RecordError::Exists(_)) => {
+            eprintln!("strobe: {e}");
+            Ok(crate::stats::EXIT_DAMAGED)
+        }
+        Err(e) => {
+            eprintln!("strobe: {}: {e}", a.file.display());
+            Ok(crate::stats::EXIT_DAMAGED)
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod bench;
 mod cli_util;
 mod decision_log;
 mod diff;
+mod doctor;
 mod explore;
 mod export;
 mod hunt;
@@ -122,6 +123,9 @@ enum Cmd {
     /// a launcher, never by hand (docs/multi-host.md). Its setup comes from the
     /// environment, or from `KEY=VALUE` lines on stdin with --env-stdin.
     Node(node::NodeArgs),
+    /// What this host offers the transports: whether verbs (RDMA) is usable, each RDMA
+    /// device and port, the locked-memory limit (exit 0: usable, 1: not, with why).
+    Doctor,
     /// Record a fixture job and show what the runtime did (`strobe stats` of the recording).
     Demo {
         /// Number of ranks.
@@ -288,6 +292,7 @@ fn dispatch() {
         Cmd::Hunt(a) => hunt::hunt(&a),
         Cmd::Explore(a) => explore::explore(&a),
         Cmd::Node(a) => node::node(&a),
+        Cmd::Doctor => doctor::doctor(),
     };
     finish(code)
 }
@@ -382,6 +387,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
             chunk_budget: job.chunk_budget,
             direct_copy_min: job.direct_copy_min,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
             placement: None,
         },
         program: resolve_program(program)?,
@@ -431,11 +437,16 @@ fn resolve_program(p: &OsString) -> Result<PathBuf> {
 }
 
 fn run(job: &JobArgs, hosts: &multi_host::HostArgs, command: &[OsString]) -> Result<i32> {
+    // Checked first: `--transport verbs` where verbs cannot work says why and nothing else.
+    let transport = match hosts.wanted() {
+        true => hosts.hosts_transport()?,
+        false => hosts.local_transport()?,
+    };
     let cfg = launch_config(job, command)?;
     if hosts.wanted() {
-        return multi_host::run_on_daemons(hosts, cfg);
+        return multi_host::run_on_daemons(hosts, cfg, job.summary);
     }
-    let (report, checks) = execute(job, &cfg, None, None, None)?;
+    let (report, checks) = execute(job, &cfg, None, None, None, &|| transport.to_string())?;
     print_checks(&checks);
     if matches!(report.outcome, launcher::JobOutcome::Timeout) && job.timeout.is_none() {
         // mpiexec's habit: say which setting stopped the job.
@@ -458,6 +469,7 @@ fn execute(
     extra: Option<Arc<dyn SliceSink>>,
     output: Option<&std::path::Path>,
     launch: Option<&multi_host::Launch<'_>>,
+    transport: &dyn Fn() -> String,
 ) -> Result<(launcher::JobReport, Vec<Finding>)> {
     let summary = Arc::new(summary::Summary::default());
     let log = match &job.decision_log {
@@ -517,6 +529,7 @@ fn execute(
     }
     if job.summary {
         eprint!("{}", summary.render(report.elapsed));
+        eprintln!("  transport            {}", transport());
     }
     let checks = checker.map(|c| c.findings()).unwrap_or_default();
     Ok((report, checks))

@@ -20,10 +20,12 @@ use strobe_runtime::daemon::launch::LauncherKind;
 use strobe_runtime::daemon::machine::{run_machine, FrameSink, MachineConfig};
 use strobe_runtime::daemon::node_replay::{DaemonReplay, ReplayEnd, SinkTap};
 use strobe_runtime::daemon::wire_sink::FrameApplier;
+use strobe_runtime::daemon::DaemonError;
 use strobe_runtime::engine::{LocalMetrics, Payload, SliceRecord, SliceSink};
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
 use strobe_runtime::mmds::RankMmds;
 use strobe_runtime::outcome::OutcomeRec;
+use strobe_runtime::transport::select::{self, Chosen, TransportChoice};
 
 use crate::cli_util;
 
@@ -40,6 +42,10 @@ fn launcher_kind(s: &str) -> Result<Option<LauncherKind>, String> {
             .map(Some)
             .map_err(|e| e.to_string()),
     }
+}
+
+fn parse_transport(s: &str) -> Result<TransportChoice, String> {
+    s.parse()
 }
 
 fn parse_map_by(s: &str) -> Result<MapBy, String> {
@@ -79,6 +85,11 @@ pub struct HostArgs {
     /// Allow more ranks than the hosts' slots.
     #[arg(long)]
     pub oversubscribe: bool,
+    /// The transport between nodes on different hosts: auto (verbs when every node has
+    /// an active RDMA port, else TCP), tcp, verbs (refused at once where unavailable), or
+    /// shm (one host only). Nodes on one host always share memory (docs/cli.md).
+    #[arg(long, default_value = "auto", value_parser = parse_transport)]
+    pub transport: TransportChoice,
 }
 
 /// Inside a Slurm allocation of more than one node (`SLURM_JOB_ID` with `SLURM_JOB_NUM_NODES`
@@ -103,6 +114,25 @@ impl HostArgs {
             || self.hostfile.is_some()
             || self.kind().is_some()
             || (self.launcher_is_auto() && in_multi_node_allocation())
+    }
+
+    /// The transport of a job on this host only, checked before anything runs: a
+    /// `--transport verbs` that cannot work here is refused with the provider's reason.
+    pub fn local_transport(&self) -> Result<Chosen> {
+        select::resolve_local(self.transport, strobe_runtime::launcher::isolate_nodes())
+            .map_err(cli_util::usage)
+    }
+
+    /// The transport a job on node daemons is expected to run over before the daemons
+    /// report (the Machine Manager decides `auto`: provisionally TCP).
+    pub fn hosts_transport(&self) -> Result<Chosen> {
+        match self.transport {
+            TransportChoice::Shm => Err(cli_util::usage(
+                "--transport shm: the job spans several hosts, and shared memory does not cross hosts",
+            )),
+            TransportChoice::Verbs => Ok(Chosen::Verbs),
+            TransportChoice::Auto | TransportChoice::Tcp => Ok(Chosen::Tcp),
+        }
     }
 
     fn launcher_is_auto(&self) -> bool {
@@ -138,6 +168,7 @@ pub fn machine_config(
     mut cfg: LaunchConfig,
     ship_slices: bool,
 ) -> Result<MachineConfig> {
+    h.hosts_transport()?;
     let plan = h
         .options()
         .plan(cfg.engine.ranks, cfg.engine.nodes)
@@ -153,15 +184,24 @@ pub fn machine_config(
         strobe_exe: std::env::current_exe().context("locating the strobe executable")?,
         ship_slices,
         captures: Vec::new(),
+        transport: h.transport,
     })
 }
 
 /// Runs the job on node daemons; prints the outcome like the one-host path. Returns the
-/// exit status.
-pub fn run_on_daemons(h: &HostArgs, cfg: LaunchConfig) -> Result<i32> {
-    let m = machine_config(h, cfg, false)?;
-    let report = match run_machine(&m, None) {
+/// exit status. `summary` (`--summary`): the daemons ship their slice records, which feed
+/// the same summary a one-host run prints, followed by one line per node.
+pub fn run_on_daemons(h: &HostArgs, cfg: LaunchConfig, summary: bool) -> Result<i32> {
+    let m = machine_config(h, cfg, summary)?;
+    let sums = Arc::new(crate::summary::Summary::default());
+    let frames = summary.then(|| Arc::new(FrameApplier::new(sums.clone())) as Arc<dyn FrameSink>);
+    let report = match run_machine(&m, frames) {
         Ok(r) => r,
+        Err(e @ DaemonError::LauncherNotFound(_)) => {
+            // As a shell reports a command it cannot find.
+            eprintln!("strobe: {e}");
+            return Ok(strobe_runtime::launcher::EXIT_CANNOT_START);
+        }
         Err(e) => {
             // The daemons could not be started or set up: strobe's own failure.
             eprintln!("strobe: cannot run the job on node daemons: {e}");
@@ -170,6 +210,13 @@ pub fn run_on_daemons(h: &HostArgs, cfg: LaunchConfig) -> Result<i32> {
     };
     if let Some(msg) = &report.message {
         eprintln!("strobe: {}", msg.trim_end());
+    }
+    if summary {
+        eprint!("{}", sums.render(report.report.elapsed));
+        if let Some(t) = report.transport {
+            eprintln!("  transport            {t}");
+        }
+        eprint!("{}", crate::summary::render_nodes(&report.nodes));
     }
     Ok(report.exit_code)
 }
@@ -198,6 +245,7 @@ pub fn record_on_daemons<'a>(
     h: &'a HostArgs,
     captures: Vec<u32>,
     exit_code: &'a std::sync::Mutex<Option<i32>>,
+    transport: &'a std::sync::Mutex<Option<Chosen>>,
 ) -> impl Fn(&LaunchConfig, Arc<dyn SliceSink>) -> Result<JobReport> + 'a {
     move |cfg, sink| {
         let mut m = machine_config(h, cfg.clone(), true)?;
@@ -207,8 +255,12 @@ pub fn record_on_daemons<'a>(
             last: AtomicU64::new(0),
         });
         let applier = Arc::new(FrameApplier::new(last.clone()));
-        let r = run_machine(&m, Some(applier.clone()))
-            .map_err(|e| anyhow!("cannot run the job on node daemons: {e}"))?;
+        let r = run_machine(&m, Some(applier.clone())).map_err(|e| match e {
+            // Exit 127, as `strobe run` (cli_util::exit_status_of).
+            DaemonError::LauncherNotFound(why) => anyhow::Error::new(cli_util::ProgramError(why)),
+            e => anyhow!("cannot run the job on node daemons: {e}"),
+        })?;
+        *transport.lock().unwrap_or_else(|e| e.into_inner()) = r.transport;
         let mut report = r.report;
         // The recording ends with the last slice record that reached it: a lost node 0
         // (or a daemon ahead of it) may have counted slices whose records never arrived.

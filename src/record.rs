@@ -85,6 +85,7 @@ pub fn record(a: &RecordArgs) -> Result<i32> {
         &Extras {
             capture_payloads: a.capture_payloads.clone(),
             hosts: a.hosts.wanted().then(|| a.hosts.clone()),
+            transport: a.hosts.transport,
             ..Extras::default()
         },
     )
@@ -165,6 +166,8 @@ pub struct Extras {
     pub capture_payloads: Option<CaptureRanks>,
     /// Run on node daemons across hosts (`--hosts`, `--launcher local`, ...).
     pub hosts: Option<crate::multi_host::HostArgs>,
+    /// `--transport`.
+    pub transport: strobe_runtime::transport::select::TransportChoice,
 }
 
 /// How the recording file is created (`--force`, `--mode`, `--no-redact`).
@@ -211,6 +214,16 @@ pub fn record_to(
     layers: Layers,
     extras: &Extras,
 ) -> Result<i32> {
+    // Checked before the file is created: `--transport verbs` where verbs cannot work
+    // says why and writes nothing.
+    let transport = match &extras.hosts {
+        Some(h) => h.hosts_transport()?,
+        None => strobe_runtime::transport::select::resolve_local(
+            extras.transport,
+            strobe_runtime::launcher::isolate_nodes(),
+        )
+        .map_err(crate::cli_util::usage)?,
+    };
     let mut cfg = launch_config(job, command)?;
     cfg.env
         .extend(extras.env.iter().map(|(k, v)| (k.into(), v.into())));
@@ -220,6 +233,7 @@ pub fn record_to(
         crate::multi_host::place(h, &mut cfg)?;
     }
     let mut info = JobInfo::new(&cfg, command);
+    info.transport = transport.to_string();
     let no_libc = job
         .no_libc_replay
         .then(|| ("STROBE_LIBC_REPLAY".to_string(), "0".to_string()));
@@ -265,14 +279,27 @@ pub fn record_to(
         None => sink,
     };
     let machine_exit = Mutex::new(None);
+    // Across hosts the Machine Manager decides `auto` once the daemons report.
+    let decided = Mutex::new(None);
     let daemons = extras.hosts.as_ref().map(|h| {
-        crate::multi_host::record_on_daemons(h, capture.clone().unwrap_or_default(), &machine_exit)
+        let captures = capture.clone().unwrap_or_default();
+        crate::multi_host::record_on_daemons(h, captures, &machine_exit, &decided)
     });
+    let transport_now = || {
+        let d = *decided.lock().unwrap_or_else(|e| e.into_inner());
+        d.unwrap_or(transport).to_string()
+    };
     let launch = daemons
         .as_ref()
         .map(|l| l as &crate::multi_host::Launch<'_>);
-    match execute(job, &cfg, Some(sink), Some(out), launch) {
+    match execute(job, &cfg, Some(sink), Some(out), launch, &transport_now) {
         Ok((report, checks)) => {
+            let t = transport_now();
+            if t != info.transport {
+                if let Err(e) = rec.set_transport(&t) {
+                    eprintln!("strobe: writing the transport to {}: {e}", out.display());
+                }
+            }
             // On daemons: the Machine Manager's status (a lost node: as for `strobe run`).
             let decided = *machine_exit.lock().unwrap_or_else(|e| e.into_inner());
             let mut code = decided.unwrap_or_else(|| report.exit_code());

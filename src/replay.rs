@@ -217,6 +217,20 @@ fn options(a: &ReplayArgs) -> ReplayOptions {
         replace: a.force,
         attachable: a.control.is_some() || a.step || a.tui || holds_at_failure(a),
         nodes: a.nodes,
+        transport: replay_transport(a),
+    }
+}
+
+/// The transport this replay runs over, when known before it starts (across hosts with
+/// `auto`, the Machine Manager decides later: not compared).
+fn replay_transport(a: &ReplayArgs) -> Option<String> {
+    use strobe_runtime::transport::select::TransportChoice;
+    if !a.hosts.wanted() {
+        return a.hosts.local_transport().ok().map(|t| t.to_string());
+    }
+    match a.hosts.transport {
+        TransportChoice::Tcp | TransportChoice::Verbs => Some(a.hosts.transport.to_string()),
+        TransportChoice::Auto | TransportChoice::Shm => None,
     }
 }
 
@@ -475,6 +489,10 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     }
     if let Some(n) = a.max_ranks {
         strobe_runtime::limits::allow_ranks(n);
+    }
+    // `--transport verbs` where verbs cannot work: refused before anything runs.
+    if !a.hosts.wanted() {
+        a.hosts.local_transport()?;
     }
     if let Some(rank) = a.rank {
         return replay_single(a, rank);

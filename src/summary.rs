@@ -97,6 +97,23 @@ impl Summary {
     }
 }
 
+/// `--summary` of a job on node daemons: one line per node after the job's summary.
+pub fn render_nodes(nodes: &[strobe_runtime::daemon::machine::NodeSummary]) -> String {
+    nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "  {:<21}host {}, {} rank{}, {} slices\n",
+                format!("node {}", n.node),
+                n.host,
+                n.ranks,
+                if n.ranks == 1 { "" } else { "s" },
+                n.slices
+            )
+        })
+        .collect()
+}
+
 /// Fan one slice stream out to several sinks.
 pub struct Tee(pub Vec<std::sync::Arc<dyn SliceSink>>);
 

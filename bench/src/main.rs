@@ -39,7 +39,7 @@ struct Cli {
     #[arg(long)]
     rounds: Option<usize>,
     /// Suite: only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
-    /// debugging, scale, load).
+    /// debugging, scale, load, hosts, verbs).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }

@@ -96,6 +96,7 @@ fn run_job(
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: strobe_runtime::engine::DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
             placement: None,
         },
         program: fixture(prog)?,

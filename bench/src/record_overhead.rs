@@ -101,6 +101,7 @@ fn run_once(ranks: u32, w: &Workload, mode: Mode, db: &Path) -> Result<Sample> {
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
             placement: None,
         },
         program: program(w.program)?,

@@ -68,6 +68,7 @@ fn launch_config(ranks: u32, nodes: u32, w: &Workload) -> Result<LaunchConfig> {
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
             placement: None,
         },
         program,

@@ -170,6 +170,18 @@ pub const FLAG_IN_PLACE: u8 = 2;
 /// `aux2` = my rank in the new communicator, `bytes` = its size, `peer` = 0 for an
 /// intracommunicator or the size of the first group of an intercommunicator context.
 pub const FLAG_GROUP: u8 = 4;
+/// Descriptor flag on `Send`/`Rsend` (scheduler version 3): the message's bytes travel in the
+/// descriptor itself ([`Descriptor::inline_payload`], at most [`INLINE_MAX`]); the rank
+/// wrote them when it posted and completed the send at once (standard mode: the buffer
+/// is the program's again as soon as the call returns). The node manager never reads the
+/// sender's memory for it.
+pub const FLAG_INLINE: u8 = 8;
+
+/// Largest message carried inline in its descriptor: the 7 words a send does not use
+/// (`rbuf`, `rbytes`, `aux`, `aux2`, `_pad`). Smaller than a cache line, so the rank's copy
+/// costs nothing measurable; 1-, 8- and 32-byte messages (the latency and message-rate
+/// benchmarks' sizes, small control messages) fit, 64 bytes does not.
+pub const INLINE_MAX: u64 = 56;
 
 /// One posted call. 128 bytes, `repr(C)`, plain data.
 #[repr(C)]
@@ -264,6 +276,70 @@ impl Descriptor {
             _ => self.sig_len = 0,
         }
     }
+
+    /// Whether a send carries its bytes inline ([`FLAG_INLINE`]).
+    pub fn is_inline(&self) -> bool {
+        self.flags & FLAG_INLINE != 0
+    }
+
+    /// The words of an inline payload, in order: the fields a send does not use.
+    fn payload_words(&mut self) -> [&mut u64; 7] {
+        let [p0, p1, p2] = &mut self._pad;
+        [
+            &mut self.rbuf,
+            &mut self.rbytes,
+            &mut self.aux,
+            &mut self.aux2,
+            p0,
+            p1,
+            p2,
+        ]
+    }
+
+    /// Carry `data` inline (a send of at most [`INLINE_MAX`] bytes; `false`, and nothing
+    /// changed, when it does not fit). Sets [`FLAG_INLINE`]; `bytes` stays the caller's.
+    pub fn set_inline_payload(&mut self, data: &[u8]) -> bool {
+        if data.len() as u64 > INLINE_MAX {
+            return false;
+        }
+        let mut raw = [0u8; INLINE_MAX as usize];
+        raw[..data.len()].copy_from_slice(data);
+        for (w, chunk) in self.payload_words().into_iter().zip(raw.chunks_exact(8)) {
+            *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        self.flags |= FLAG_INLINE;
+        true
+    }
+
+    /// The inline payload of a send (its first `bytes` bytes), or `None` when the
+    /// descriptor carries none or claims more than fits.
+    pub fn inline_payload(&self) -> Option<[u8; INLINE_MAX as usize]> {
+        if !self.is_inline() || self.bytes > INLINE_MAX {
+            return None;
+        }
+        let mut raw = [0u8; INLINE_MAX as usize];
+        let mut copy = *self;
+        for (w, chunk) in copy
+            .payload_words()
+            .into_iter()
+            .zip(raw.chunks_exact_mut(8))
+        {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        Some(raw)
+    }
+
+    /// The descriptor without its inline payload (the words zeroed, the flag kept): what
+    /// a recording stores, since a message's bytes never belong in the schedule.
+    pub fn without_payload(&self) -> Descriptor {
+        let mut d = *self;
+        if d.is_inline() {
+            for w in d.payload_words() {
+                *w = 0;
+            }
+        }
+        d
+    }
 }
 
 /// Names a descriptor across the job: (posting rank, its sequence number). This is the
@@ -327,6 +403,19 @@ pub const COMPLETION_FOUND: u32 = 2;
 /// slice of this completion, before delivering it. The receive matched later takes its
 /// data from there.
 pub const COMPLETION_EAGER: u32 = 4;
+/// Completion flag: a send that carried its bytes inline ([`FLAG_INLINE`], scheduler
+/// version 3) completed on the rank when it was posted; the scheduler records that
+/// completion in the slice the descriptor is exchanged in, and the node manager does not
+/// deliver it (the rank has it already).
+pub const COMPLETION_INLINE: u32 = 8;
+
+/// Flag of a *delivered* completion only (never of a decision): the first bytes of the
+/// receive ride in it ([`Completion::carry_payload`]), and the rank writes them into its
+/// buffer itself when it takes the completion ([`Completion::take_payload`]): a tiny
+/// inline message then reaches its receiver without a system call.
+pub const COMPLETION_PAYLOAD: u32 = 16;
+/// Most bytes a delivered completion carries (`value` and `value2`).
+pub const COMPLETION_PAYLOAD_MAX: usize = 16;
 
 /// What the node manager tells a rank when one of its descriptors completes.
 #[repr(C)]
@@ -349,3 +438,99 @@ pub struct Completion {
 }
 
 const _: () = assert!(std::mem::size_of::<Completion>() == 56);
+
+impl Completion {
+    /// Carry `data` (at most [`COMPLETION_PAYLOAD_MAX`] bytes), to be written at `addr` in
+    /// the receiving rank, in this delivered completion of a receive (whose `value` and
+    /// `value2` are otherwise 0): the whole message, `bytes` long. `false`, nothing
+    /// changed, when it does not fit.
+    pub fn carry_payload(&mut self, addr: u64, data: &[u8]) -> bool {
+        let fits = data.len() <= COMPLETION_PAYLOAD_MAX && data.len() as u64 == self.bytes;
+        if !fits || self.value != 0 || self.value2 != 0 || self._pad != 0 {
+            return false;
+        }
+        let mut raw = [0u8; COMPLETION_PAYLOAD_MAX];
+        raw[..data.len()].copy_from_slice(data);
+        self.value = u64::from_le_bytes(raw[..8].try_into().expect("8 bytes"));
+        self.value2 = u64::from_le_bytes(raw[8..].try_into().expect("8 bytes"));
+        self._pad = addr;
+        self.flags |= COMPLETION_PAYLOAD;
+        true
+    }
+
+    /// The payload a delivered completion carries, as (address, bytes, length), and the
+    /// completion as the scheduler decided it (payload words cleared, flag removed).
+    pub fn take_payload(&mut self) -> Option<(u64, [u8; COMPLETION_PAYLOAD_MAX], usize)> {
+        if self.flags & COMPLETION_PAYLOAD == 0 {
+            return None;
+        }
+        let mut raw = [0u8; COMPLETION_PAYLOAD_MAX];
+        raw[..8].copy_from_slice(&self.value.to_le_bytes());
+        raw[8..].copy_from_slice(&self.value2.to_le_bytes());
+        let addr = self._pad;
+        self.flags &= !COMPLETION_PAYLOAD;
+        (self.value, self.value2, self._pad) = (0, 0, 0);
+        let len = (self.bytes as usize).min(COMPLETION_PAYLOAD_MAX);
+        Some((addr, raw, len))
+    }
+}
+
+#[cfg(test)]
+mod inline_tests {
+    use super::*;
+
+    #[test]
+    fn inline_payload_round_trips_and_is_left_out_of_recordings() {
+        let mut d = Descriptor {
+            kind: DescKind::Send as u8,
+            bytes: 56,
+            sig_hash: 7,
+            ..Default::default()
+        };
+        let data: Vec<u8> = (1..=56).collect();
+        assert!(d.set_inline_payload(&data));
+        assert!(d.is_inline());
+        assert_eq!(d.inline_payload().unwrap().as_slice(), data.as_slice());
+        assert_eq!((d.bytes, d.sig_hash), (56, 7), "other fields untouched");
+        let bare = d.without_payload();
+        assert!(bare.is_inline());
+        assert_eq!(bare.inline_payload().unwrap(), [0; 56]);
+        assert!(
+            !d.set_inline_payload(&[0; 57]),
+            "too long for the descriptor"
+        );
+        d.bytes = 57;
+        assert!(
+            d.inline_payload().is_none(),
+            "a length past the payload is refused"
+        );
+    }
+
+    #[test]
+    fn a_delivered_completion_carries_a_tiny_payload_and_gives_it_back() {
+        let decided = Completion {
+            request: 9,
+            source: 1,
+            tag: 4,
+            bytes: 5,
+            ..Default::default()
+        };
+        let mut c = decided;
+        assert!(c.carry_payload(0x1000, b"hello"));
+        assert_eq!(c.flags, COMPLETION_PAYLOAD);
+        let (addr, raw, len) = c.take_payload().expect("payload");
+        assert_eq!((addr, &raw[..len]), (0x1000, &b"hello"[..]));
+        assert_eq!(c, decided, "the completion is the scheduler's again");
+        assert!(c.take_payload().is_none());
+        assert!(!c.carry_payload(0x1000, &[0; 17]));
+        assert!(
+            !c.carry_payload(0x1000, b"hell"),
+            "the whole message or nothing"
+        );
+        let mut split = Completion {
+            value: 3,
+            ..decided
+        };
+        assert!(!split.carry_payload(0x1000, b"hello"), "value in use");
+    }
+}

@@ -17,15 +17,22 @@ use rusqlite::{params, Connection};
 use strobe_runtime::segment::BlockedCall;
 use strobe_runtime::symbolize::CallSite;
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Span {
     first: u64,
     last: u64,
     call: BlockedCall,
     /// The `call_site` id of where the call was made, when known.
     site: Option<i64>,
+    /// The site as the runtime handed it (it hands the same `Arc` slice after slice for a
+    /// rank that stays blocked): a pointer comparison instead of hashing the site's
+    /// strings, 1,000 times a slice in a 1,000-rank job. Held, so its address cannot be
+    /// reused by another site while the span is open.
+    site_arc: Option<Arc<CallSite>>,
     /// Changed since it was last written.
     dirty: bool,
+    /// Its `blocked_site` row is written (once: it never changes during the span).
+    site_written: bool,
 }
 
 #[derive(Default)]
@@ -56,18 +63,23 @@ impl BlockedSpans {
     ) {
         let mut next_site = sites.iter().peekable();
         for &(rank, call) in blocked {
-            let site = match next_site.peek() {
-                Some((r, s)) if *r == rank => {
-                    let s = Arc::clone(s);
-                    next_site.next();
-                    Some(self.site_id(s))
-                }
-                _ => None,
-            };
             let i = rank as usize;
             if i >= self.open.len() {
                 self.open.resize(i + 1, None);
             }
+            let (site, site_arc) = match next_site.peek() {
+                Some((r, s)) if *r == rank => {
+                    next_site.next();
+                    let same = self.open[i]
+                        .as_ref()
+                        .filter(|o| o.site_arc.as_ref().is_some_and(|a| Arc::ptr_eq(a, s)));
+                    match same {
+                        Some(o) => (o.site, None),
+                        None => (Some(self.site_id(Arc::clone(s))), Some(Arc::clone(s))),
+                    }
+                }
+                _ => (None, None),
+            };
             match &mut self.open[i] {
                 Some(s) if s.call == call && s.site == site && s.last + 1 == slice => {
                     s.last = slice;
@@ -79,7 +91,9 @@ impl BlockedSpans {
                         last: slice,
                         call,
                         site,
+                        site_arc,
                         dirty: true,
+                        site_written: false,
                     };
                     match slot.replace(fresh) {
                         Some(old) => self.closed.push((rank, old)),
@@ -92,13 +106,18 @@ impl BlockedSpans {
         // rank once, so every open span was touched unless there are more of them).
         if self.n_open > blocked.len() {
             for (rank, slot) in self.open.iter_mut().enumerate() {
-                if slot.is_some_and(|s| s.last != slice) {
+                if slot.as_ref().is_some_and(|s| s.last != slice) {
                     self.closed
                         .push((rank as u32, slot.take().expect("checked")));
                     self.n_open -= 1;
                 }
             }
         }
+    }
+
+    /// Spans open now (ranks blocked in the last recorded slice).
+    pub fn open_count(&self) -> usize {
+        self.n_open
     }
 
     fn site_id(&mut self, site: Arc<CallSite>) -> i64 {
@@ -137,18 +156,19 @@ impl BlockedSpans {
         for (rank, s) in self.closed.drain(..) {
             if s.dirty {
                 st.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
-                if let Some(id) = s.site {
-                    where_.execute(params![rank, s.first as i64, id])?;
-                }
+            }
+            if let Some(id) = s.site.filter(|_| !s.site_written) {
+                where_.execute(params![rank, s.first as i64, id])?;
             }
         }
         for (rank, slot) in self.open.iter_mut().enumerate() {
             if let Some(s) = slot.as_mut().filter(|s| s.dirty) {
                 st.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
-                if let Some(id) = s.site {
+                if let Some(id) = s.site.filter(|_| !s.site_written) {
                     where_.execute(params![rank, s.first as i64, id])?;
                 }
                 s.dirty = false;
+                s.site_written = true;
             }
         }
         Ok(())

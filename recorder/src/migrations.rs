@@ -505,6 +505,90 @@ const V_PLACEMENT: &str = r#"
 ALTER TABLE job ADD COLUMN placement TEXT;
 "#;
 
+/// The transport between the job's nodes (issue 16): `shm` (nodes on one host), `tcp` or
+/// `verbs` (nodes on several hosts; `verbs` also in the emulated-verbs isolated-nodes test
+/// mode). NULL in files made before the column: read as `tcp` for a job placed across
+/// hosts (`placement` set) and `shm` otherwise. A replay does not depend on it: it runs
+/// over the current machine's choice and says so when the two differ.
+const V_TRANSPORT: &str = r#"
+ALTER TABLE job ADD COLUMN transport TEXT;
+"#;
+
+/// The schedule log in compact form (issue 14: recording that costs almost nothing per
+/// message). One `slice_schedule` row per slice holds the slice's descriptors and its
+/// decision set as varint blobs (`compact.rs`), instead of one `descriptor` row per call
+/// and one `decision` row per decision (about 400 of the 550 bytes a message cost); one
+/// `message` row per matched message keeps what the History tab and `message_life` ask in
+/// SQL, as integers (slices relative to the match). `desc_kind` names the call codes for
+/// SQL. The `descriptor`, `decision` and `slice_decisions` tables stay for older files (a
+/// migrated file keeps its rows) and are empty in new ones unless expanded (`expand.rs`);
+/// `message_life` reads both, the rows only for slices without a compact schedule.
+const V_COMPACT_SCHEDULE: &str = r#"
+CREATE TABLE slice_schedule (
+    slice        INTEGER PRIMARY KEY,
+    descriptors  BLOB,
+    decisions    BLOB
+);
+
+CREATE TABLE message (
+    recv_rank   INTEGER NOT NULL,
+    matched     INTEGER NOT NULL,
+    idx         INTEGER NOT NULL,
+    recv_seq    INTEGER NOT NULL,
+    send_rank   INTEGER NOT NULL,
+    send_seq    INTEGER NOT NULL,
+    bytes       INTEGER NOT NULL,
+    flags       INTEGER NOT NULL,
+    recv_kind   INTEGER,
+    recv_peer   INTEGER,
+    recv_tag    INTEGER,
+    recv_bytes  INTEGER,
+    recv_age    INTEGER,
+    send_kind   INTEGER,
+    send_tag    INTEGER,
+    send_age    INTEGER,
+    last_chunk  INTEGER,
+    send_done   INTEGER,
+    recv_done   INTEGER,
+    PRIMARY KEY (recv_rank, matched, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE desc_kind (
+    code  INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL
+);
+INSERT INTO desc_kind VALUES
+    (1, 'MPI_Send'), (2, 'MPI_Ssend'), (3, 'MPI_Rsend'), (4, 'MPI_Recv'), (5, 'MPI_Probe'),
+    (6, 'MPI_Iprobe'), (7, 'MPI_Cancel'), (10, 'MPI_Barrier'), (11, 'MPI_Bcast'),
+    (12, 'MPI_Reduce'), (13, 'MPI_Allreduce'), (14, 'MPI_Scatter'), (15, 'MPI_Scatterv'),
+    (16, 'MPI_Gather'), (17, 'MPI_Gatherv'), (18, 'MPI_Allgather'), (19, 'MPI_Allgatherv'),
+    (20, 'MPI_Alltoall'), (21, 'MPI_Alltoallv'), (22, 'MPI_Reduce_scatter'),
+    (23, 'MPI_Reduce_scatter_block'), (24, 'MPI_Scan'), (25, 'MPI_Exscan'),
+    (30, 'MPI_Comm_dup'), (31, 'MPI_Comm_split'), (32, 'MPI_Comm_free'), (40, 'MPI_Finalize');
+
+DROP VIEW message_life;
+CREATE VIEW message_life AS
+    SELECT m.send_rank AS send_rank, m.send_seq AS send_seq, k.name AS send_kind,
+           m.matched - m.send_age - 1 AS send_posted, m.recv_rank AS recv_rank,
+           m.recv_seq AS recv_seq, m.matched - m.recv_age - 1 AS recv_posted,
+           m.matched AS matched, m.bytes AS bytes, m.matched + m.last_chunk AS last_chunk,
+           m.matched + m.send_done AS send_completed, m.matched + m.recv_done AS recv_completed
+    FROM message m LEFT JOIN desc_kind k ON k.code = m.send_kind
+    UNION ALL
+    SELECT s.rank, s.seq, s.kind, s.slice - 1, r.rank, r.seq, r.slice - 1, m.slice, m.bytes,
+           (SELECT max(c.slice) FROM decision c
+             WHERE c.kind = 'chunk' AND c.send_rank = m.send_rank AND c.send_seq = m.send_seq),
+           (SELECT c.slice FROM decision c
+             WHERE c.kind = 'complete' AND c.desc_rank = m.send_rank AND c.desc_seq = m.send_seq),
+           (SELECT c.slice FROM decision c
+             WHERE c.kind = 'complete' AND c.desc_rank = m.recv_rank AND c.desc_seq = m.recv_seq)
+    FROM decision m
+    JOIN descriptor s ON s.rank = m.send_rank AND s.seq = m.send_seq
+    JOIN descriptor r ON r.rank = m.recv_rank AND r.seq = m.recv_seq
+    WHERE m.kind = 'match'
+      AND NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = m.slice);
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -519,7 +603,16 @@ pub const MIGRATIONS: &[&str] = &[
     V_CONTENT_CHECKSUM,
     V_EXPLORED,
     V_PLACEMENT,
+    V_TRANSPORT,
+    V_COMPACT_SCHEDULE,
 ];
+
+/// The first format with `job.transport`: the position of [`V_TRANSPORT`].
+pub const TRANSPORT_VERSION: i64 = version_of(V_TRANSPORT);
+
+/// The first format whose schedule log is compact (`slice_schedule`, `message`): the
+/// position of [`V_COMPACT_SCHEDULE`].
+pub const COMPACT_SCHEDULE_VERSION: i64 = version_of(V_COMPACT_SCHEDULE);
 
 /// The first format with `job.placement`: the position of [`V_PLACEMENT`].
 pub const PLACEMENT_VERSION: i64 = version_of(V_PLACEMENT);

@@ -28,6 +28,7 @@ fn job() -> JobInfo {
         direct_copy_min: 2 << 20,
         histogram_resolution: 4,
         placement: None,
+        transport: "shm".into(),
     }
 }
 
@@ -157,6 +158,16 @@ fn slices_decisions_and_job_round_trip() {
     assert!(!dir.path().join("run.db-wal").exists(), "WAL folded back");
     let c = open_recording(&p).unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM slice"), 10);
+    // The schedule log is one compact row per slice; the per-row tables stay empty...
+    assert_eq!(count(&c, "SELECT count(*) FROM slice_schedule"), 10);
+    assert_eq!(count(&c, "SELECT count(*) FROM descriptor"), 0);
+    assert_eq!(count(&c, "SELECT count(*) FROM decision"), 0);
+    drop(c);
+    // ...until expanded (`strobe export --format sqlite`), column for column as before.
+    let mut w = Connection::open(&p).unwrap();
+    assert_eq!(crate::expand::expand_schedule(&mut w).unwrap(), (20, 50));
+    drop(w);
+    let c = open_recording(&p).unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM descriptor"), 20);
     assert_eq!(count(&c, "SELECT count(*) FROM decision"), 50);
     assert_eq!(count(&c, "SELECT count(*) FROM node_slice"), 20);
@@ -241,8 +252,8 @@ fn slices_decisions_and_job_round_trip() {
         ),
         10
     );
-    // Each slice's decision set, as a Cap'n Proto blob that decodes to what was decided.
-    assert_eq!(count(&c, "SELECT count(*) FROM slice_decisions"), 10);
+    // Each slice's decision set, as a compact blob that decodes to what was decided.
+    assert_eq!(count(&c, "SELECT count(*) FROM slice_decisions"), 0);
     let rec = Recording::open(&p).unwrap();
     assert_eq!(
         rec.decisions(4).unwrap(),
@@ -292,9 +303,21 @@ fn windows_limit_each_layer() {
         10,
         "slice rows always"
     );
-    assert_eq!(count(&c, "SELECT count(DISTINCT slice) FROM descriptor"), 3);
-    assert_eq!(count(&c, "SELECT min(slice) FROM decision"), 3);
-    assert_eq!(count(&c, "SELECT count(*) FROM slice_decisions"), 3);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM slice_schedule WHERE descriptors IS NOT NULL"
+        ),
+        3
+    );
+    assert_eq!(
+        count(
+            &c,
+            "SELECT min(slice) FROM slice_schedule WHERE decisions IS NOT NULL"
+        ),
+        3
+    );
+    assert_eq!(count(&c, "SELECT count(*) FROM slice_schedule"), 3);
     assert_eq!(count(&c, "SELECT max(slice) FROM blocked"), 5);
     assert_eq!(count(&c, "SELECT count(*) FROM node_slice"), 0);
     assert_eq!(count(&c, "SELECT count(getts_ns) FROM slice"), 0);
@@ -346,12 +369,22 @@ fn a_damaged_decision_blob_is_a_clear_error() {
     record_n(&p, 3, RecordOptions::default());
     Connection::open(&p)
         .unwrap()
-        .execute_batch("UPDATE slice_decisions SET decisions = x'00ff10' WHERE slice = 2")
+        .execute_batch("UPDATE slice_schedule SET decisions = x'01ff10' WHERE slice = 2")
         .unwrap();
     let rec = Recording::open(&p).unwrap();
     let e = rec.decisions(2).unwrap_err();
-    assert!(matches!(e, RecordError::Schema(_)), "{e}");
+    assert!(matches!(e, RecordError::Corrupt(_)), "{e}");
+    assert!(e.to_string().contains("slice 2"), "{e}");
     assert!(rec.decisions(3).unwrap().is_some());
+    // A blob that decodes but is not what the slice decided: its digest says so.
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(
+        "UPDATE slice_schedule SET decisions = (SELECT decisions FROM slice_schedule
+           WHERE slice = 3) WHERE slice = 2",
+    )
+    .unwrap();
+    let e = Recording::open(&p).unwrap().decisions(2).unwrap_err();
+    assert!(e.to_string().contains("digest"), "{e}");
 }
 
 #[test]
@@ -439,6 +472,7 @@ fn recorded_env_keeps_only_what_matters() {
 
 mod blocked_spans;
 mod checksum;
+mod compact_schedule;
 mod decision_rows;
 mod match_history;
 mod payloads;
@@ -475,4 +509,42 @@ fn the_placement_is_stored_read_back_and_checked() {
     rec.finish(&report(JobOutcome::Success, 0)).unwrap();
     drop(rec);
     assert_eq!(Recording::open(&other).unwrap().job().placement, None);
+}
+
+#[test]
+fn the_transport_is_stored_read_back_defaulted_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let mut info = job();
+    info.nodes = 2;
+    info.placement = Some(vec![1, 0]);
+    info.transport = "verbs".into();
+    let rec = Recorder::create(&path, &info, RecordOptions::default()).unwrap();
+    rec.finish(&report(JobOutcome::Success, 0)).unwrap();
+    drop(rec);
+    let r = Recording::open(&path).unwrap();
+    assert_eq!(r.job().transport, "verbs");
+    assert_eq!(r.job().setup().transport, "verbs");
+    drop(r);
+    // A file made before the column (NULL): across hosts it was TCP, else shm.
+    let c = Connection::open(&path).unwrap();
+    c.execute("UPDATE job SET transport = NULL", []).unwrap();
+    crate::checksum::seal(&c).unwrap();
+    drop(c);
+    assert_eq!(Recording::open(&path).unwrap().job().transport, "tcp");
+    let c = Connection::open(&path).unwrap();
+    c.execute("UPDATE job SET placement = NULL", []).unwrap();
+    crate::checksum::seal(&c).unwrap();
+    drop(c);
+    assert_eq!(Recording::open(&path).unwrap().job().transport, "shm");
+    // Anything else is damage, named by column.
+    for bad in ["'ib'", "7"] {
+        let c = Connection::open(&path).unwrap();
+        c.execute(&format!("UPDATE job SET transport = {bad}"), [])
+            .unwrap();
+        crate::checksum::seal(&c).unwrap();
+        drop(c);
+        let e = Recording::open(&path).err().expect("refused");
+        assert!(e.to_string().contains("job.transport"), "{bad}: {e}");
+    }
 }

@@ -7,16 +7,16 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection};
-use strobe_runtime::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use strobe_runtime::descriptor::Descriptor;
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
 use strobe_runtime::mmds::{Bucket, RankMmds};
 pub use strobe_runtime::sched::error_name;
-use strobe_runtime::sched::{
-    Decision, DecisionCounts, DecisionKind, DecisionVisitor, SliceDecisions,
-};
+use strobe_runtime::sched::{DecisionCounts, SliceDecisions};
 use strobe_runtime::segment::BlockedCall;
 
 use crate::blocked_spans::BlockedSpans;
+use crate::compact;
+use crate::messages::MessageLog;
 use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
 
@@ -83,6 +83,24 @@ struct Batch {
     committed: u64,
 }
 
+/// With this many blocked spans open, a commit is stretched to [`LONG_COMMIT_INTERVAL`].
+const MANY_OPEN_SPANS: usize = 256;
+/// The longest time between commits (the crash-safety bound docs/recording.md states:
+/// a killed strobe loses at most the last 20 to 50 ms).
+const LONG_COMMIT_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Every commit upserts each open blocked span (its `last_slice` moves, and with it both
+/// span indexes): with 1,000 ranks blocked that is 1,000 row updates per commit, most of
+/// the writer's CPU in a 1,000-rank token ring at one commit per 20 ms. With many spans
+/// open, commits come every 50 ms instead (still within the documented bound).
+fn commit_interval(interval: Duration, spans: &BlockedSpans) -> Duration {
+    if spans.open_count() >= MANY_OPEN_SPANS {
+        interval.max(LONG_COMMIT_INTERVAL)
+    } else {
+        interval
+    }
+}
+
 /// How long the writer sleeps when its queue is empty.
 const WRITER_NAP: Duration = Duration::from_millis(2);
 
@@ -97,6 +115,7 @@ pub(crate) fn run(
     let mut b = Batch::default();
     let mut enc = ReplayLogEncoder::default();
     let mut spans = BlockedSpans::default();
+    let mut messages = MessageLog::default();
     loop {
         // Poll, never park: a parked receiver makes every send on the slice path pay a
         // futex wake (several microseconds, at up to 100k slices a second). The writer
@@ -106,8 +125,10 @@ pub(crate) fn run(
             Ok(m) => Some(m),
             Err(TryRecvError::Disconnected) => None,
             Err(TryRecvError::Empty) => {
-                if b.open_since.is_some_and(|t| t.elapsed() >= interval) {
-                    commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+                if b.open_since
+                    .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans))
+                {
+                    commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
                 }
                 std::thread::sleep(WRITER_NAP);
                 continue;
@@ -139,7 +160,7 @@ pub(crate) fn run(
                 if let Some(sch) = &s.schedule {
                     spans.slice(s.slice, &sch.blocked, &sch.sites);
                 }
-                write_slice(&conn, s)
+                write_slice(&conn, s, &mut messages)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
             Msg::Mmds(ranks) => write_mmds(&conn, ranks),
@@ -152,12 +173,15 @@ pub(crate) fn run(
         if let Err(e) = res {
             error = Some(e.into());
         }
-        if b.pending >= batch_slices || b.open_since.is_some_and(|t| t.elapsed() >= interval) {
-            commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+        let due = b
+            .open_since
+            .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
+        if b.pending >= batch_slices || due {
+            commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
         }
     }
     if b.open_since.is_some() {
-        commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+        commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
     }
     WriterDone {
         conn,
@@ -171,6 +195,7 @@ fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
     spans: &mut BlockedSpans,
+    messages: &MessageLog,
     b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
@@ -182,6 +207,9 @@ fn commit(
                 error.get_or_insert(e.into());
             }
             if let Err(e) = spans.flush(conn) {
+                error.get_or_insert(e.into());
+            }
+            if let Err(e) = messages.flush(conn) {
                 error.get_or_insert(e.into());
             }
         }
@@ -235,7 +263,7 @@ fn write_payload(conn: &Connection, p: &strobe_runtime::engine::Payload) -> rusq
     Ok(())
 }
 
-fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
+fn write_slice(conn: &Connection, s: &SliceMsg, messages: &mut MessageLog) -> rusqlite::Result<()> {
     // A slice in which nothing happened, outside both windows, has no row: its digest is
     // the empty digest and its blocked set is in the replay log, so the replay-log-only
     // recording of a long computation costs nothing per slice (docs/recording.md).
@@ -276,201 +304,25 @@ fn write_slice(conn: &Connection, s: &SliceMsg) -> rusqlite::Result<()> {
     let Some(sch) = &s.schedule else {
         return Ok(());
     };
-    let mut st = conn.prepare_cached(
-        "INSERT INTO descriptor (rank, seq, slice, kind, peer, tag, comm, bytes, rbytes, request, flags)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?;
-    for d in &sch.descriptors {
-        // The MPI name, without an allocation per row; `?N` for an unknown kind code.
-        let unknown;
-        let kind = match d.kind() {
-            Some(k) => k.mpi_name(),
-            None => {
-                unknown = format!("?{}", d.kind);
-                unknown.as_str()
-            }
-        };
-        st.execute(params![
-            d.rank,
-            d.seq as i64,
-            s.slice as i64,
-            kind,
-            d.peer,
-            d.tag,
-            d.comm,
-            d.bytes as i64,
-            d.rbytes as i64,
-            d.request as i64,
-            d.flags,
-        ])?;
-    }
-    if !sch.decisions.decisions.is_empty() {
-        // One statement lookup per slice, not per decision: the cache is keyed by the SQL
-        // text, and hashing it per row cost more than SQLite's own insert.
-        let mut st = conn.prepare_cached(DECISION_INSERT)?;
-        for (idx, d) in sch.decisions.decisions.iter().enumerate() {
-            write_decision(&mut st, s.slice, idx, d)?;
-        }
-    }
-    if !sch.decisions.is_empty() {
-        write_decision_blob(conn, &sch.decisions)?;
-    }
-    Ok(())
+    write_schedule(conn, s.slice, sch)?;
+    messages.slice(conn, s.slice, &sch.descriptors, &sch.decisions.decisions)
 }
 
-/// The slice's decision set as one packed Cap'n Proto blob (`slice_decisions`): what a
-/// replayer decodes to show the exact recorded decisions when a replay diverges. Encoded
-/// here, on the writer thread, never on the slice path.
-fn write_decision_blob(conn: &Connection, set: &SliceDecisions) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT INTO slice_decisions (slice, decisions) VALUES (?1, ?2)")?
-        .execute(params![
-            set.slice as i64,
-            strobe_schema::encode_slice_decisions(set)
-        ])?;
-    Ok(())
-}
-
-/// One `decision` row; columns that do not apply to the kind stay NULL.
-#[derive(Default)]
-struct Row {
-    send: Option<(u32, i64)>,
-    recv: Option<(u32, i64)>,
-    desc: Option<(u32, i64)>,
-    offset: Option<i64>,
-    bytes: Option<i64>,
-    comm: Option<u32>,
-    parent: Option<u32>,
-    coll_seq: Option<i64>,
-    coll_kind: Option<&'static str>,
-    root: Option<i32>,
-    members: Option<String>,
-    request: Option<i64>,
-    source: Option<i32>,
-    tag: Option<i32>,
-    error: Option<&'static str>,
-    flags: Option<u32>,
-    value: Option<i64>,
-    value2: Option<i64>,
-}
-
-/// Fills a [`Row`] from [`Decision::visit`]. The columns are those of format 4 and keep
-/// their meaning (docs/recording.md): most fields have the column of their name; a chunk's
-/// `len` is stored in `bytes`, a match's `truncated` in `flags` (0/1), a collective's
-/// `parts` in `members` as `[[rank,seq],...]` and its kind in `coll_kind` as the MPI name;
-/// u64 values are stored as SQLite's signed 64-bit integers (two's complement).
-impl DecisionVisitor for Row {
-    fn kind(&mut self, _kind: DecisionKind) {}
-    fn desc(&mut self, field: &'static str, v: DescRef) {
-        let cell = Some((v.rank, v.seq as i64));
-        match field {
-            "send" => self.send = cell,
-            "recv" => self.recv = cell,
-            "desc" => self.desc = cell,
-            _ => no_column(field),
-        }
+/// The slice's descriptors and decision set as two compact blobs, one `slice_schedule`
+/// row (`compact.rs`): no row per descriptor or per decision. Encoded here, on the writer
+/// thread, never on the slice path. A slice that handled and decided nothing has no row.
+fn write_schedule(conn: &Connection, slice: u64, sch: &Schedule) -> rusqlite::Result<()> {
+    let set = &sch.decisions;
+    let descriptors =
+        (!sch.descriptors.is_empty()).then(|| compact::encode_descriptors(&sch.descriptors));
+    let decisions = (!set.is_empty()).then(|| compact::encode_decisions(&set.decisions, &set.wake));
+    if descriptors.is_none() && decisions.is_none() {
+        return Ok(());
     }
-    fn u32(&mut self, field: &'static str, v: u32) {
-        match field {
-            "comm" => self.comm = Some(v),
-            "parent" => self.parent = Some(v),
-            "flags" => self.flags = Some(v),
-            _ => no_column(field),
-        }
-    }
-    fn u64(&mut self, field: &'static str, v: u64) {
-        let cell = Some(v as i64);
-        match field {
-            "bytes" | "len" => self.bytes = cell,
-            "offset" => self.offset = cell,
-            "coll_seq" => self.coll_seq = cell,
-            "request" => self.request = cell,
-            "value" => self.value = cell,
-            "value2" => self.value2 = cell,
-            _ => no_column(field),
-        }
-    }
-    fn i32(&mut self, field: &'static str, v: i32) {
-        match field {
-            "root" => self.root = Some(v),
-            "source" => self.source = Some(v),
-            "tag" => self.tag = Some(v),
-            _ => no_column(field),
-        }
-    }
-    fn bool(&mut self, field: &'static str, v: bool) {
-        match field {
-            "truncated" => self.flags = Some(v as u32),
-            _ => no_column(field),
-        }
-    }
-    fn coll_kind(&mut self, _field: &'static str, v: DescKind) {
-        self.coll_kind = Some(v.mpi_name());
-    }
-    /// A code outside `RtError` (never made by the scheduler) is stored as the catch-all
-    /// `buffer`, as the Cap'n Proto encoding does.
-    fn error(&mut self, _field: &'static str, v: u32) {
-        self.error = Some(error_name(RtError::from_u32(v)));
-    }
-    fn desc_list(&mut self, _field: &'static str, v: &[DescRef]) {
-        let items: Vec<String> = v
-            .iter()
-            .map(|p| format!("[{},{}]", p.rank, p.seq))
-            .collect();
-        self.members = Some(format!("[{}]", items.join(",")));
-    }
-    fn u32_list(&mut self, _field: &'static str, v: &[u32]) {
-        let items: Vec<String> = v.iter().map(u32::to_string).collect();
-        self.members = Some(format!("[{}]", items.join(",")));
-    }
-}
-
-/// A decision field the `decision` table has no column for: a new field needs a column
-/// (and a format migration) before it can be recorded. The writer tests visit every kind.
-fn no_column(field: &str) -> ! {
-    unreachable!("decision field `{field}` has no column in the decision table")
-}
-
-const DECISION_INSERT: &str =
-    "INSERT INTO decision (slice, idx, kind, send_rank, send_seq, recv_rank, recv_seq,
-        desc_rank, desc_seq, \"offset\", bytes, comm, parent, coll_seq, coll_kind, root,
-        members, request, source, tag, error, flags, value, value2)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-        ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
-
-fn write_decision(
-    st: &mut rusqlite::CachedStatement<'_>,
-    slice: u64,
-    idx: usize,
-    d: &Decision,
-) -> rusqlite::Result<()> {
-    let mut row = Row::default();
-    d.visit(&mut row);
-    st.execute(params![
-        slice as i64,
-        idx as i64,
-        d.kind_name(),
-        row.send.map(|x| x.0),
-        row.send.map(|x| x.1),
-        row.recv.map(|x| x.0),
-        row.recv.map(|x| x.1),
-        row.desc.map(|x| x.0),
-        row.desc.map(|x| x.1),
-        row.offset,
-        row.bytes,
-        row.comm,
-        row.parent,
-        row.coll_seq,
-        row.coll_kind,
-        row.root,
-        row.members,
-        row.request,
-        row.source,
-        row.tag,
-        row.error,
-        row.flags,
-        row.value,
-        row.value2,
-    ])?;
+    conn.prepare_cached(
+        "INSERT INTO slice_schedule (slice, descriptors, decisions) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![slice as i64, descriptors, decisions])?;
     Ok(())
 }
 

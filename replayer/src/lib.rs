@@ -136,6 +136,9 @@ pub struct ReplayOptions {
     /// decisions do not depend on the node layout, so a recording made on any number of
     /// nodes or hosts replays on one machine with any K (1..=ranks).
     pub nodes: Option<u32>,
+    /// The transport this replay runs over (`shm`, `tcp`, `verbs`), when known: a
+    /// recording made over another one gets a note (decisions do not depend on it).
+    pub transport: Option<String>,
 }
 
 /// How the replay ended.
@@ -245,6 +248,12 @@ pub fn replay_with(
             "note: the recording's content is unverified ({why}): a divergence may also be damage to the file"
         ));
     }
+    if let Some(now) = opts.transport.as_ref().filter(|t| **t != job.transport) {
+        warnings.push(format!(
+            "note: replaying over {now}; the recording ran over {} (a replay uses this machine's transport: the slices do not depend on it)",
+            job.transport
+        ));
+    }
     // Breakpoints that can never fire are refused before anything runs (issue 12, item 3).
     check_stops(&rec, opts, &ctl)?;
     let regen_path = opts.regenerate.as_deref().map(absolute);
@@ -328,6 +337,10 @@ pub fn replay_with(
                 // recorded placement only when it is the recorded node count.
                 nodes: engine.nodes,
                 placement: job.placement.clone().filter(|_| engine.nodes == job.nodes),
+                transport: opts
+                    .transport
+                    .clone()
+                    .unwrap_or_else(|| job.transport.clone()),
                 histogram_resolution: cfg.mmds_resolution,
                 ..job.setup()
             };

@@ -125,6 +125,12 @@ pub struct ReplaySource {
     /// The recording ended on its own (success, a failed rank, a deadlock), so the replay
     /// must too; otherwise (cut short, interrupted, timeout) the end of the log is the end.
     ends_by_itself: bool,
+    /// The recorded run was cut (a rank failed and the others were stopped, an interrupt,
+    /// a timeout): a rank may reach a timing-dependent call its recorded process was
+    /// stopped before, so a rank that runs out of recorded outcomes waits there (held)
+    /// instead of being a divergence. If the recorded end then does not come, the end-of-
+    /// recording check reports it.
+    cut_short: bool,
     shared: Arc<Shared>,
     watch: Mutex<GateWatch>,
 }
@@ -164,6 +170,7 @@ impl ReplaySource {
                 recorded_outcome,
                 Some("success" | "rank_failed" | "deadlock")
             ),
+            cut_short: !matches!(recorded_outcome, Some("success" | "deadlock")),
             watch: Mutex::new(GateWatch {
                 stuck_since: vec![None; log.ranks.len()],
                 ..Default::default()
@@ -236,6 +243,9 @@ impl ReplaySource {
         // A replaying rank that found its program off the recorded path.
         for r in 0..self.ranks() {
             if let Some(why) = seg.slot(r).diverged() {
+                if why == strobe_runtime::segment::Divergence::LogExhausted && self.cut_short {
+                    continue;
+                }
                 let what = why.reason();
                 let posted = seg.slot(r).posted.load(Ordering::Acquire);
                 return self.diverge(

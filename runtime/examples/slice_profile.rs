@@ -43,6 +43,7 @@ fn main() {
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
             placement: None,
         },
         program: args[1].clone().into(),

@@ -135,6 +135,8 @@ pub fn launch_alone(
     crate::launcher::install_interrupt_handlers();
     let started = Instant::now();
     let seg = crate::rank::create_segment(ranks, 1).map_err(LaunchError::Segment)?;
+    // The rank inlines tiny sends as it did in the recording (its scheduler version).
+    crate::segment::set_inline_max(&seg, cfg.engine.inline_max);
     if debugger.is_some() {
         // Held at its first MPI call, where the debugger will find it.
         seg.slot(rank).post_limit.store(1, Ordering::Release);
@@ -434,7 +436,8 @@ impl<'a> Lone<'a> {
             }
             let mut c = del.completion;
             c.request = d.request;
-            if c.request == 0 {
+            // An inline send completed on the rank when it was posted.
+            if c.request == 0 || c.flags & crate::descriptor::COMPLETION_INLINE != 0 {
                 continue;
             }
             while queues.completions.push(&c).is_err() {

@@ -33,7 +33,8 @@ use std::sync::Mutex;
 use crate::calls::Call;
 use crate::datatype::{compare_signatures, SigMatch, TypeSig};
 use crate::descriptor::{
-    DescKind, DescRef, Descriptor, COMM_WORLD, COMPLETION_CANCELLED, COMPLETION_EAGER, PROC_NULL,
+    DescKind, DescRef, Descriptor, COMM_WORLD, COMPLETION_CANCELLED, COMPLETION_EAGER,
+    COMPLETION_INLINE, PROC_NULL,
 };
 use crate::engine::{SliceRecord, SliceSink};
 use crate::sched::Decision;
@@ -513,7 +514,10 @@ impl SliceSink for Checker {
                     let flags = c.completion.flags;
                     if flags & COMPLETION_CANCELLED != 0 {
                         st.no_longer_unmatched(d);
-                    } else if flags & COMPLETION_EAGER != 0 && st.is_unmatched(d) {
+                    } else if flags & (COMPLETION_EAGER | COMPLETION_INLINE) != 0
+                        && st.is_unmatched(d)
+                    {
+                        // Buffered either way: in node memory, or (inline) in the descriptor.
                         st.eager.insert(c.desc);
                     }
                 }

@@ -10,7 +10,11 @@ use crate::engine::{
     EVENTS,
 };
 use crate::segment::JobSegment;
+use crate::transport::select::emulated_verbs;
 use crate::transport::shm::ShmFabric;
+use crate::transport::verbs::emu::EmuFabric;
+use crate::transport::verbs::{VerbsConfig, VerbsEndpoint};
+use crate::transport::Transport;
 
 /// Hidden switch of the isolated-nodes test mode (read by `strobe run|record|replay`
 /// through [`super::launch`]).
@@ -19,6 +23,24 @@ pub const ENV_ISOLATE_NODES: &str = "STROBE_ISOLATE_NODES";
 /// Whether this process runs jobs with one segment per node.
 pub fn isolate_nodes() -> bool {
     std::env::var_os(ENV_ISOLATE_NODES).is_some_and(|v| v == "1")
+}
+
+/// The isolated nodes' endpoints, in node order: shared memory, or with
+/// `STROBE_VERBS_PROVIDER=emulated` the verbs transport over an in-process emulated RC
+/// fabric (a test hook: the verbs protocol under real MPI programs, without a device).
+fn node_transports(e: &EngineConfig) -> Result<Vec<Arc<dyn Transport>>, EngineError> {
+    if emulated_verbs() {
+        let fabric = EmuFabric::new(e.nodes);
+        let cfg = VerbsConfig::new(e.nodes, global_size(e), EVENTS);
+        return Ok(VerbsEndpoint::emulated_job(&fabric, cfg)?
+            .into_iter()
+            .map(|ep| Arc::new(ep) as Arc<dyn Transport>)
+            .collect());
+    }
+    let fabric = ShmFabric::create(e.nodes, global_size(e), EVENTS)?;
+    Ok((0..e.nodes)
+        .map(|n| Arc::new(fabric.endpoint(n)) as Arc<dyn Transport>)
+        .collect())
 }
 
 /// The job's `JobShared`s: one, or one per node (node `n`'s at index `n`).
@@ -47,6 +69,9 @@ impl JobSegments {
         } else {
             vec![crate::rank::create_segment(e.ranks, e.nodes)?]
         };
+        for s in &segs {
+            crate::segment::set_inline_max(s, e.inline_max);
+        }
         // Each node has its own node memory for eager bytes, as a daemon does: bytes for a
         // receiver on another node cross through the transport when the receive matches
         // (`engine/remote.rs`).
@@ -98,14 +123,15 @@ impl JobSegments {
         if self.shared.len() == 1 {
             return Engine::start(e.clone(), self.shared[0].clone(), sink, source);
         }
-        let fabric = ShmFabric::create(e.nodes, global_size(e), EVENTS)?;
+        let transports = node_transports(e)?;
         let parts = self
             .shared
             .iter()
+            .zip(transports)
             .enumerate()
-            .map(|(n, s)| NodePart {
+            .map(|(n, (s, transport))| NodePart {
                 node: n as u32,
-                transport: Arc::new(fabric.endpoint(n as u32)),
+                transport,
                 shared: s.clone(),
             })
             .collect();

@@ -29,6 +29,7 @@ pub mod mmds;
 pub mod outcome;
 pub mod procmem;
 pub mod rank;
+mod rank_inline;
 pub mod rank_output;
 pub mod ring;
 pub mod segment;

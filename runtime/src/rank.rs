@@ -51,7 +51,8 @@ struct Inner {
 impl Inner {
     /// Move delivered completions from the queue into the table.
     fn pump(&mut self) {
-        while let Some(c) = self.queues.completions.pop() {
+        while let Some(mut c) = self.queues.completions.pop() {
+            crate::rank_inline::write_carried(&mut c);
             self.done.insert(c.request, c);
         }
     }
@@ -61,6 +62,9 @@ pub struct RankCtx {
     seg: JobSegment,
     rank: u32,
     size: u32,
+    /// Largest standard-mode send carried inline in its descriptor (0: none), as the
+    /// launcher set it in the segment header for this job's scheduler version.
+    inline_max: u64,
     inner: Mutex<Inner>,
 }
 
@@ -109,9 +113,11 @@ impl RankCtx {
                 Some(OutcomeCursor::new(recs))
             }
         };
+        let inline_max = u64::from(seg.header().inline_max.load(Ordering::Acquire));
         let ctx = RankCtx {
             rank,
             size,
+            inline_max,
             inner: Mutex::new(Inner {
                 queues,
                 next_seq: 0,
@@ -215,6 +221,7 @@ impl RankCtx {
         d.seq = g.next_seq;
         d.request = g.next_request;
         crate::checks::stamp(&mut d);
+        let inline = crate::rank_inline::carry(&mut d, self.inline_max);
         loop {
             match g.queues.descriptors.push(&d) {
                 Ok(()) => break,
@@ -232,11 +239,15 @@ impl RankCtx {
         }
         g.next_seq += 1;
         g.next_request += 1;
+        if let Some(done) = inline {
+            g.done.insert(done.request, done);
+        }
         let slot = self.seg.slot(self.rank);
-        slot.last_post_blocking.store(
-            (d.flags & crate::descriptor::FLAG_BLOCKING) as u32,
-            Ordering::Relaxed,
-        );
+        // An inline send never blocks, even posted by `MPI_Send` (whose flag stays, for
+        // the checks and the decision log): the replayer's gate must not wait for it.
+        let blocks = d.flags & crate::descriptor::FLAG_BLOCKING != 0 && inline.is_none();
+        slot.last_post_blocking
+            .store(u32::from(blocks), Ordering::Relaxed);
         slot.posted.store(g.next_seq, Ordering::Release);
         if g.replay.is_some() {
             // The replaying Strobe Sender waits for exactly these posts; it has no timer.
@@ -330,9 +341,17 @@ impl RankCtx {
             (Ok(Some(o)), _) => o,
             (Ok(None), n) => self.diverge(
                 Divergence::LogExhausted,
-                &format!("{call} is timing-dependent call number {} of this rank, but the recording holds only {n}", n + 1),
+                &format!(
+                    "{call} is timing-dependent call number {} of this rank, but the recording \
+                     holds only {n} (held here: a divergence unless the recorded run was cut \
+                     before this rank made the call)",
+                    n + 1
+                ),
             ),
-            (Err(e), _) => self.diverge(Divergence::BadLog, &format!("the recording is damaged: {e}")),
+            (Err(e), _) => self.diverge(
+                Divergence::BadLog,
+                &format!("the recording is damaged: {e}"),
+            ),
         }
     }
 

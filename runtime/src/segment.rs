@@ -231,7 +231,12 @@ pub struct JobHeader {
     pub slice: AtomicU64,
     /// MMDS histogram resolution (buckets per power of two); 0 = MMDS off (`mmds.rs`).
     pub mmds_resolution: AtomicU32,
-    _p0: [u8; 20],
+    /// Largest send the ranks carry inline in its descriptor (`descriptor::FLAG_INLINE`,
+    /// scheduler version 3); 0 = never (older layouts read their padding here: 0). Set by
+    /// the launcher before any rank starts ([`set_inline_max`]), from the scheduler version
+    /// of the job (a replay of an older recording turns it off).
+    pub inline_max: AtomicU32,
+    _p0: [u8; 16],
     /// Ranks currently computing (not blocked, not finalized, not exited). The adaptive
     /// Strobe Sender starts a slice early when it reaches zero.
     pub computing: AtomicU32,
@@ -723,6 +728,12 @@ pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bo
         return true;
     }
     false
+}
+
+/// Tell the ranks of `seg` the largest send to carry inline (0: none), before they start.
+pub fn set_inline_max(seg: &JobSegment, max: u64) {
+    let max = max.min(crate::descriptor::INLINE_MAX) as u32;
+    seg.header().inline_max.store(max, Ordering::Release);
 }
 
 /// After a post: if the Strobe Sender stretched its timer and sleeps, wake it (once: the

@@ -24,6 +24,7 @@ fn job(ranks: u32) -> LaunchConfig {
             chunk_budget: DEFAULT_CHUNK_BUDGET,
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
+            inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
             placement: None,
         },
         program: std::env::current_exe().expect("test binary"),

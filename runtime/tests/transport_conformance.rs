@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 
 use strobe_runtime::transport::shm::ShmFabric;
 use strobe_runtime::transport::tcp::TcpEndpoint;
+use strobe_runtime::transport::verbs::emu::EmuFabric;
+use strobe_runtime::transport::verbs::ibverbs::IbverbsProvider;
+use strobe_runtime::transport::verbs::system::pinned_device_name;
+use strobe_runtime::transport::verbs::{
+    system_provider, Provider, VerbsBinding, VerbsConfig, VerbsEndpoint,
+};
 use strobe_runtime::transport::{CmpOp, EventId, NodeSet, Transport, TransportError, Wait};
 
 /// Builds a job of `nodes` nodes with `global` bytes of global memory and `events` events
@@ -32,23 +38,109 @@ fn tcp_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>
         .collect()
 }
 
+/// Every node a verbs endpoint of its own, over the in-process emulated RC fabric.
+fn verbs_emu_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>> {
+    let fabric = EmuFabric::new(nodes);
+    VerbsEndpoint::emulated_job(&fabric, VerbsConfig::new(nodes, global, events))
+        .expect("wire up an emulated verbs job")
+        .into_iter()
+        .map(|ep| Box::new(ep) as Box<dyn Transport>)
+        .collect()
+}
+
+/// Real verbs, only with `STROBE_VERBS_HW=1` (scripts/verbs-check.sh sets it on a host
+/// with an RDMA device; CI has none): every node an endpoint on this host's device (the
+/// first active port, or `STROBE_VERBS_DEVICE`), loopback through the HCA.
+fn verbs_hw_enabled() -> bool {
+    let on = std::env::var("STROBE_VERBS_HW").as_deref() == Ok("1");
+    if !on {
+        eprintln!("skipped: set STROBE_VERBS_HW=1 on a host with an RDMA device");
+    }
+    on
+}
+
+fn verbs_hw_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>> {
+    let provider = system_provider().unwrap_or_else(|e| panic!("STROBE_VERBS_HW=1 but {e}"));
+    let device = pinned_device_name();
+    verbs_job(
+        provider.as_ref(),
+        device.as_deref(),
+        VerbsConfig::new(nodes, global, events),
+    )
+}
+
+#[path = "support/fake_ibverbs.rs"]
+mod fake_ibverbs;
+
+/// The verbs transport over the libibverbs provider over `support/fake_ibverbs.c` (a
+/// stand-in libibverbs.so.1 with one loopback device, `fake0`): the transport and the real
+/// provider's FFI path together, where no RDMA device exists.
+fn verbs_fake_enabled() -> bool {
+    fake_ibverbs::library().is_some()
+}
+
+fn verbs_fake_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>> {
+    let lib = fake_ibverbs::library().expect("the fake libibverbs");
+    let provider = IbverbsProvider::load_from(lib.to_str().unwrap()).expect("load the fake");
+    verbs_job(
+        &provider,
+        Some("fake0"),
+        VerbsConfig::new(nodes, global, events),
+    )
+}
+
+/// Every node an endpoint on `device` of `provider`, wired up in this process.
+fn verbs_job(
+    provider: &dyn Provider,
+    device: Option<&str>,
+    config: VerbsConfig,
+) -> Vec<Box<dyn Transport>> {
+    let bindings: Vec<VerbsBinding> = (0..config.nodes)
+        .map(|n| VerbsBinding::open(provider, device, n, config.clone()))
+        .collect::<Result<_, _>>()
+        .expect("open the RDMA device for every node");
+    let addrs: Vec<String> = bindings.iter().map(VerbsBinding::address).collect();
+    bindings
+        .into_iter()
+        .map(|b| Box::new(b.join(&addrs).expect("connect the queue pairs")) as Box<dyn Transport>)
+        .collect()
+}
+
+/// The same over a fabric whose devices deliver after random delays (up to 50 us each).
+fn verbs_emu_jitter_factory(nodes: u32, global: usize, events: u32) -> Vec<Box<dyn Transport>> {
+    let fabric = EmuFabric::new(nodes);
+    fabric.set_jitter(Duration::from_micros(50));
+    VerbsEndpoint::emulated_job(&fabric, VerbsConfig::new(nodes, global, events))
+        .expect("wire up an emulated verbs job")
+        .into_iter()
+        .map(|ep| Box::new(ep) as Box<dyn Transport>)
+        .collect()
+}
+
 macro_rules! conformance {
     ($name:ident, $factory:expr) => {
+        conformance!($name, $factory, only_if = || true);
+    };
+    ($name:ident, $factory:expr, only_if = $enabled:expr) => {
         mod $name {
             use super::*;
-            conformance!(@tests $factory;
+            conformance!(@tests $factory, $enabled;
                 metadata, xfer_to_one_node, xfer_to_set, xfer_to_all, zero_length_xfer,
                 refused_xfers_write_nothing, events_signalled_once, test_event_modes,
                 events_count, blocking_test_woken_by_thread, ping_pong_orders_data,
+                nowait_xfers_apply_in_order,
                 caw_true_writes_everywhere, caw_false_on_one_writes_nowhere,
                 caw_refuses_bad_arguments, concurrent_caw_counter, variables_local);
         }
     };
-    (@tests $factory:expr; $($test:ident),* $(,)?) => {
+    (@tests $factory:expr, $enabled:expr; $($test:ident),* $(,)?) => {
         $(
             #[test]
             fn $test() {
-                super::suite::$test($factory);
+                let enabled: fn() -> bool = $enabled;
+                if enabled() {
+                    super::suite::$test($factory);
+                }
             }
         )*
     };
@@ -56,6 +148,10 @@ macro_rules! conformance {
 
 conformance!(shm, shm_factory);
 conformance!(tcp, tcp_factory);
+conformance!(verbs_emu, verbs_emu_factory);
+conformance!(verbs_fake, verbs_fake_factory, only_if = verbs_fake_enabled);
+conformance!(verbs_hw, verbs_hw_factory, only_if = verbs_hw_enabled);
+conformance!(verbs_emu_jitter, verbs_emu_jitter_factory);
 
 mod suite {
     use super::*;
@@ -378,6 +474,56 @@ mod suite {
         });
         // Node 0 still has the last reply pending.
         assert!(eps[0].test_event(EventId(0), Wait::Poll).unwrap());
+        assert_no_signals(&eps);
+    }
+
+    /// `xfer_and_signal_nowait`: each destination applies the transfers in the order they
+    /// were sent, each before its signal: after consuming k signals, the data of the first
+    /// k transfers is there (a large one included).
+    pub fn nowait_xfers_apply_in_order(f: Factory) {
+        const SMALL: usize = 400;
+        const BIG: usize = 300_000;
+        let big_at = 8 * (SMALL + 1);
+        let eps = f(3, big_at + BIG, 1);
+        let big: Vec<u8> = (0..BIG).map(|i| (i * 7 + 3) as u8).collect();
+        let to = NodeSet::from_nodes([1, 2]);
+        for i in 0..SMALL {
+            if i == SMALL / 2 {
+                eps[0]
+                    .xfer_and_signal_nowait(&big, &to, big_at, Some(EventId(0)))
+                    .unwrap();
+            }
+            let v = (i as u64 + 1).to_le_bytes();
+            eps[0]
+                .xfer_and_signal_nowait(&v, &to, 8 * (i + 1), Some(EventId(0)))
+                .unwrap();
+        }
+        for ep in &eps[1..] {
+            for k in 0..=SMALL {
+                assert!(ep.test_event(EventId(0), Wait::Timeout(LONG)).unwrap());
+                // k + 1 signals consumed: the first k + 1 transfers are applied.
+                // The large one is the (SMALL / 2 + 1)-th.
+                let smalls = if k >= SMALL / 2 { k } else { k + 1 };
+                for i in 0..smalls {
+                    let got =
+                        u64::from_le_bytes(read(ep.as_ref(), 8 * (i + 1), 8).try_into().unwrap());
+                    assert_eq!(
+                        got,
+                        i as u64 + 1,
+                        "node {}: transfer {i} after {k} signals",
+                        ep.node()
+                    );
+                }
+                if k == SMALL / 2 || k == SMALL {
+                    assert_eq!(read(ep.as_ref(), big_at, BIG), big, "the large transfer");
+                }
+            }
+        }
+        assert_eq!(
+            read(eps[0].as_ref(), 8, 8),
+            [0; 8],
+            "node 0 was no destination"
+        );
         assert_no_signals(&eps);
     }
 

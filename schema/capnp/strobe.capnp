@@ -369,6 +369,8 @@ struct ControlJobSpec {
   shipSlices @17 :Bool;          # send slice records as sinkFrames (recording)
   captures @18 :List(UInt32);    # ranks whose payloads are recorded (--capture-payloads)
   replay @19 :Bool;              # a replay: a replayPackage message follows the job spec
+  inlineMax @20 :UInt64;         # largest send carried in its descriptor (0: none, as
+                                 # when replaying a scheduler version 1 or 2 recording)
 }
 
 # The end of a daemon's share of a replay, as its slice source saw it (sent before its

@@ -26,6 +26,9 @@ pub struct JobSpec {
     pub chunk_budget: u64,
     pub direct_copy_min: u64,
     pub eager_max: u64,
+    /// The largest standard send carried inline in its descriptor (0: none; a replay of a
+    /// recording made before scheduler version 3).
+    pub inline_max: u64,
     pub tag_output: bool,
     /// 0: none.
     pub timeout_ms: u64,
@@ -183,6 +186,7 @@ fn set_spec(mut j: g::control_job_spec::Builder<'_>, s: &JobSpec) {
     j.set_chunk_budget(s.chunk_budget);
     j.set_direct_copy_min(s.direct_copy_min);
     j.set_eager_max(s.eager_max);
+    j.set_inline_max(s.inline_max);
     j.set_tag_output(s.tag_output);
     j.set_timeout_ms(s.timeout_ms);
     j.set_mmds_resolution(s.mmds_resolution);
@@ -218,6 +222,7 @@ fn get_spec(j: g::control_job_spec::Reader<'_>) -> Result<JobSpec, SchemaError> 
         chunk_budget: j.get_chunk_budget(),
         direct_copy_min: j.get_direct_copy_min(),
         eager_max: j.get_eager_max(),
+        inline_max: j.get_inline_max(),
         tag_output: j.get_tag_output(),
         timeout_ms: j.get_timeout_ms(),
         mmds_resolution: j.get_mmds_resolution(),
@@ -406,6 +411,7 @@ mod tests {
                 chunk_budget: 1 << 20,
                 direct_copy_min: 2 << 20,
                 eager_max: 16384,
+                inline_max: 56,
                 tag_output: true,
                 timeout_ms: 5000,
                 mmds_resolution: 4,

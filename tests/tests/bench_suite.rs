@@ -37,9 +37,17 @@ fn the_quick_suite_runs_every_section_and_writes_its_report() {
         "## Scale: token_ring recorded with everything on",
         "## Polling under load",
         "## Across hosts (2 test hosts)",
+        "## RDMA (verbs)",
         "## Commands",
     ] {
         assert!(md.contains(heading), "no {heading:?} in the report:\n{md}");
+    }
+    // No RDMA device in CI: the verbs section says so instead of measuring.
+    if std::fs::read_dir("/sys/class/infiniband").map_or(true, |mut d| d.next().is_none()) {
+        assert!(
+            md.contains("## RDMA (verbs)\n\nskipped: no RDMA device\n"),
+            "{md}"
+        );
     }
     // Every configuration ran: a failure would be listed under Notes.
     assert!(!md.contains(" failed: "), "a configuration failed:\n{md}");

@@ -134,7 +134,8 @@ fn rust_fixtures_on_3_nodes() {
         "polling",
         "steps",
         "barrier_every",
-        "heisenbug",
+        // Not heisenbug: it fails by design when a wildcard receive matches rank 2 first,
+        // which timing decides (its runs across nodes are tested recorded and replayed).
         "hello",
     ] {
         run_fixture(&["-n", "6", "--nodes", "3"], name, &[])

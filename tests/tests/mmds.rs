@@ -113,7 +113,9 @@ fn token_ring_counts_match_the_program() {
     let db = dir.path().join("ring.db");
     let r = record_fixture(&db, &["-n", "4"], "token_ring", &[], &[]);
     r.assert_ok("record token_ring");
-    let c = Connection::open(&db).unwrap();
+    let mut c = Connection::open(&db).unwrap();
+    // The descriptor rows, expanded from the compact schedule log.
+    strobe_recorder::expand::expand_schedule(&mut c).unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM mmds_rank"), 4);
     assert_eq!(count(&c, "SELECT histogram_resolution FROM job"), 4);
     assert_consistent(&c);

@@ -188,6 +188,97 @@ fn three_local_daemons_run_token_ring() {
 /// secret (a `strobe node` with another `STROBE_JOB_SECRET`) knock on the Machine
 /// Manager's control port: it must be refused and logged, and the job still run.
 #[test]
+fn summary_of_a_job_on_daemons_has_a_line_per_node() {
+    let r = run(
+        &[
+            "--launcher",
+            "local",
+            "--nodes",
+            "2",
+            "-n",
+            "3",
+            "--summary",
+        ],
+        &fixture("token_ring"),
+        &[],
+    );
+    r.assert_ok("token_ring with --summary on two local daemons");
+    assert!(r.stderr.contains("strobe summary"), "{}", r.stderr);
+    let slices: u64 = r
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("slices"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no slice count in the summary: {}", r.stderr));
+    assert!(slices > 0, "{}", r.stderr);
+    let host = strobe_runtime::daemon::node_host::host_name();
+    // Block placement: ranks 0 and 1 on node 0, rank 2 on node 1.
+    for (node, ranks) in [(0, "2 ranks"), (1, "1 rank,")] {
+        let line = r
+            .stderr
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("node {node} ")))
+            .unwrap_or_else(|| panic!("no line for node {node}: {}", r.stderr));
+        // The local launcher's host names, with the name the host gives itself.
+        assert!(
+            line.contains(&format!("host local{node} ({host})")),
+            "{line}"
+        );
+        assert!(line.contains(ranks), "{line}");
+        let n: u64 = line
+            .trim_end()
+            .trim_end_matches(" slices")
+            .rsplit(' ')
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no slice count: {line}"));
+        assert!(n > 0 && n <= slices + 1, "{line} (job: {slices} slices)");
+    }
+}
+
+#[test]
+fn a_launcher_exec_that_does_not_exist_exits_127_naming_it() {
+    let missing = "/nonexistent/strobe-test-rsh";
+    let r = run(
+        &["--hosts", "h1,h2", "--launcher-exec", missing, "-n", "2"],
+        &fixture("hello"),
+        &[],
+    );
+    assert_eq!(r.code, 127, "a missing remote shell: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("strobe: launcher-exec '{missing}': not found")),
+        "the message names the program: {}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "nothing ran: {}", r.stdout);
+    // `record` on daemons says and exits the same.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(strobe())
+        .arg("record")
+        .arg("-o")
+        .arg(dir.path().join("job.db"))
+        .args([
+            "--hosts",
+            "h1,h2",
+            "--launcher-exec",
+            missing,
+            "-n",
+            "2",
+            "--",
+        ])
+        .arg(fixture("hello"))
+        .output()
+        .expect("spawn strobe");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "record: {stderr}");
+    assert!(
+        stderr.contains(&format!("launcher-exec '{missing}': not found")),
+        "record: {stderr}"
+    );
+}
+
+#[test]
 fn a_client_without_the_secret_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let rogue_out = dir.path().join("rogue.out");

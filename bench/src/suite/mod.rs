@@ -14,6 +14,7 @@ mod report;
 mod runner;
 mod scale;
 mod sections;
+mod verbs;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ pub struct SuiteArgs {
     /// Rounds per configuration after the warm-up (default 5, quick 2).
     pub rounds: Option<usize>,
     /// Only these sections (p2p, logp, collectives, papers, nas, recording, scaling,
-    /// debugging, scale, load, hosts).
+    /// debugging, scale, load, hosts, verbs).
     pub only: Vec<String>,
 }
 
@@ -53,6 +54,7 @@ pub const SECTIONS: &[&str] = &[
     "scale",
     "load",
     "hosts",
+    "verbs",
 ];
 
 /// Everything the sections produce.
@@ -217,6 +219,7 @@ pub fn run(args: SuiteArgs) -> Result<()> {
             "scale" => scale::scale(&ctx, &mut doc),
             "load" => load::load(&ctx, &mut doc),
             "hosts" => hosts::hosts(&ctx, &mut doc),
+            "verbs" => verbs::verbs(&ctx, &mut doc),
             _ => unreachable!(),
         };
         if let Err(e) = r {

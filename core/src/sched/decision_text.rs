@@ -11,6 +11,7 @@ use std::fmt::{self, Display, Formatter};
 
 use crate::descriptor::{
     Completion, DescRef, RtError, COMPLETION_CANCELLED, COMPLETION_EAGER, COMPLETION_FOUND,
+    COMPLETION_INLINE,
 };
 use crate::sched::decision::{Chunk, CollectiveRun, Completed, Decision, Match, NewComm};
 
@@ -134,7 +135,8 @@ impl Display for NewComm {
 
 /// `complete 1#2 req 7: source 0 tag 5, 64 bytes`, then what is unusual: `, error
 /// truncate`, `, cancelled`, `, found` (an Iprobe's hit), `, eager` (a send completed
-/// eagerly, its bytes copied into node memory), other flag bits in hex, and for
+/// eagerly, its bytes copied into node memory), `, inline` (a send that carried its bytes in
+/// its descriptor and completed when posted), other flag bits in hex, and for
 /// dup and split the new communicator (`, new comm 3 rank 1 of 2`; `none` for all ones).
 impl Display for Completed {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -160,7 +162,11 @@ impl Display for Completed {
         if c.flags & COMPLETION_EAGER != 0 {
             f.write_str(", eager")?;
         }
-        let other_flags = c.flags & !(COMPLETION_CANCELLED | COMPLETION_FOUND | COMPLETION_EAGER);
+        if c.flags & COMPLETION_INLINE != 0 {
+            f.write_str(", inline")?;
+        }
+        let other_flags = c.flags
+            & !(COMPLETION_CANCELLED | COMPLETION_FOUND | COMPLETION_EAGER | COMPLETION_INLINE);
         if other_flags != 0 {
             write!(f, ", flags {other_flags:#x}")?;
         }

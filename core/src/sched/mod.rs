@@ -29,7 +29,11 @@ pub mod visit;
 /// including the one that introduced this constant. Version 2 adds the eager protocol for
 /// small standard-mode sends ([`SchedConfig::eager_max`]); a version-1 recording replays
 /// with it off ([`SchedConfig::eager_max_for_version`]), so its decisions are unchanged.
-pub const SCHEDULER_VERSION: u32 = 2;
+/// Version 3 adds inline sends (`descriptor::FLAG_INLINE`: a send of at most
+/// `descriptor::INLINE_MAX` bytes carries them in its descriptor and completes when it is
+/// posted); the ranks choose it, so a version-1 or -2 recording replays with the ranks
+/// told not to ([`SchedConfig::inline_max_for_version`]).
+pub const SCHEDULER_VERSION: u32 = 3;
 
 /// The oldest scheduler version whose recordings this scheduler still reproduces.
 pub const OLDEST_SCHEDULER_VERSION: u32 = 1;
@@ -82,6 +86,17 @@ impl SchedConfig {
     pub fn eager_max_for_version(version: u32) -> u64 {
         if version >= 2 {
             DEFAULT_EAGER_MAX
+        } else {
+            0
+        }
+    }
+
+    /// The largest send ranks carry inline under a scheduler version: none before version
+    /// 3, `descriptor::INLINE_MAX` from it. The scheduler itself honours whatever the
+    /// descriptors say; this is what the launcher tells the ranks (the segment header).
+    pub fn inline_max_for_version(version: u32) -> u64 {
+        if version >= 3 {
+            crate::descriptor::INLINE_MAX
         } else {
             0
         }
@@ -173,6 +188,19 @@ impl Out {
             completion,
         }));
         self.wake.push(d.rank);
+    }
+    /// A completion that wakes nobody: the rank has it already (an inline send).
+    fn complete_quietly(&mut self, d: &Descriptor, fill: impl FnOnce(&mut Completion)) {
+        self.cite(d);
+        let mut completion = Completion {
+            request: d.request,
+            ..Completion::default()
+        };
+        fill(&mut completion);
+        self.decisions.push(Decision::Complete(Completed {
+            desc: d.id(),
+            completion,
+        }));
     }
     fn finish(mut self, slice: u64) -> SliceDecisions {
         self.wake.sort_unstable();

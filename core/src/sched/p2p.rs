@@ -23,13 +23,21 @@
 //! while the job's eager bytes stay within `eager_budget`. Every other send (synchronous,
 //! larger, over budget, or matched at once) moves once, from the sender's buffer to the
 //! receiver's, after the match, and completes when its last chunk has moved.
+//!
+//! **Inline sends** (scheduler version 3, [`FLAG_INLINE`]). A send whose bytes travel in its
+//! descriptor completed on the rank when it was posted; the scheduler records that as a
+//! `Complete` decision flagged `COMPLETION_INLINE` in the slice the descriptor is exchanged
+//! in (whatever else happens to it in that slice), and from then on treats it as an eager
+//! send: matched like any send, never cancellable, never pending, completed once. Its
+//! chunk is written from the descriptor. Which sends are inline is the rank's choice,
+//! carried by the descriptor, so every replica decides the same.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::{set_status, Chunk, CommTable, Decision, Match, Out, PendingOp, SchedConfig};
 use crate::descriptor::{
-    DescKind, DescRef, Descriptor, RtError, ANY_SOURCE, ANY_TAG, COMPLETION_CANCELLED,
-    COMPLETION_EAGER, COMPLETION_FOUND, PROC_NULL,
+    Completion, DescKind, DescRef, Descriptor, RtError, ANY_SOURCE, ANY_TAG, COMPLETION_CANCELLED,
+    COMPLETION_EAGER, COMPLETION_FOUND, COMPLETION_INLINE, FLAG_INLINE, INLINE_MAX, PROC_NULL,
 };
 
 struct Transfer {
@@ -85,25 +93,49 @@ impl P2p {
         live: &mut BTreeMap<DescRef, Descriptor>,
         out: &mut Out,
     ) {
+        let inline = d.is_inline();
+        // An inline send's completion is the rank's already: every answer is flagged so,
+        // recorded, and never delivered (the API checked destination and tag before it
+        // posted, so only a malformed descriptor meets an error here).
+        let mark = |c: &mut Completion| {
+            if inline {
+                c.flags |= COMPLETION_INLINE;
+            }
+        };
+        if inline
+            && (d.bytes > INLINE_MAX || !matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)))
+        {
+            return out.complete(d, RtError::Arg, mark);
+        }
         let Some(view) = comms.get(d.comm, d.rank) else {
-            return out.complete(d, RtError::Comm, |_| {});
+            return out.complete(d, RtError::Comm, mark);
         };
         if d.peer == PROC_NULL {
-            return out.complete(d, RtError::Ok, |c| set_status(c, PROC_NULL, ANY_TAG, 0));
+            return out.complete(d, RtError::Ok, |c| {
+                set_status(c, PROC_NULL, ANY_TAG, 0);
+                mark(c);
+            });
         }
         if d.tag < 0 {
-            return out.complete(d, RtError::Arg, |_| {});
+            return out.complete(d, RtError::Arg, mark);
         }
         let Some(dest) = view.world_of(d.peer) else {
-            return out.complete(d, RtError::Rank, |_| {});
+            return out.complete(d, RtError::Rank, mark);
         };
+        if inline {
+            self.eager.insert(d.id());
+            out.complete_quietly(d, |c| {
+                set_status(c, d.peer, d.tag, d.bytes);
+                mark(c);
+            });
+        }
         live.insert(d.id(), *d);
         self.unexpected
             .entry((d.comm, dest))
             .or_default()
             .push_back(d.id());
         self.dirty.insert(dest);
-        if matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)) {
+        if !inline && matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)) {
             self.fresh.insert(d.id());
         }
     }
@@ -361,8 +393,11 @@ impl P2p {
             let s = live.remove(&t.send).expect("matched send is live");
             let r = live.remove(&t.recv).expect("matched receive is live");
             if self.eager.remove(&t.send) {
-                // Completed when it was copied into node memory; that memory is free now.
-                self.eager_bytes -= s.bytes;
+                // Completed when it was copied into node memory (that memory is free now)
+                // or, inline, when it was posted.
+                if s.flags & FLAG_INLINE == 0 {
+                    self.eager_bytes -= s.bytes;
+                }
             } else {
                 out.complete(&s, RtError::Ok, |c| set_status(c, s.peer, s.tag, s.bytes));
             }

@@ -696,3 +696,90 @@ fn cancel_with_eager_sends_never_loses_or_panics() {
     let out = j.slice(vec![rv]);
     assert_eq!(matches(&out), vec![(s2.id(), rv.id())]);
 }
+
+/// An inline send (scheduler version 3) of `bytes` bytes: its payload in the descriptor.
+fn inline_send(j: &mut Job, rank: u32, dest: i32, tag: i32, bytes: u64) -> Descriptor {
+    let mut s = j.send(rank, dest, tag, bytes);
+    assert!(s.set_inline_payload(&vec![0xA5; bytes as usize]));
+    s
+}
+
+#[test]
+fn inline_send_completes_where_exchanged_wakes_nobody_and_completes_once() {
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let s = inline_send(&mut j, 0, 1, 3, 8);
+    let out = j.slice(vec![s]);
+    let (_, tag, bytes, err, flags, ..) = completion(&out, s.id()).expect("inline completion");
+    assert_eq!(
+        (tag, bytes, err, flags),
+        (3, 8, RtError::Ok, COMPLETION_INLINE)
+    );
+    assert!(out.wake.is_empty(), "the rank completed it when it posted");
+    assert_eq!(
+        out.decisions[0].to_string(),
+        "complete 0#0 req 1: source 1 tag 3, 8 bytes, inline"
+    );
+    assert!(
+        j.sched.pending_of(0).is_empty(),
+        "the sender waits for nothing"
+    );
+    let rv = j.recv(1, ANY_SOURCE, ANY_TAG, 64);
+    let out = j.slice(vec![rv]);
+    assert_eq!(matches(&out), vec![(s.id(), rv.id())]);
+    assert_eq!(chunks(&out).len(), 1);
+    assert!(completion(&out, s.id()).is_none(), "completed once");
+    assert_eq!(completion(&out, rv.id()).unwrap().2, 8);
+    assert_eq!(j.sched.live_descriptors(), 0);
+    // Matched in the slice it is exchanged in: completed inline all the same, once.
+    let s = inline_send(&mut j, 0, 1, 4, 1);
+    let rv = j.recv(1, 0, 4, 1);
+    let out = j.slice(vec![s, rv]);
+    let done: Vec<_> = out
+        .decisions
+        .iter()
+        .filter_map(Decision::completion)
+        .filter(|(d, _)| *d == s.id())
+        .collect();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].1.flags, COMPLETION_INLINE);
+}
+
+#[test]
+fn inline_sends_keep_the_eager_budget_and_cannot_be_cancelled() {
+    let mut j = eager_job(2, 100);
+    let a = inline_send(&mut j, 0, 1, 1, INLINE_MAX);
+    let b = j.send(0, 1, 1, 100);
+    let out = j.slice(vec![a, b]);
+    assert_eq!(completion(&out, a.id()).unwrap().4, COMPLETION_INLINE);
+    assert_eq!(
+        completion(&out, b.id()).unwrap().4,
+        COMPLETION_EAGER,
+        "inline bytes take no node memory"
+    );
+    let mut c = j.desc(0, DescKind::Cancel);
+    c.aux = a.request;
+    c.request = 0;
+    let out = j.slice(vec![c]);
+    assert!(completion(&out, a.id()).is_none(), "not cancelled");
+    let r1 = j.recv(1, 0, 1, 64);
+    let r2 = j.recv(1, 0, 1, 100);
+    let out = j.slice(vec![r1, r2]);
+    assert_eq!(matches(&out), vec![(a.id(), r1.id()), (b.id(), r2.id())]);
+    assert_eq!(j.sched.live_descriptors(), 0);
+}
+
+#[test]
+fn a_malformed_inline_descriptor_is_an_argument_error() {
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let mut big = j.send(0, 1, 1, INLINE_MAX + 1);
+    big.flags |= FLAG_INLINE;
+    let mut ss = inline_send(&mut j, 0, 1, 1, 4);
+    ss.kind = DescKind::Ssend as u8;
+    let out = j.slice(vec![big, ss]);
+    for d in [big, ss] {
+        let (.., err, flags, _, _) = completion(&out, d.id()).unwrap();
+        assert_eq!((err, flags), (RtError::Arg, COMPLETION_INLINE));
+    }
+    assert_eq!(SchedConfig::inline_max_for_version(2), 0);
+    assert_eq!(SchedConfig::inline_max_for_version(3), INLINE_MAX);
+}

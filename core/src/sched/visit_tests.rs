@@ -199,7 +199,7 @@ fn each_kind_reads_as_one_line() {
     );
     let odd = Completion {
         error: 1,
-        flags: 3 | 8,
+        flags: 3 | 8 | 0x20,
         value: 3,
         value2: (1 << 32) | 2,
         ..done
@@ -207,7 +207,7 @@ fn each_kind_reads_as_one_line() {
     assert_eq!(
         completed(odd).to_string(),
         "complete 1#2 req 7: source 0 tag 5, 64 bytes, error truncate, cancelled, found, \
-         flags 0x8, new comm 3 rank 1 of 2"
+         inline, flags 0x20, new comm 3 rank 1 of 2"
     );
     let unknown = Completion {
         error: 77,

@@ -17,7 +17,9 @@
 //! A slice is DEM → MSM → P2P → BBM → (RmRead) → RM; each microphase ends with
 //! [`Command::SignalPhaseDone`] on every node and a microstrobe. `RmRead` is a microstrobe
 //! inside RM, run only when the job has several nodes and the slice has a reduction: every
-//! node must have read its reduction inputs before any node writes results.
+//! node must have read its reduction inputs before any node writes results. With several
+//! nodes, the microstrobe before a phase that moves no bytes between nodes in this slice
+//! is skipped ([`CrossNode`], reported with [`Event::Scheduled`]).
 //!
 //! **Replica cross-check.** Every node runs a scheduler replica over the global batch, so
 //! every node computes the same decision digest. Each DEM batch carries the digest the
@@ -65,6 +67,41 @@ pub struct Usr {
     pub msm: u32,
     /// Every failed microstrobe attempt of the slice (DEM and MSM included).
     pub sts: u32,
+}
+
+/// Which of a slice's data phases move bytes between nodes (the data plane's staging
+/// rounds). With several nodes, the microstrobe that would open a phase moving nothing
+/// between nodes is skipped (MSM before P2P, P2P before BBM, BBM before RM): each node's
+/// work in such a phase touches only its own ranks, and the phase's staging rounds are
+/// what the microstrobe keeps apart from the previous phase's (their signals are counted,
+/// not tagged). DEM's and RM's microstrobes always run (every node needs every batch; the
+/// slice ends everywhere). Every node computes the same answer, so every node skips the
+/// same microstrobes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrossNode {
+    pub p2p: bool,
+    pub bbm: bool,
+    pub rm: bool,
+}
+
+impl CrossNode {
+    /// Every phase may move bytes between nodes: every microstrobe runs.
+    pub const ALL: CrossNode = CrossNode {
+        p2p: true,
+        bbm: true,
+        rm: true,
+    };
+
+    /// Whether the phase after `done` moves bytes between nodes (true for the phases whose
+    /// microstrobe is never skipped).
+    fn next_moves(self, done: Phase) -> bool {
+        match done {
+            Phase::Msm => self.p2p,
+            Phase::P2p => self.bbm,
+            Phase::Bbm => self.rm,
+            Phase::Dem | Phase::RmRead | Phase::Rm => true,
+        }
+    }
 }
 
 /// Why the slice loop ended without an error.
@@ -123,6 +160,9 @@ pub enum Event<'a> {
     Scheduled {
         digest: u64,
         reductions: bool,
+        /// Which data phases move bytes between nodes in this slice (a function of the
+        /// decisions: the same on every node). See [`CrossNode`].
+        cross_node: CrossNode,
         replicas: &'a [ReplicaDigest],
     },
     /// Strobe Sender: result of a microstrobe Compare-And-Write.
@@ -218,6 +258,7 @@ pub struct SliceMachine {
     slice: u64,
     usr: Usr,
     reductions: bool,
+    cross_node: CrossNode,
     /// This replica's digest of the last slice it scheduled.
     last_digest: Option<ReplicaDigest>,
     // Strobe Sender (node 0).
@@ -246,6 +287,7 @@ impl SliceMachine {
             slice: 0,
             usr: Usr::default(),
             reductions: false,
+            cross_node: CrossNode::ALL,
             last_digest: None,
             last_start: None,
             due: now,
@@ -353,9 +395,13 @@ impl SliceMachine {
                 Event::Scheduled {
                     digest,
                     reductions,
+                    cross_node,
                     replicas,
                 },
-            ) => self.scheduled(digest, reductions, replicas),
+            ) => {
+                self.cross_node = cross_node;
+                self.scheduled(digest, reductions, replicas)
+            }
             (State::Syncing { phase, owed, .. }, Event::MicrostrobeAttempt { opened }) => {
                 if opened {
                     self.queue.push_back(Command::OpenMicrostrobe {
@@ -412,6 +458,7 @@ impl SliceMachine {
         self.slice = slice;
         self.usr = Usr::default();
         self.reductions = false;
+        self.cross_node = CrossNode::ALL;
         self.queue.push_back(Command::BeginSlice {
             slice,
             reason,
@@ -427,6 +474,11 @@ impl SliceMachine {
     fn work_done(&mut self, phase: Phase) {
         if phase == Phase::RmRead && !(self.reductions && self.cfg.nodes > 1) {
             // Nothing to order between reading and writing: no microstrobe.
+            self.advance(phase);
+            return;
+        }
+        if self.cfg.nodes > 1 && !self.cross_node.next_moves(phase) {
+            // Nothing crosses between nodes in the next phase: no microstrobe (CrossNode).
             self.advance(phase);
             return;
         }

@@ -37,6 +37,8 @@ struct Job {
     stop: bool,
     gate: bool,
     reductions: bool,
+    /// What the data phases move between nodes (reported with `Scheduled`).
+    cross_node: CrossNode,
     /// Slices are quiet (nothing posted, decided or in flight): node 0 reports it.
     quiet: bool,
     /// A rank rang the doorbell (it posted while the timer was stretched).
@@ -55,6 +57,7 @@ impl Job {
             stop: false,
             gate: false,
             reductions: false,
+            cross_node: CrossNode::ALL,
             quiet: false,
             doorbell: false,
             fabric: Fabric {
@@ -177,6 +180,7 @@ impl Job {
                 n.m.handle(Event::Scheduled {
                     digest: slice * 1000 + n.skew,
                     reductions: self.reductions,
+                    cross_node: self.cross_node,
                     replicas: &replicas,
                 });
             }
@@ -367,6 +371,51 @@ fn several_nodes_run_the_microphases_in_lockstep() {
         c,
         Command::AttemptMicrostrobe { .. } | Command::SendStrobe { .. }
     )));
+}
+
+#[test]
+fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
+    // Only BBM moves bytes between nodes: the microstrobe before P2P (after MSM) and the
+    // one before RM (after BBM) are skipped; DEM's, P2P's (BBM follows) and RM's run.
+    let mut job = Job::new(3, StrobePolicy::Fixed, false);
+    job.cross_node = CrossNode {
+        p2p: false,
+        bbm: true,
+        rm: false,
+    };
+    job.run();
+    let codes: Vec<u64> = [Phase::Dem, Phase::P2p, Phase::Rm]
+        .iter()
+        .map(|&p| p as u64)
+        .collect();
+    for k in 0..3 {
+        assert_eq!(
+            work(job.log(k)),
+            SLICE_WORK,
+            "node {k}: all the work, in order"
+        );
+        assert_eq!(phases_done(job.log(k)), codes, "node {k}");
+    }
+    // Nothing crosses at all: only DEM's and RM's.
+    let mut quiet = Job::new(2, StrobePolicy::Fixed, false);
+    quiet.cross_node = CrossNode {
+        p2p: false,
+        bbm: false,
+        rm: false,
+    };
+    quiet.run();
+    for k in 0..2 {
+        assert_eq!(
+            phases_done(quiet.log(k)),
+            [Phase::Dem as u64, Phase::Rm as u64],
+            "node {k}"
+        );
+    }
+    // One node never skips (its microstrobes are local): the same as without the report.
+    let mut one = Job::new(1, StrobePolicy::Fixed, false);
+    one.cross_node = quiet.cross_node;
+    one.run();
+    assert_eq!(phases_done(one.log(0)).len(), 5);
 }
 
 #[test]

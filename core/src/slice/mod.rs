@@ -6,7 +6,7 @@
 pub mod machine;
 
 pub use machine::{
-    Command, Event, MachineConfig, ReplicaDigest, SliceError, SliceMachine, Stopped, Usr,
+    Command, CrossNode, Event, MachineConfig, ReplicaDigest, SliceError, SliceMachine, Stopped, Usr,
 };
 
 /// The microphases of a slice, in order.

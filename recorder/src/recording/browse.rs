@@ -551,19 +551,42 @@ impl Recording {
                 });
             }
         }
-        Ok(best)
+        self.search_blobs(pattern, None, from, forward, best)
+    }
+
+    /// [`Recording::search_call`]'s descriptors in the compact schedule: the nearest slice
+    /// beyond `from` (and nearer than `best`) whose blob holds a call of a kind `LIKE
+    /// pattern`, optionally of one rank.
+    pub(super) fn search_blobs(
+        &self,
+        pattern: &str,
+        rank: Option<u32>,
+        from: u64,
+        forward: bool,
+        best: Option<u64>,
+    ) -> Result<Option<u64>, RecordError> {
+        let kinds = self.kinds_like(pattern)?;
+        if kinds.is_empty() || (!forward && from <= 1) {
+            return Ok(best);
+        }
+        let start = if forward {
+            from.saturating_add(1)
+        } else {
+            from - 1
+        };
+        let hit = |d: &strobe_core::descriptor::Descriptor| {
+            kinds.contains(&d.kind) && rank.is_none_or(|r| r == d.rank)
+        };
+        Ok(match self.scan_descriptors(start, forward, best, hit)? {
+            Some((s, _)) => Some(s),
+            None => best,
+        })
     }
 
     /// Everything about one slice.
     pub fn slice_detail(&self, slice: u64) -> Result<SliceDetail, RecordError> {
         let row: Option<SliceRow> = self.slice(slice)?;
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT {} FROM descriptor WHERE slice = ?1 ORDER BY rank, seq",
-            super::DESCRIPTOR_COLUMNS
-        ))?;
-        let descriptors = st
-            .query_map([slice as i64], super::descriptor_row)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let descriptors = self.descriptor_rows(slice)?;
         let blocked_calls = self.blocked_at(slice)?;
         // A rank blocked at the start of the slice is blocked in a call it posted before:
         // its latest descriptor handled by this slice is what it waits on.

@@ -1,6 +1,7 @@
 //! One rank's match history: every receive the rank posted that a send matched, in the
 //! order the scheduler matched them, with the sender, tag and size it matched and the
-//! slice. Read from the `decision` rows and the `descriptor` table in one query;
+//! slice. Read from the `message` rows (or, in older files, the `decision` rows and the
+//! `descriptor` table) in one query;
 //! the key view for wildcard (`MPI_ANY_SOURCE`) bugs (the TUI's History tab).
 
 use rusqlite::{params, OptionalExtension};
@@ -69,19 +70,36 @@ impl Recording {
             partial: self.job.schedule_log != Layer::On,
             ..MatchHistory::default()
         };
-        // One query over the `decision` rows (the blobs' contents in columns, written with
-        // them) joined to both descriptors by primary key: decoding every slice's blob took
-        // 135 s on a 22,514-slice recording whose rank 0 matched 80,000 receives.
-        let mut st = self.conn.prepare_cached(
-            "SELECT m.slice, m.recv_seq, m.send_rank, m.send_seq, m.bytes, m.flags,
-                    r.kind, r.peer, r.tag, r.bytes, s.tag
+        // One query over the `message` rows (one per matched message, written with the
+        // compact schedule) and, for older layouts, the `decision` rows joined to both
+        // descriptors by primary key: decoding every slice's blob took 135 s on a
+        // 22,514-slice recording whose rank 0 matched 80,000 receives.
+        // Rows expanded from the blobs (`strobe export --format sqlite`) are not counted
+        // twice: the `decision` rows count only for slices without a compact schedule.
+        let only_old = if self.has_schedule {
+            "AND NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = m.slice)"
+        } else {
+            ""
+        };
+        let messages = if self.has_schedule {
+            "SELECT m.matched, m.recv_seq, m.send_rank, m.send_seq, m.bytes, m.flags,
+                    k.name, m.recv_peer, m.recv_tag, m.recv_bytes, m.send_tag, m.idx
+             FROM message m LEFT JOIN desc_kind k ON k.code = m.recv_kind
+             WHERE m.recv_rank = ?1
+             UNION ALL "
+        } else {
+            ""
+        };
+        let mut st = self.conn.prepare_cached(&format!(
+            "{messages}SELECT m.slice, m.recv_seq, m.send_rank, m.send_seq, m.bytes, m.flags,
+                    r.kind, r.peer, r.tag, r.bytes, s.tag, m.idx
              FROM decision m
              LEFT JOIN descriptor r ON r.rank = m.recv_rank AND r.seq = m.recv_seq
              LEFT JOIN descriptor s ON s.rank = m.send_rank AND s.seq = m.send_seq
-             WHERE m.kind = 'match' AND m.recv_rank = ?1
-             ORDER BY m.slice, m.idx
-             LIMIT ?2",
-        )?;
+             WHERE m.kind = 'match' AND m.recv_rank = ?1 {only_old}
+             ORDER BY 1, 12
+             LIMIT ?2"
+        ))?;
         let fetch = i64::try_from(limit)
             .unwrap_or(i64::MAX - 1)
             .saturating_add(1);
@@ -132,7 +150,7 @@ impl Recording {
                 });
             }
         }
-        Ok(best)
+        self.search_blobs(pattern, Some(rank), from, forward, best)
     }
 }
 

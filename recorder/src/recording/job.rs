@@ -59,6 +59,9 @@ pub struct Job {
     /// The node of each rank (`job.placement`, index: rank); `None`: block placement over
     /// `nodes` (files made before the column existed, and jobs placed in blocks).
     pub placement: Option<Vec<u32>>,
+    /// The transport between the nodes (`job.transport`: `shm`, `tcp` or `verbs`); for
+    /// files made before the column, `tcp` when placed across hosts, else `shm`.
+    pub transport: String,
     /// Ranks killed by a signal or exited non-zero, by rank.
     pub failed_ranks: Vec<FailedRank>,
 }
@@ -92,6 +95,9 @@ impl Job {
             eager_max: strobe_core::sched::SchedConfig::eager_max_for_version(
                 self.scheduler_version,
             ),
+            inline_max: strobe_core::sched::SchedConfig::inline_max_for_version(
+                self.scheduler_version,
+            ),
             // The recorded placement (validated on opening: one node < `nodes` per rank).
             // A replay with another `--nodes` replaces it (decisions do not depend on it).
             placement: self.placement.as_deref().map(std::sync::Arc::from),
@@ -114,6 +120,7 @@ impl Job {
             direct_copy_min: self.direct_copy_min,
             histogram_resolution: self.histogram_resolution.unwrap_or(0),
             placement: self.placement.clone(),
+            transport: self.transport.clone(),
         }
     }
 
@@ -134,17 +141,18 @@ impl Job {
             "SELECT format_version, strobe_version, command, cwd, program, program_sha256, env,
                 ranks, nodes, slice_ns, policy, deadlock_slices, chunk_budget, direct_copy_min,
                 schedule_log, metrics, started_at, ended_at, elapsed_ns, outcome, message,
-                exit_status, total_slices, {}, {}, {}, {} FROM job",
+                exit_status, total_slices, {}, {}, {}, {}, {} FROM job",
             column("wire_format_version", "NULL"),
             column("histogram_resolution", "NULL"),
             column("scheduler_version", "1"),
             column("placement", "NULL"),
+            column("transport", "NULL"),
         );
         let row = conn
             .query_row(&sql, [], raw_job)
             .optional()
             .map_err(column_damage)?;
-        let Some((mut job, command, env, placement)) = row else {
+        let Some((mut job, command, env, placement, transport)) = row else {
             return Err(RecordError::NotARecording("the job table is empty".into()));
         };
         job.command = serde_json::from_str(&command)
@@ -156,6 +164,10 @@ impl Job {
             .map(|p| serde_json::from_str(&p))
             .transpose()
             .map_err(|e| bad(format!("job.placement is not a JSON list of nodes: {e}")))?;
+        job.transport = transport.unwrap_or_else(|| {
+            let across_hosts = job.nodes > 1 && job.placement.is_some();
+            (if across_hosts { "tcp" } else { "shm" }).to_string()
+        });
         job.failed_ranks = failed_ranks(conn)?;
         super::validate::job(&job)?;
         super::validate::job_in_file(conn, &job)?;
@@ -164,7 +176,7 @@ impl Job {
 }
 
 /// The job row's columns in the order `Job::read` selects them.
-const JOB_COLUMNS: [&str; 27] = [
+const JOB_COLUMNS: [&str; 28] = [
     "format_version",
     "strobe_version",
     "command",
@@ -192,6 +204,7 @@ const JOB_COLUMNS: [&str; 27] = [
     "histogram_resolution",
     "scheduler_version",
     "placement",
+    "transport",
 ];
 
 /// A value of the wrong type or out of range in the job row is damage, named by column.
@@ -229,7 +242,7 @@ fn layer(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Layer> {
 }
 
 /// The row, with `command`, `env` and `placement` still as their JSON text.
-type RawJob = (Job, String, String, Option<String>);
+type RawJob = (Job, String, String, Option<String>, Option<String>);
 
 fn raw_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawJob> {
     let job = Job {
@@ -261,9 +274,10 @@ fn raw_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawJob> {
         histogram_resolution: opt_int(r, 24)?,
         scheduler_version: int(r, 25)?,
         placement: None,
+        transport: String::new(),
         failed_ranks: Vec::new(),
     };
-    Ok((job, r.get(2)?, r.get(6)?, r.get(26)?))
+    Ok((job, r.get(2)?, r.get(6)?, r.get(26)?, r.get(27)?))
 }
 
 fn failed_ranks(conn: &Connection) -> Result<Vec<FailedRank>, RecordError> {

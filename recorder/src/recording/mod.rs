@@ -18,15 +18,15 @@ mod explored;
 mod history;
 mod job;
 mod payloads;
+mod schedule;
 mod stats;
 pub mod validate;
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde::Serialize;
-use strobe_core::sched::Decision;
 
 pub use crate::checksum::ChecksumState;
 use crate::read::{check_header, open_connection, quick_check};
@@ -133,6 +133,8 @@ pub struct Recording {
     /// Whether chart columns may be answered from the summaries (see `use_summaries`).
     use_summaries: bool,
     has_decision_sets: bool,
+    /// The compact schedule log (`slice_schedule`, `message`; `COMPACT_SCHEDULE_VERSION`).
+    has_schedule: bool,
     checksum: ChecksumState,
 }
 
@@ -184,6 +186,7 @@ impl Recording {
         }
         let has_summaries = table("summary_getts")? && table("summary_node")?;
         let has_decision_sets = table("slice_decisions")?;
+        let has_schedule = table("slice_schedule")?;
         let job = Job::read(&conn)?;
         if full {
             // One pass over the slice and schedule-log tables: an impossible value is
@@ -207,6 +210,7 @@ impl Recording {
             has_summaries,
             use_summaries: true,
             has_decision_sets,
+            has_schedule,
             checksum,
         };
         rec.refresh()?;
@@ -313,66 +317,6 @@ impl Recording {
     /// The `slice` row of one slice.
     pub fn slice(&self, slice: u64) -> Result<Option<SliceRow>, RecordError> {
         Ok(self.slices(slice..=slice)?.pop())
-    }
-
-    /// The recorded descriptors handled in `slice`, by rank and sequence number; `None`
-    /// when the schedule log does not cover the slice (outside its window, no `slice` row,
-    /// or rows missing: fewer rows than the slice's `n_descriptors`).
-    pub fn descriptors(&self, slice: u64) -> Result<Option<Vec<DescriptorRow>>, RecordError> {
-        let Some(row) = self.slice(slice)? else {
-            // No row: beyond the end, or a quiet slice outside both windows, whose
-            // descriptors the schedule log did not see either.
-            return Ok(None);
-        };
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE slice = ?1 ORDER BY rank, seq"
-        ))?;
-        let rows = st
-            .query_map([sql_u64(slice)], descriptor_row)?
-            .collect::<Result<Vec<_>, _>>()?;
-        let complete = rows.len() as i64 == row.n_descriptors
-            && (row.n_descriptors > 0 || self.job.schedule_log.covers(slice));
-        Ok(complete.then_some(rows))
-    }
-
-    /// The latest descriptor `rank` posted that a slice up to `slice` handled.
-    pub fn last_descriptor(
-        &self,
-        rank: u32,
-        slice: u64,
-    ) -> Result<Option<DescriptorRow>, RecordError> {
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1 AND slice <= ?2
-             ORDER BY seq DESC LIMIT 1"
-        ))?;
-        Ok(st
-            .query_row(params![rank, sql_u64(slice)], descriptor_row)
-            .optional()?)
-    }
-
-    /// The decisions of `slice` in order, decoded from its decision-set blob (table
-    /// `slice_decisions`; the version and the digest are checked).
-    ///
-    /// `Ok(None)` when the recording cannot say: the slice lies outside the schedule log's
-    /// window, or the file predates decision-set blobs (format 1; its `decision` rows are
-    /// not turned back into decisions). A covered slice without a blob decided nothing:
-    /// `Ok(Some(empty))`.
-    pub fn decisions(&self, slice: u64) -> Result<Option<Vec<Decision>>, RecordError> {
-        if !self.has_decision_sets || !self.job.schedule_log.covers(slice) {
-            return Ok(None);
-        }
-        let blob: Option<Vec<u8>> = self
-            .conn
-            .query_row(
-                "SELECT decisions FROM slice_decisions WHERE slice = ?1",
-                [sql_u64(slice)],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(Some(match blob {
-            Some(b) => strobe_schema::decode_slice_decisions(&b)?.decisions,
-            None => Vec::new(),
-        }))
     }
 
     /// The `node_slice` rows (per-node metrics) of the slices in `range`, by slice and node.

@@ -172,10 +172,12 @@ impl Recording {
                 "SELECT reason, count(*) FROM slice GROUP BY reason
                  ORDER BY CASE reason WHEN 'first' THEN 0 WHEN 'timer' THEN 1 ELSE 2 END",
             )?,
-            decisions: self.kind_counts(
-                "SELECT kind, count(*) FROM decision GROUP BY kind ORDER BY count(*) DESC, kind",
-            )?,
-            descriptors: self.count("SELECT count(*) FROM descriptor")?,
+            decisions: self
+                .decision_kind_counts()?
+                .into_iter()
+                .map(|(kind, count)| KindCount { kind, count })
+                .collect(),
+            descriptors: self.descriptor_count()?,
             top_slices: self.top_slices()?,
             blocked: self.blocked_calls()?,
         })

@@ -126,6 +126,12 @@ fn job_numbers(j: &Job) -> Result<(), RecordError> {
             )));
         }
     }
+    if !["shm", "tcp", "verbs"].contains(&j.transport.as_str()) {
+        return Err(damaged(format!(
+            "job.transport is {:?} (shm, tcp or verbs)",
+            j.transport
+        )));
+    }
     if j.scheduler_version < 1 {
         return Err(damaged("job.scheduler_version is 0".into()));
     }
@@ -398,6 +404,41 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
              OR slice > (SELECT coalesce(max(slice), 0) FROM slice)))
          OR typeof(runs) != 'integer' OR runs < 1
          OR typeof(detail) != 'text' OR length(detail) > 4096 LIMIT 1",
+    ),
+    // The compact schedule log (`migrations::COMPACT_SCHEDULE_VERSION`). The blobs'
+    // contents are checked as they are decoded (a damaged one is "damaged recording").
+    (
+        "the slice_schedule table",
+        "SELECT slice FROM slice_schedule WHERE typeof(slice) != 'integer' OR slice < 1
+         OR typeof(descriptors) NOT IN ('blob', 'null')
+         OR typeof(decisions) NOT IN ('blob', 'null') LIMIT 1",
+    ),
+    (
+        "the message table",
+        "SELECT recv_rank FROM message WHERE typeof(recv_rank) != 'integer' OR recv_rank < 0
+         OR recv_rank >= (SELECT ranks FROM job)
+         OR typeof(send_rank) != 'integer' OR send_rank < 0
+         OR send_rank >= (SELECT ranks FROM job)
+         OR typeof(matched) != 'integer' OR matched < 1 OR typeof(idx) != 'integer' OR idx < 0
+         OR typeof(recv_seq) != 'integer' OR recv_seq < 0
+         OR typeof(send_seq) != 'integer' OR send_seq < 0
+         OR typeof(bytes) != 'integer' OR bytes < 0 OR typeof(flags) != 'integer'
+         OR typeof(recv_kind) NOT IN ('integer', 'null')
+         OR typeof(recv_peer) NOT IN ('integer', 'null')
+         OR typeof(recv_tag) NOT IN ('integer', 'null')
+         OR typeof(recv_bytes) NOT IN ('integer', 'null')
+         OR typeof(recv_age) NOT IN ('integer', 'null')
+         OR typeof(send_kind) NOT IN ('integer', 'null')
+         OR typeof(send_tag) NOT IN ('integer', 'null')
+         OR typeof(send_age) NOT IN ('integer', 'null')
+         OR typeof(last_chunk) NOT IN ('integer', 'null')
+         OR typeof(send_done) NOT IN ('integer', 'null')
+         OR typeof(recv_done) NOT IN ('integer', 'null') LIMIT 1",
+    ),
+    (
+        "the desc_kind table",
+        "SELECT code FROM desc_kind WHERE typeof(code) != 'integer' OR typeof(name) != 'text'
+         OR length(name) > 64 LIMIT 1",
     ),
     (
         "the mmds_histogram table",

@@ -28,6 +28,7 @@ use super::DaemonError;
 use crate::engine::StrobePolicy;
 use crate::launcher::{JobOutcome, JobReport, LaunchConfig, INTERRUPTED};
 use crate::transport::auth::{JobSecret, SECRET_ENV};
+use crate::transport::select::{self, Chosen, Offer, TransportChoice};
 
 /// How long the daemons have to connect back once started.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -81,6 +82,8 @@ pub struct MachineConfig {
     pub ship_slices: bool,
     /// Ranks whose payloads are recorded (`--capture-payloads`).
     pub captures: Vec<u32>,
+    /// `--transport`: decided once every daemon reported its offers (`transport::select`).
+    pub transport: TransportChoice,
 }
 
 /// How the job ended, and what `strobe run` should say and exit with.
@@ -91,6 +94,23 @@ pub struct MachineReport {
     pub message: Option<String>,
     /// Control connections refused (failed authentication).
     pub refused: u64,
+    /// The transport chosen between the nodes (`None`: the job ended before wire-up).
+    pub transport: Option<Chosen>,
+    /// Each node's share of the job, in node order (`--summary`).
+    pub nodes: Vec<NodeSummary>,
+}
+
+/// One node daemon's share of a job, as the Machine Manager saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSummary {
+    pub node: u32,
+    /// The host it ran on (the name it was started on; with the name the host gives
+    /// itself in parentheses when they differ).
+    pub host: String,
+    /// How many ranks ran on it.
+    pub ranks: u32,
+    /// The last slice it reported (heartbeats, its node report).
+    pub slices: u64,
 }
 
 /// Resolves `program` as a shell would (a bare name through `PATH`) to an absolute path.
@@ -162,6 +182,7 @@ fn job_spec(cfg: &MachineConfig) -> Result<JobSpec, DaemonError> {
         chunk_budget: e.chunk_budget,
         direct_copy_min: e.direct_copy_min,
         eager_max: e.eager_max,
+        inline_max: e.inline_max,
         tag_output: l.tag_output,
         timeout_ms: l.timeout.map_or(0, |t| t.as_millis() as u64),
         mmds_resolution: l.mmds_resolution,
@@ -202,6 +223,7 @@ struct Machine<'a> {
     stopping_since: Option<Instant>,
     frames: Option<Arc<dyn FrameSink>>,
     started: Instant,
+    transport: Option<Chosen>,
 }
 
 /// Runs a job on node daemons to the end. Prints the ranks' output; nothing else.
@@ -253,7 +275,10 @@ pub fn run_machine(
     let mut children = cfg
         .launcher
         .start(&cfg.hosts, &cmd)
-        .map_err(|e| DaemonError::Launch(format!("{} launcher: {e}", cfg.launcher.name())))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => DaemonError::LauncherNotFound(e.to_string()),
+            _ => DaemonError::Launch(format!("{} launcher: {e}", cfg.launcher.name())),
+        })?;
     let accepted = accept_daemons(listener, n as u32, &secret, &mut children);
     let (conns, refused) = match accepted {
         Ok(c) => c,
@@ -287,6 +312,7 @@ pub fn run_machine(
         stopping_since: None,
         frames,
         started,
+        transport: None,
     };
     m.set_up(spec, packages);
     m.watch();
@@ -466,7 +492,20 @@ impl Machine<'_> {
             self.check_health();
         }
         if self.outcome.is_none() {
-            let peers = addrs.into_iter().map(Option::unwrap_or_default).collect();
+            let offers: Vec<Offer> = addrs
+                .into_iter()
+                .map(|a| Offer::decode(&a.unwrap_or_default()))
+                .collect();
+            let peers = match select::decide_job(self.cfg.transport, &offers) {
+                Ok((chosen, peers)) => {
+                    self.transport = Some(chosen);
+                    peers
+                }
+                Err(why) => {
+                    self.verdict = Some((select::EXIT_TRANSPORT_REFUSED, why.clone()));
+                    return self.stop(JobOutcome::EngineFailed(why.clone()), &why);
+                }
+            };
             self.send_all(&ControlMessage::FabricPeers(peers));
             let rank0 = &self.nodes[self.cfg.placement[0] as usize];
             forward_stdin(rank0.writer.clone());
@@ -696,11 +735,29 @@ impl Machine<'_> {
             Some((code, msg)) => (code, Some(msg)),
             None => (report.exit_code(), report.message()),
         };
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| NodeSummary {
+                node: i as u32,
+                host: n.host.clone(),
+                ranks: self
+                    .cfg
+                    .placement
+                    .iter()
+                    .filter(|&&p| p as usize == i)
+                    .count() as u32,
+                slices: n.slice,
+            })
+            .collect();
         MachineReport {
             report,
             exit_code,
             message,
             refused,
+            transport: self.transport,
+            nodes,
         }
     }
 }

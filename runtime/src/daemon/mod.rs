@@ -35,4 +35,8 @@ pub enum DaemonError {
     /// The daemons could not be started.
     #[error("{0}")]
     Launch(String),
+    /// The launcher's program (the remote shell, `mpiexec`, `srun`) does not exist here:
+    /// the text names it (exit 127, as a shell reports a command not found).
+    #[error("{0}")]
+    LauncherNotFound(String),
 }

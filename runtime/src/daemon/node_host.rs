@@ -32,7 +32,9 @@ use crate::launcher::{EXIT_CANNOT_START, EXIT_INTERNAL};
 use crate::segment::JobSegment;
 use crate::segment::{leave_computing, ring_doorbell, RankState};
 use crate::transport::auth::{JobSecret, SECRET_ENV};
-use crate::transport::tcp::{TcpBinding, TcpConfig, TcpEndpoint};
+use crate::transport::select::{self, Offer};
+use crate::transport::tcp::{TcpBinding, TcpConfig};
+use crate::transport::Transport;
 
 /// Where the Machine Manager's control listener is (`host:port`).
 pub const ENV_MM_ADDR: &str = "STROBE_MM_ADDR";
@@ -171,6 +173,9 @@ fn engine_config(spec: &JobSpec) -> EngineConfig {
         chunk_budget: spec.chunk_budget,
         direct_copy_min: spec.direct_copy_min,
         eager_max: spec.eager_max,
+        // From the Machine Manager's engine config: 0 when replaying a recording made
+        // before scheduler version 3, so its sends are not inlined.
+        inline_max: spec.inline_max,
         placement: Some(spec.placement.clone().into()),
     }
 }
@@ -181,7 +186,7 @@ fn engine_config(spec: &JobSpec) -> EngineConfig {
 fn start_engine(
     cfg: &EngineConfig,
     node: u32,
-    fabric: Option<TcpEndpoint>,
+    fabric: Option<Arc<dyn Transport>>,
     shared: Arc<JobShared>,
     sink: Arc<dyn SliceSink>,
     source: Option<Arc<dyn SliceSource>>,
@@ -191,7 +196,7 @@ fn start_engine(
         Some(ep) => {
             let part = NodePart {
                 node,
-                transport: Arc::new(ep),
+                transport: ep,
                 shared,
             };
             Engine::start_nodes(cfg.clone(), vec![part], sink, source)?
@@ -557,7 +562,7 @@ impl Daemon {
         &mut self,
         spec: &JobSpec,
         control_ip: IpAddr,
-    ) -> Result<Option<TcpEndpoint>, DaemonError> {
+    ) -> Result<Option<Arc<dyn Transport>>, DaemonError> {
         let binding = if spec.nodes > 1 {
             let ip = self.setup.iface.unwrap_or(control_ip);
             let ecfg = engine_config(spec);
@@ -580,7 +585,15 @@ impl Daemon {
             Some(b) => b.local_addr()?.to_string(),
             None => String::new(),
         };
-        self.writer.send(&ControlMessage::FabricAddr(addr), &[])?;
+        // The verbs offer: the Machine Manager picks one transport for the job.
+        let ecfg = engine_config(spec);
+        let verbs = select::daemon_verbs(self.setup.node, spec.nodes, global_size(&ecfg));
+        let offer = Offer {
+            tcp: addr,
+            verbs: verbs.as_ref().map(|b| b.address()).map_err(Clone::clone),
+        };
+        self.writer
+            .send(&ControlMessage::FabricAddr(offer.encode()), &[])?;
         let peers = match self.expect("fabric peers")? {
             ControlMessage::FabricPeers(p) => p,
             other => {
@@ -589,18 +602,17 @@ impl Daemon {
                 )))
             }
         };
-        let Some(binding) = binding else {
-            return Ok(None);
-        };
-        let peers = peers
-            .iter()
-            .map(|p| p.parse::<SocketAddr>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| DaemonError::Control(format!("a fabric address: {e}")))?;
-        Ok(Some(binding.join(&peers)?))
+        match binding {
+            Some(tcp) => Ok(Some(select::join_chosen(&peers, tcp, verbs)?)),
+            None => Ok(None),
+        }
     }
 
-    fn run_job(&mut self, spec: &JobSpec, fabric: Option<TcpEndpoint>) -> Result<i32, DaemonError> {
+    fn run_job(
+        &mut self,
+        spec: &JobSpec,
+        fabric: Option<Arc<dyn Transport>>,
+    ) -> Result<i32, DaemonError> {
         let cfg = engine_config(spec);
         if let Err(why) = cfg.check_placement() {
             self.report(NodeOutcome::Failed, EXIT_INTERNAL, why);
@@ -610,6 +622,7 @@ impl Daemon {
         let fd = seg.inheritable_fd()?;
         let seg_len = seg.len();
         crate::mmds::set_resolution(&seg, spec.mmds_resolution);
+        crate::segment::set_inline_max(&seg, cfg.inline_max);
         let shared = Arc::new(JobShared::new(seg));
         let (mut sink, wire) = node_sink(spec, self.setup.node, &self.writer)?;
         let sink_ref = sink.clone();

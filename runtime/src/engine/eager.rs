@@ -15,6 +15,11 @@
 //! matched, never before (nothing is shipped for a message that is never received). The
 //! copies never overlap on one entry: the copy in is in the slice of the completion and the
 //! copies out in that or later slices, after it, and slices are separated by microstrobes.
+//!
+//! An inline send (`FLAG_INLINE`, scheduler version 3) is served from here too, without an
+//! entry: its bytes are in its descriptor, which every node's scheduler replica holds, so
+//! [`EagerMemory::copy_out`] writes them straight from it (one `process_vm_writev`, no
+//! read of the sender) and [`EagerMemory::take_chunk`] hands them to the data plane.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -36,9 +41,10 @@ impl EagerMemory {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether `send`'s bytes wait here.
-    pub fn holds(&self, send: DescRef) -> bool {
-        self.lock().contains_key(&send)
+    /// Whether `send`'s bytes wait here, or travel in its descriptor (inline): either
+    /// way its buffer may be the program's again.
+    pub fn holds(&self, send: &Descriptor) -> bool {
+        send.is_inline() || self.lock().contains_key(&send.id())
     }
 
     /// Number of messages held (tests, reports).
@@ -124,9 +130,16 @@ impl EagerMemory {
         len: u64,
         f: impl FnOnce(&[u8]) -> Result<T, RtError>,
     ) -> Option<Result<T, RtError>> {
+        let (from, to) = (offset as usize, (offset + len) as usize);
+        if s.is_inline() {
+            let res = s.inline_payload().ok_or(RtError::Buffer).and_then(|p| {
+                let bytes = &p[..(s.bytes as usize).min(p.len())];
+                bytes.get(from..to).ok_or(RtError::Buffer).and_then(f)
+            });
+            return Some(res);
+        }
         let mut map = self.lock();
         let data = map.get(&s.id())?;
-        let (from, to) = (offset as usize, (offset + len) as usize);
         let res = data.get(from..to).ok_or(RtError::Buffer).and_then(f);
         if offset + len >= s.bytes.min(r.bytes) {
             map.remove(&s.id());

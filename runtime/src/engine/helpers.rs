@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use super::eager::EagerMemory;
 use super::remote::RemoteStore;
 use crate::datatype::{ElemType, ReduceOp};
-use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
+use crate::descriptor::{DescKind, DescRef, Descriptor, RtError, COMPLETION_PAYLOAD_MAX};
 use crate::ops;
 use crate::procmem::{self, ProcMemError};
 use crate::sched::{Decision, SliceDecisions};
@@ -54,6 +54,35 @@ pub struct Memory<'a> {
     pub defer: Option<Deferred>,
     /// What the other nodes pushed this phase: the only source of remote ranks' bytes.
     pub staged: Option<&'a RemoteStore>,
+}
+
+/// Receives whose whole message rides in their delivered completion: a tiny inline send
+/// to a rank of this node that may take it ([`Carried::allowed`]). The rank writes the bytes
+/// itself when it takes the completion (`descriptor::Completion::take_payload`), so P2P
+/// makes no system call for them; the decisions are the same either way.
+#[derive(Default)]
+pub struct Carried {
+    /// By world rank: whether its completions may carry payloads (a local rank whose
+    /// results are not captured: `--capture-payloads` reads the buffers before delivery).
+    pub allowed: Vec<bool>,
+    /// This slice's: receive -> (address in the receiver, bytes).
+    pub by_recv: BTreeMap<DescRef, (u64, Vec<u8>)>,
+}
+
+impl Carried {
+    /// Take a chunk to carry, if it is a whole tiny inline message to an allowed rank.
+    fn take(&mut self, s: &Descriptor, r: &Descriptor, offset: u64, len: u64) -> bool {
+        let whole = offset == 0 && len as usize <= COMPLETION_PAYLOAD_MAX && len <= s.bytes;
+        if !whole || !self.allowed.get(r.rank as usize).copied().unwrap_or(false) {
+            return false;
+        }
+        let Some(payload) = s.inline_payload() else {
+            return false;
+        };
+        let data = payload[..len as usize].to_vec();
+        self.by_recv.insert(r.id(), (r.buf, data));
+        true
+    }
 }
 
 /// Large collective copies handed to the receivers' DMA Helpers (see [`Memory::defer`]).
@@ -185,8 +214,9 @@ fn local_chunks<'d>(
 /// nothing here.)
 pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
     local_chunks(dec, mem.local)
-        // An eager send's buffer may be reused already: its bytes are in node memory.
-        .filter(|&(s, _, _, len)| len >= min && (mem.local)(s.rank) && !mem.eager.holds(s.id()))
+        // An eager or inline send's buffer may be reused already: its bytes are in node
+        // memory or in its descriptor.
+        .filter(|&(s, _, _, len)| len >= min && (mem.local)(s.rank) && !mem.eager.holds(s))
         .map(|(s, r, offset, len)| DirectChunk {
             recv: r.id(),
             src_pid: mem.pids[s.rank as usize],
@@ -200,12 +230,14 @@ pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<Di
 /// P2P microphase: the node's DMA Helper moves every chunk of fewer than `direct_min` bytes
 /// whose receiver is local (the larger ones went to the receivers' own DMA Helpers), every
 /// chunk of an eager send, from node memory, and every chunk from another node, from
-/// staging.
+/// staging; a tiny inline message to a local rank goes into `carried` instead (its
+/// receiver writes it).
 pub fn run_p2p(
     dec: &SliceDecisions,
     mem: &mut Memory<'_>,
     errs: &mut Overrides,
     direct_min: u64,
+    carried: &mut Carried,
 ) -> u32 {
     let local = mem.local;
     let mut moved = 0;
@@ -227,7 +259,8 @@ pub fn run_p2p(
             moved += 1;
             continue;
         }
-        if mem.eager.copy_out(s, r, offset, len, mem.pids, errs) {
+        if carried.take(s, r, offset, len) || mem.eager.copy_out(s, r, offset, len, mem.pids, errs)
+        {
             moved += 1;
             continue;
         }

@@ -22,6 +22,7 @@ fn config() -> EngineConfig {
         chunk_budget: 1 << 20,
         direct_copy_min: u64::MAX,
         eager_max: 0,
+        inline_max: 0,
         placement: None,
     }
 }

@@ -62,6 +62,10 @@ pub struct EngineConfig {
     /// scheduling rules: a recording's scheduler version fixes it
     /// (`SchedConfig::eager_max_for_version`); [`DEFAULT_EAGER_MAX`] for new jobs.
     pub eager_max: u64,
+    /// Largest send the ranks carry inline in its descriptor (`descriptor::FLAG_INLINE`; 0:
+    /// none). Like `eager_max`, fixed by a recording's scheduler version
+    /// (`SchedConfig::inline_max_for_version`); [`DEFAULT_INLINE_MAX`] for new jobs.
+    pub inline_max: u64,
     /// The node of each rank (`placement[rank]`), as the launcher placed them (`--ppn`,
     /// `--map-by`); `None`: contiguous blocks ([`EngineConfig::node_of_rank`]).
     pub placement: Option<Arc<[u32]>>,
@@ -69,6 +73,9 @@ pub struct EngineConfig {
 
 /// The eager threshold of new jobs (scheduler version 2): 16 KiB.
 pub const DEFAULT_EAGER_MAX: u64 = strobe_core::sched::DEFAULT_EAGER_MAX;
+
+/// The inline threshold of new jobs (scheduler version 3): `descriptor::INLINE_MAX`.
+pub const DEFAULT_INLINE_MAX: u64 = crate::descriptor::INLINE_MAX;
 
 /// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement).
 pub const DEFAULT_DIRECT_COPY_MIN: u64 = 2 << 20;

@@ -13,11 +13,13 @@ use super::{EngineConfig, EngineError, EngineOutcome, JobShared};
 use crate::descriptor::{Completion, Descriptor};
 use crate::outcome::OutcomeRec;
 use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
-use crate::segment::{resume_computing, BlockedCall, RankQueues, RankState};
+use crate::segment::{BlockedCall, RankQueues, RankState};
 use crate::transport::{NodeSet, Transport};
 use strobe_core::slice::{Command, Event, MachineConfig, ReplicaDigest, SliceMachine, Usr};
 use tracing::{error, trace};
 
+#[path = "node_deliver.rs"]
+mod deliver;
 #[path = "node_watch.rs"]
 mod job_watch;
 #[path = "node_start.rs"]
@@ -83,6 +85,8 @@ pub struct NodeManager {
     capture: super::capture::PayloadCapture,
     /// Node 0: the blocked ranks' call sites, for the slice record.
     sites: crate::symbolize::SiteCache,
+    /// Tiny inline messages whose receivers write them (`helpers::Carried`).
+    carried: helpers::Carried,
     /// The slot mirror, when this node's segment is its own (`mirror.rs`).
     mirror: super::mirror::NodeMirror,
     /// The data plane between nodes (`remote.rs`).
@@ -108,6 +112,8 @@ struct SliceWork {
     site_words: Vec<(u32, i32, crate::callsite::SiteWords)>,
     posted: Vec<Descriptor>,
     dec: SliceDecisions,
+    /// `dec.digest()`, computed once (MSM) for the cross-check and the slice record.
+    digest: u64,
     errs: Overrides,
     writes: Vec<PendingWrite>,
     /// When the Reduce Helper started (RM spans two commands).
@@ -156,6 +162,12 @@ impl NodeManager {
         } else {
             Vec::new()
         };
+        let carried = helpers::Carried {
+            allowed: (0..cfg.ranks)
+                .map(|r| node_of_rank[r as usize] == node && !sink.captures(r))
+                .collect(),
+            ..Default::default()
+        };
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
@@ -178,6 +190,7 @@ impl NodeManager {
             watch,
             capture: Default::default(),
             sites: Default::default(),
+            carried,
             mirror,
             staging: Staging::new(&cfg, staging_base(&cfg), node),
             cfg,
@@ -261,6 +274,15 @@ impl NodeManager {
                     }
                     strobe::signal_done(t, code)?
                 }
+                // Several nodes: the counting barrier (strobe.rs): every other node's
+                // signal, then open; no attempt can fail.
+                Command::AttemptMicrostrobe { .. } if self.cfg.nodes > 1 => {
+                    for _ in 1..self.cfg.nodes {
+                        strobe::await_done_signal(t)?;
+                        m.handle(Event::PhaseDoneSignal);
+                    }
+                    m.handle(Event::MicrostrobeAttempt { opened: true });
+                }
                 Command::AttemptMicrostrobe { code } => {
                     let opened = strobe::try_microstrobe(t, code)?;
                     if !opened {
@@ -272,9 +294,10 @@ impl NodeManager {
                     strobe::await_done_signal(t)?;
                     m.handle(Event::PhaseDoneSignal);
                 }
-                Command::OpenMicrostrobe { drain_signals, .. } => {
-                    strobe::open_microstrobe(t, drain_signals)?
-                }
+                Command::OpenMicrostrobe {
+                    drain_signals,
+                    code,
+                } => strobe::open_microstrobe(t, drain_signals, code)?,
                 Command::AwaitMicrostrobe { code } => {
                     strobe::await_microstrobe(t, code)?;
                     m.handle(Event::MicrostrobeOpened);
@@ -340,9 +363,11 @@ impl NodeManager {
                     .iter()
                     .any(|d| matches!(d, Decision::Collective(run) if run.kind.is_reduction()));
                 let replicas = std::mem::take(&mut self.replicas);
+                let cross_node = remote::cross_node(&w.dec, &self.node_of_rank, self.cfg.nodes);
                 m.handle(Event::Scheduled {
                     digest,
                     reductions,
+                    cross_node,
                     replicas: &replicas,
                 });
                 self.replicas = replicas;
@@ -473,6 +498,7 @@ impl NodeManager {
             site_words,
             posted: Vec::new(),
             dec: SliceDecisions::default(),
+            digest: 0,
             errs: Overrides::new(),
             writes: Vec::new(),
             t_rm: None,
@@ -535,7 +561,8 @@ impl NodeManager {
                 _ => {}
             }
         }
-        let mut digest = w.dec.digest();
+        w.digest = w.dec.digest();
+        let mut digest = w.digest;
         if self.diverge_at == Some(w.slice) {
             // Test hook (`JobShared::diverge_replica`): this replica disagrees.
             digest ^= 1;
@@ -579,7 +606,7 @@ impl NodeManager {
             &mut self.dma_pushed,
             &direct,
         );
-        helpers::run_p2p(&w.dec, &mut mem, &mut w.errs, min);
+        helpers::run_p2p(&w.dec, &mut mem, &mut w.errs, min, &mut self.carried);
         self.shared.eager.release_empty(&w.dec, mem.local);
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
         w.local.t_p2p = tp.elapsed();
@@ -660,16 +687,21 @@ impl NodeManager {
             self.shared.backlog.swap(false, Ordering::AcqRel) | self.shared.remote.backlog();
         let quiet =
             w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
-        let digest = w.dec.digest();
+        let digest = w.digest;
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
         let sites = self.blocked_sites(&w.site_words);
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
+        let mut descriptors = w.posted;
+        // A message's bytes never belong in the schedule (nor in a recording).
+        for d in descriptors.iter_mut().filter(|d| d.is_inline()) {
+            *d = d.without_payload();
+        }
         self.sink.slice(&SliceRecord {
             slice: w.slice,
             reason: w.reason,
             start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
             global,
-            descriptors: w.posted,
+            descriptors,
             decisions: w.dec,
             digest,
             blocked: all_blocked,
@@ -753,47 +785,6 @@ impl NodeManager {
         // Canonical order: by rank, then sequence number.
         all.sort_unstable_by_key(|d| d.id());
         Ok(all)
-    }
-
-    /// Hand completions to the local ranks and wake them.
-    fn deliver(&mut self, dec: &SliceDecisions, errs: &Overrides) {
-        for (desc, mut c) in dec.decisions.iter().filter_map(Decision::completion) {
-            let Some(i) = self.local_index(desc.rank) else {
-                continue;
-            };
-            if c.request == 0 {
-                continue;
-            }
-            if let Some(e) = errs.get(&desc) {
-                c.error = *e as u32;
-            }
-            self.overflow[i].push(c);
-        }
-        for i in 0..self.local_ranks.len() {
-            let q = &self.queues[i];
-            let pending = std::mem::take(&mut self.overflow[i]);
-            let mut delivered = false;
-            let mut rest = Vec::new();
-            for c in pending {
-                if !rest.is_empty() || q.completions.push(&c).is_err() {
-                    rest.push(c);
-                } else {
-                    delivered = true;
-                }
-            }
-            if !rest.is_empty() {
-                // Completions wait for queue space: no stretched timer until delivered.
-                // Every node delivers before the RM microstrobe, so node 0 sees it in time.
-                self.shared.backlog.store(true, Ordering::Release);
-            }
-            self.overflow[i] = rest;
-            if delivered {
-                let rank = self.local_ranks[i];
-                resume_computing(&self.shared.seg, rank);
-                let slot = self.shared.seg.slot(rank);
-                slot.wake_rank();
-            }
-        }
     }
 
     fn local_index(&self, rank: u32) -> Option<usize> {

@@ -51,6 +51,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use strobe_core::slice::CrossNode;
+
 use super::helpers::Memory;
 use super::{EngineConfig, EngineError};
 use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
@@ -285,6 +287,17 @@ pub fn flows(dec: &SliceDecisions, phase: StagePhase, node_of: &[u32], nodes: u3
         }
     }
     rel
+}
+
+/// Which data phases of the slice move bytes between nodes (any staging flow): the slice
+/// machine skips the microstrobe before a phase that moves none (`CrossNode`).
+pub fn cross_node(dec: &SliceDecisions, node_of: &[u32], nodes: u32) -> CrossNode {
+    let moves = |phase| nodes > 1 && flows(dec, phase, node_of, nodes).contains(&true);
+    CrossNode {
+        p2p: moves(StagePhase::P2p),
+        bbm: moves(StagePhase::Bbm),
+        rm: moves(StagePhase::Rm),
+    }
 }
 
 /// The pushes node `me` owes every other node this phase (indexed by destination).
@@ -727,7 +740,10 @@ impl Staging {
             })
             .collect();
         let mut sources: Vec<bool> = (0..n).map(|a| rel[a * n + me]).collect();
-        let mut frame = Vec::with_capacity(self.window);
+        // One frame buffer per destination: a round is packed (read from the ranks) while
+        // the destination may still be reading the previous one from its window; only the
+        // send waits for the credit.
+        let mut frames: Vec<Vec<u8>> = (0..n).map(|_| Vec::new()).collect();
         let mut rounds = 0u32;
         loop {
             let dests: Vec<u32> = (0..n as u32)
@@ -747,14 +763,21 @@ impl Staging {
                 return Ok(store);
             }
             rounds += 1;
+            let mut more = Vec::with_capacity(dests.len());
+            for &x in &dests {
+                let p = packers[x as usize].as_mut().expect("active");
+                more.push(p.next_frame(&mut frames[x as usize], self.window));
+            }
             if !dests.is_empty() {
                 await_signals(t, EV_CREDIT, self.owed.replace(0), stop)?;
             }
-            for &x in &dests {
-                let p = packers[x as usize].as_mut().expect("active");
-                let more = p.next_frame(&mut frame, self.window);
-                let at = self.window_of(self.node);
-                t.xfer_and_signal(&frame, &NodeSet::single(x), at, None, Some(EV_STAGE))?;
+            // Not waiting for the data to be applied: the destination reads the window
+            // only after the round's EV_STAGE, which its transport signals after the data,
+            // and the window is not written again before its credit.
+            let at = self.window_of(self.node);
+            for (&x, more) in dests.iter().zip(more) {
+                let frame = &frames[x as usize];
+                t.xfer_and_signal_nowait(frame, &NodeSet::single(x), at, Some(EV_STAGE))?;
                 if !more {
                     packers[x as usize] = None;
                 }
@@ -763,7 +786,7 @@ impl Staging {
             await_signals(t, EV_STAGE, srcs.len(), stop)?;
             for &a in &srcs {
                 sources[a as usize] = self.receive(t, a, &mut store)?;
-                t.xfer_and_signal(&[], &NodeSet::single(a), 0, None, Some(EV_CREDIT))?;
+                t.xfer_and_signal_nowait(&[], &NodeSet::single(a), 0, Some(EV_CREDIT))?;
             }
         }
     }

@@ -17,6 +17,7 @@ fn config(nodes: u32) -> EngineConfig {
         chunk_budget: 4 << 20,
         direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
         eager_max: super::DEFAULT_EAGER_MAX,
+        inline_max: super::DEFAULT_INLINE_MAX,
         placement: None,
     }
 }

@@ -17,8 +17,10 @@
 //!   to a (possibly different) global variable on all of them. Sequentially consistent.
 
 pub mod auth;
+pub mod select;
 pub mod shm;
 pub mod tcp;
+pub mod verbs;
 
 use std::time::Duration;
 
@@ -142,6 +144,23 @@ pub trait Transport: Send + Sync {
         local: Option<EventId>,
         remote: Option<EventId>,
     ) -> Result<(), TransportError>;
+
+    /// Xfer-And-Signal that may return before the data is applied at the destinations,
+    /// as the papers' primitive does (it is non-blocking there). What it guarantees: the
+    /// checks of [`Transport::xfer_and_signal`] (a refusal moves nothing), and every
+    /// destination applies it, then signals `remote`, after everything this node
+    /// transferred to it before and before anything it transfers to it later. A failure
+    /// found later (a link lost) surfaces on a later call. The default waits, which is a
+    /// legal implementation (shm completes every transfer before returning anyway).
+    fn xfer_and_signal_nowait(
+        &self,
+        data: &[u8],
+        dest: &NodeSet,
+        offset: usize,
+        remote: Option<EventId>,
+    ) -> Result<(), TransportError> {
+        self.xfer_and_signal(data, dest, offset, None, remote)
+    }
 
     /// Test-Event: consume one signal of `event` on this node. Returns whether a signal
     /// was consumed (always true for `Wait::Block` and `Wait::BlockSpinning`).

@@ -29,7 +29,7 @@
 
 pub(crate) mod frame;
 mod link;
-mod state;
+pub(crate) mod state;
 mod wireup;
 
 use std::net::{SocketAddr, TcpListener};
@@ -525,6 +525,42 @@ impl Transport for TcpEndpoint {
         })?;
         if let Some(e) = local {
             s.events.signal(e);
+        }
+        Ok(())
+    }
+
+    /// Sent to every remote destination without waiting for an answer (request number
+    /// `NO_ANSWER`): the peer's reader applies frames in link order, and a link that fails
+    /// breaks the endpoint, which every later call reports.
+    fn xfer_and_signal_nowait(
+        &self,
+        data: &[u8],
+        dest: &NodeSet,
+        offset: usize,
+        remote: Option<EventId>,
+    ) -> Result<(), TransportError> {
+        let s = &self.shared;
+        s.shape.check_range(offset, data.len())?;
+        s.shape.check_set(dest)?;
+        if let Some(e) = remote {
+            s.shape.check_event(e)?;
+        }
+        if let Some(why) = s.broken() {
+            return Err(TransportError::Io(why));
+        }
+        let message = LinkMessage::Xfer {
+            request: link::NO_ANSWER,
+            offset: offset as u64,
+            remote_event: remote.map(|e| e.0),
+        };
+        for n in dest.iter().filter(|&n| n != s.node) {
+            s.peer(n).post(&message, data)?;
+        }
+        if dest.contains(s.node) {
+            s.memory.write(offset, data);
+            if let Some(e) = remote {
+                s.events.signal(e);
+            }
         }
         Ok(())
     }

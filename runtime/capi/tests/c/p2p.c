@@ -147,6 +147,10 @@ int main(int argc, char **argv) {
         for (int k = 0; k < rank; k++) buf[k] = k;
         OK(MPI_Send(buf, rank, MPI_LONG_LONG, 0, 100 + rank, MPI_COMM_WORLD));
     }
+    /* A standard send may complete before its receive (small ones do, as with MPICH's
+     * eager sends): without this barrier rank size-1's tag-30 message below could be what
+     * rank 0's MPI_ANY_TAG probe above finds. */
+    OK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* Cancel an unmatched receive; free a send request while active. */
     MPI_Request cr;

@@ -112,7 +112,7 @@ impl Launcher for HydraLauncher {
             .command(hosts, cmd)?
             .stdin(Stdio::piped())
             .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("starting {:?}: {e}", self.mpiexec)))?;
+            .map_err(|e| super::spawn_error(e, "launcher", &self.mpiexec))?;
         Ok(vec![child])
     }
 }

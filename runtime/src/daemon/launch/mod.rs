@@ -176,7 +176,7 @@ impl Launcher for LocalLauncher {
                 Ok(child) => children.push(child),
                 Err(e) => {
                     kill_all(&mut children);
-                    return Err(e);
+                    return Err(spawn_error(e, "daemon", &cmd.program));
                 }
             }
         }
@@ -191,6 +191,23 @@ pub(crate) fn kill_all(children: &mut Vec<Child>) {
         let _ = child.wait();
     }
     children.clear();
+}
+
+/// Why a launcher's program did not start. A program that does not exist keeps the kind
+/// `NotFound` and says so in the words the Machine Manager prints (`launcher-exec 'rsh':
+/// not found`; exit 127, as a shell's "command not found").
+pub(crate) fn spawn_error(
+    e: std::io::Error,
+    role: &str,
+    program: &dyn AsRef<std::ffi::OsStr>,
+) -> std::io::Error {
+    let program = program.as_ref().to_string_lossy();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            std::io::Error::new(e.kind(), format!("{role} '{program}': not found"))
+        }
+        kind => std::io::Error::new(kind, format!("starting {program:?}: {e}")),
+    }
 }
 
 #[cfg(test)]

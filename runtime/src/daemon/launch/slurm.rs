@@ -74,7 +74,7 @@ impl Launcher for SlurmLauncher {
             .command(hosts, cmd)
             .stdin(Stdio::piped())
             .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("starting {:?}: {e}", self.srun)))?;
+            .map_err(|e| super::spawn_error(e, "launcher", &self.srun))?;
         Ok(vec![child])
     }
 }

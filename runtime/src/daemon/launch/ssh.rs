@@ -123,7 +123,7 @@ fn start_one(
         .arg(line)
         .stdin(Stdio::piped())
         .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("starting {:?}: {e}", rsh[0])))?;
+        .map_err(|e| super::spawn_error(e, "launcher-exec", &rsh[0]))?;
     let mut env: Vec<(OsString, OsString)> = cmd.env.clone();
     env.push((NODE_ENV.into(), node.to_string().into()));
     env.push((NODES_ENV.into(), nodes.to_string().into()));

@@ -11,10 +11,13 @@ use strobe_schema::{decode_link_message, encode_link_message, LinkMessage};
 /// The largest header accepted: a Compare-And-Write request naming 100,000 nodes fits.
 pub const MAX_HEADER: usize = 1 << 20;
 
-/// One received frame.
+/// One received frame (the handshake's: node links read a frame's head first,
+/// [`read_head`], and put an Xfer-And-Signal's payload straight into global memory).
 #[derive(Debug)]
 pub struct Frame {
     pub message: LinkMessage,
+    /// Empty in every handshake message (their reader allows no payload).
+    #[allow(dead_code)]
     pub payload: Vec<u8>,
 }
 
@@ -33,6 +36,66 @@ pub(crate) fn frame_bytes(header: &[u8], payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(header);
     out.extend_from_slice(payload);
     out
+}
+
+/// The 8 length bytes and the encoded header of a frame whose payload (`payload_len`
+/// bytes) is written after them straight from the caller's buffer ([`write_parts`]): the
+/// payload is never copied into a frame buffer.
+pub fn head(message: &LinkMessage, payload_len: usize) -> Vec<u8> {
+    let header = encode_link_message(message);
+    let mut out = Vec::with_capacity(8 + header.len());
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
+    out.extend_from_slice(&header);
+    out
+}
+
+/// Writes `head` then `payload` with vectored writes (one system call for a small frame).
+pub fn write_parts(out: &mut impl Write, head: &[u8], payload: &[u8]) -> io::Result<()> {
+    let mut parts = [io::IoSlice::new(head), io::IoSlice::new(payload)];
+    let mut left: &mut [io::IoSlice<'_>] = &mut parts;
+    while !left.is_empty() {
+        match out.write_vectored(left) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => io::IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A frame's header, read; its payload (`payload_len` bytes) is still in the stream, for
+/// the caller to read where it belongs ([`read_payload`], or straight into global memory).
+pub struct Head {
+    pub message: LinkMessage,
+    pub payload_len: usize,
+}
+
+/// Reads the lengths and the header of one frame whose payload is at most `max_payload`
+/// bytes. `Ok(None)` on a clean end of stream before the frame starts.
+pub fn read_head(stream: &mut impl Read, max_payload: usize) -> io::Result<Option<Head>> {
+    let limits = Limits {
+        what: "frame",
+        max_header: MAX_HEADER,
+        max_payload,
+        payload_limit: "the global memory",
+    };
+    let Some((header, payload_len)) = read_lengths_and_header(stream, &limits)? else {
+        return Ok(None);
+    };
+    let message = decode_link_message(&header).map_err(|e| invalid(e.to_string()))?;
+    Ok(Some(Head {
+        message,
+        payload_len,
+    }))
+}
+
+/// Reads a payload whose header [`read_head`] read.
+pub fn read_payload(stream: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload)?;
+    Ok(payload)
 }
 
 /// Writes one frame.
@@ -75,6 +138,18 @@ pub(crate) fn read_raw(
     stream: &mut impl Read,
     limits: &Limits,
 ) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let Some((header, payload_len)) = read_lengths_and_header(stream, limits)? else {
+        return Ok(None);
+    };
+    let payload = read_payload(stream, payload_len)?;
+    Ok(Some((header, payload)))
+}
+
+/// The lengths (checked against `limits` before anything is allocated) and the header.
+fn read_lengths_and_header(
+    stream: &mut impl Read,
+    limits: &Limits,
+) -> io::Result<Option<(Vec<u8>, usize)>> {
     let mut lens = [0u8; 8];
     let mut got = 0;
     while got < lens.len() {
@@ -100,9 +175,7 @@ pub(crate) fn read_raw(
     }
     let mut header = vec![0u8; header_len];
     stream.read_exact(&mut header)?;
-    let mut payload = vec![0u8; payload_len];
-    stream.read_exact(&mut payload)?;
-    Ok(Some((header, payload)))
+    Ok(Some((header, payload_len)))
 }
 
 #[cfg(test)]
@@ -129,5 +202,30 @@ mod tests {
         let mut huge = bytes.clone();
         huge[..4].copy_from_slice(&(MAX_HEADER as u32 + 1).to_le_bytes());
         assert!(read(&mut &huge[..], 5).is_err(), "header over the limit");
+    }
+
+    #[test]
+    fn a_frame_written_in_parts_reads_as_one() {
+        let m = LinkMessage::Xfer {
+            request: 0,
+            offset: 16,
+            remote_event: None,
+        };
+        let payload: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        let mut out = Vec::new();
+        write_parts(&mut out, &head(&m, payload.len()), &payload).unwrap();
+        assert_eq!(
+            out,
+            encode(&m, &payload),
+            "the same bytes as one encoded frame"
+        );
+        let mut input = &out[..];
+        let h = read_head(&mut input, payload.len()).unwrap().unwrap();
+        assert_eq!((h.message, h.payload_len), (m, payload.len()));
+        assert_eq!(read_payload(&mut input, h.payload_len).unwrap(), payload);
+        assert!(
+            read_head(&mut &out[..], 99_999).is_err(),
+            "payload over the limit"
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! the answer on a channel; node 0 also runs the Compare-And-Write coordinator thread.
 
 use std::collections::HashMap;
-use std::io::BufReader;
+use std::io::{BufReader, Read as _};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -20,6 +20,10 @@ use strobe_schema::{LinkCmp, LinkMessage};
 use super::frame;
 use super::Shared;
 use crate::transport::{CmpOp, EventId, NodeId, NodeSet, TransportError};
+
+/// The request number of a message that wants no answer (an Xfer-And-Signal sent with
+/// `xfer_and_signal_nowait`). Real requests are numbered from 1.
+pub const NO_ANSWER: u64 = 0;
 
 /// What a request's answer carries: the outcome (a comparison's result, or true), or the
 /// peer's refusal / the link's failure as text.
@@ -108,6 +112,18 @@ impl Peer {
         w.write_all(bytes)
     }
 
+    /// Writes one frame, its payload straight from `payload` (no frame buffer).
+    fn send(&self, message: &LinkMessage, payload: &[u8]) -> Result<(), TransportError> {
+        let head = frame::head(message, payload.len());
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        frame::write_parts(&mut *w, &head, payload).map_err(|e| {
+            drop(w);
+            let why = format!("link to node {}: send failed: {e}", self.node);
+            self.close(&why);
+            TransportError::Io(why)
+        })
+    }
+
     /// Sends a request and returns where its answer will arrive.
     pub fn request(
         &self,
@@ -123,12 +139,22 @@ impl Peer {
             }
             p.waiting.insert(request, tx);
         }
-        if let Err(e) = self.write_bytes(&frame::encode(message, payload)) {
-            let why = format!("link to node {}: send failed: {e}", self.node);
-            self.close(&why);
-            return Err(TransportError::Io(why));
-        }
+        self.send(message, payload)?;
         Ok(rx)
+    }
+
+    /// Sends a message that wants no answer (request number [`NO_ANSWER`]): it is applied
+    /// at the peer in link order, after everything sent before it.
+    pub fn post(&self, message: &LinkMessage, payload: &[u8]) -> Result<(), TransportError> {
+        if let Some(why) = &self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .closed
+        {
+            return Err(TransportError::Io(why.clone()));
+        }
+        self.send(message, payload)
     }
 
     /// Queues an answer for the responder thread.
@@ -223,14 +249,10 @@ pub fn responder_loop(peer: Arc<Peer>, queue: AnswerQueue) {
 pub fn reader_loop(shared: Arc<Shared>, peer: Arc<Peer>, stream: TcpStream) {
     let mut input = BufReader::with_capacity(1 << 16, stream);
     let lost = loop {
-        match frame::read(&mut input, shared.shape.global_size) {
-            Ok(Some(f)) => match handle(&shared, &peer, f) {
-                Ok(true) => {}
-                Ok(false) => break None,
-                Err(why) => break Some(why),
-            },
-            Ok(None) => break Some("it closed the link without a goodbye (died?)".to_string()),
-            Err(e) => break Some(format!("{e}")),
+        match read_and_handle(&shared, &peer, &mut input) {
+            Ok(true) => {}
+            Ok(false) => break None,
+            Err(why) => break Some(why),
         }
     };
     if shared.is_closing() {
@@ -247,23 +269,78 @@ pub fn reader_loop(shared: Arc<Shared>, peer: Arc<Peer>, stream: TcpStream) {
     }
 }
 
-/// A peer's Xfer-And-Signal to this node: checked again (a peer is trusted only as far
-/// as its authentication), written, then signalled.
-fn apply_xfer(
-    shared: &Shared,
-    offset: usize,
-    data: &[u8],
-    remote_event: Option<u32>,
-) -> Result<bool, TransportError> {
-    shared.shape.check_range(offset, data.len())?;
-    if let Some(e) = remote_event {
-        shared.shape.check_event(EventId(e))?;
+/// Reads and applies one frame. `Ok(false)`: the peer said goodbye. `Err`: the link is
+/// lost (the stream ended, failed, or broke the protocol).
+fn read_and_handle(
+    shared: &Arc<Shared>,
+    peer: &Arc<Peer>,
+    input: &mut BufReader<TcpStream>,
+) -> Result<bool, String> {
+    let head = match frame::read_head(input, shared.shape.global_size) {
+        Ok(Some(h)) => h,
+        Ok(None) => return Err("it closed the link without a goodbye (died?)".to_string()),
+        Err(e) => return Err(format!("{e}")),
+    };
+    if let LinkMessage::Xfer {
+        request,
+        offset,
+        remote_event,
+    } = head.message
+    {
+        let outcome = receive_xfer(shared, input, offset, head.payload_len, remote_event)
+            .map_err(|e| format!("{e}"))?;
+        return match (request, outcome) {
+            (NO_ANSWER, Ok(_)) => Ok(true),
+            // Nobody hears a refusal of a message that wants no answer: the peer broke
+            // the protocol (it checks the same shape before sending).
+            (NO_ANSWER, Err(e)) => Err(format!("an unanswered transfer was refused: {e}")),
+            (request, outcome) => {
+                peer.answer(request, outcome.map_err(|e| e.to_string()));
+                Ok(true)
+            }
+        };
     }
-    shared.memory.write(offset, data);
+    // Only transfers carry data: any other message's payload is read and dropped.
+    frame::read_payload(input, head.payload_len).map_err(|e| format!("{e}"))?;
+    handle(shared, peer, head.message)
+}
+
+/// A peer's Xfer-And-Signal to this node: checked again (a peer is trusted only as far as
+/// its authentication), its payload read from the socket straight into global memory,
+/// then signalled. A refused one's payload is read and dropped (the stream stays in
+/// step). The outer error: the stream failed.
+fn receive_xfer(
+    shared: &Shared,
+    input: &mut impl std::io::Read,
+    offset: u64,
+    len: usize,
+    remote_event: Option<u32>,
+) -> std::io::Result<Result<bool, TransportError>> {
+    let checked = usize::try_from(offset)
+        .map_err(|_| TransportError::OutOfBounds {
+            offset: usize::MAX,
+            end: usize::MAX,
+            size: shared.shape.global_size,
+        })
+        .and_then(|offset| {
+            shared.shape.check_range(offset, len)?;
+            if let Some(e) = remote_event {
+                shared.shape.check_event(EventId(e))?;
+            }
+            Ok(offset)
+        });
+    let offset = match checked {
+        Ok(o) => o,
+        Err(e) => {
+            std::io::copy(&mut input.take(len as u64), &mut std::io::sink())?;
+            return Ok(Err(e));
+        }
+    };
+    shared.memory.fill_from(offset, len, input)?;
     if let Some(e) = remote_event {
         shared.events.signal(EventId(e));
     }
-    Ok(true)
+    Ok(Ok(true))
 }
 
 /// The coordinator's compare (and, for a single destination, write) on this node.
@@ -282,18 +359,10 @@ fn apply_compare(
 }
 
 /// Applies one frame. `Ok(false)`: the peer said goodbye. `Err`: a protocol violation.
-fn handle(shared: &Arc<Shared>, peer: &Arc<Peer>, f: frame::Frame) -> Result<bool, String> {
+fn handle(shared: &Arc<Shared>, peer: &Arc<Peer>, message: LinkMessage) -> Result<bool, String> {
     let shape = &shared.shape;
     let refuse = |request, e: TransportError| peer.answer(request, Err(e.to_string()));
-    match f.message {
-        LinkMessage::Xfer {
-            request,
-            offset,
-            remote_event,
-        } => {
-            let outcome = apply_xfer(shared, offset as usize, &f.payload, remote_event);
-            peer.answer(request, outcome.map_err(|e| e.to_string()));
-        }
+    match message {
         LinkMessage::Compare {
             request,
             var,

@@ -26,6 +26,31 @@ impl Memory {
         m[offset..offset + data.len()].copy_from_slice(data);
     }
 
+    /// Reads `len` bytes from `input` straight into `offset..offset + len` (the caller
+    /// checked the range): an Xfer-And-Signal's payload goes from the socket into global
+    /// memory with no buffer between. The lock is taken per piece the socket hands over,
+    /// so local reads and other links' writes interleave with a large transfer. A stream
+    /// that ends early leaves the range partly written: the link is then lost and the
+    /// endpoint broken (receivers read data only after its event, which never comes).
+    pub fn fill_from(
+        &self,
+        offset: usize,
+        len: usize,
+        input: &mut impl std::io::Read,
+    ) -> std::io::Result<()> {
+        let mut done = 0;
+        while done < len {
+            let mut m = self.bytes.write().unwrap_or_else(|p| p.into_inner());
+            match input.read(&mut m[offset + done..offset + len]) {
+                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     pub fn read(&self, offset: usize, buf: &mut [u8]) {
         let m = self.bytes.read().unwrap_or_else(|p| p.into_inner());
         buf.copy_from_slice(&m[offset..offset + buf.len()]);

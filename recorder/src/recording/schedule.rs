@@ -1,0 +1,341 @@
+//! The schedule log's descriptors and decisions: from the compact per-slice blobs
+//! (`slice_schedule`, format `COMPACT_SCHEDULE_VERSION` on) or, in older files and in
+//! slices a migrated file recorded before, from the `descriptor` rows and the
+//! `slice_decisions` Cap'n Proto blobs. Every reader goes through here, so the two
+//! layouts read the same.
+
+use rusqlite::{params, OptionalExtension};
+use strobe_core::descriptor::{DescKind, Descriptor};
+use strobe_core::sched::{Decision, DecisionKind, SliceDecisions};
+
+use super::{descriptor_row, sql_u64, DescriptorRow, Recording, DESCRIPTOR_COLUMNS};
+use crate::{compact, RecordError};
+
+/// A decoded descriptor as a `descriptor` row.
+fn row_of(d: &Descriptor) -> DescriptorRow {
+    DescriptorRow {
+        rank: d.rank,
+        seq: d.seq as i64,
+        kind: match d.kind() {
+            Some(k) => k.mpi_name().to_string(),
+            None => format!("?{}", d.kind),
+        },
+        peer: d.peer as i64,
+        tag: d.tag as i64,
+        comm: d.comm as i64,
+        bytes: d.bytes as i64,
+        blocking: d.blocking(),
+    }
+}
+
+fn damaged(slice: u64, e: String) -> RecordError {
+    RecordError::Corrupt(format!("the schedule of slice {slice}: {e}"))
+}
+
+/// How many blobs a search decodes per query (it stops at the first hit).
+const SCAN_BATCH: i64 = 256;
+
+impl Recording {
+    /// One column (`descriptors` or `decisions`) of a slice's `slice_schedule` row.
+    fn schedule_blob(&self, slice: u64, column: &str) -> Result<Option<Vec<u8>>, RecordError> {
+        if !self.has_schedule {
+            return Ok(None);
+        }
+        let sql = format!("SELECT {column} FROM slice_schedule WHERE slice = ?1");
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([sql_u64(slice)], |r| r.get::<_, Option<Vec<u8>>>(0))
+            .optional()?
+            .flatten())
+    }
+
+    fn decoded_descriptors(&self, slice: u64) -> Result<Option<Vec<Descriptor>>, RecordError> {
+        self.schedule_blob(slice, "descriptors")?
+            .map(|b| compact::decode_descriptors(&b).map_err(|e| damaged(slice, e)))
+            .transpose()
+    }
+
+    /// The descriptors the file holds for `slice` (blob or rows), however many.
+    pub(super) fn descriptor_rows(&self, slice: u64) -> Result<Vec<DescriptorRow>, RecordError> {
+        Ok(match self.decoded_descriptors(slice)? {
+            Some(ds) => ds.iter().map(row_of).collect(),
+            None => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE slice = ?1 ORDER BY rank, seq"
+                ))?
+                .query_map([sql_u64(slice)], descriptor_row)?
+                .collect::<Result<Vec<_>, _>>()?,
+        })
+    }
+
+    /// The recorded descriptors handled in `slice`, by rank and sequence number; `None`
+    /// when the schedule log does not cover the slice (outside its window, no `slice` row,
+    /// or descriptors missing: fewer than the slice's `n_descriptors`).
+    pub fn descriptors(&self, slice: u64) -> Result<Option<Vec<DescriptorRow>>, RecordError> {
+        let Some(row) = self.slice(slice)? else {
+            // No row: beyond the end, or a quiet slice outside both windows, whose
+            // descriptors the schedule log did not see either.
+            return Ok(None);
+        };
+        let rows = self.descriptor_rows(slice)?;
+        let complete = rows.len() as i64 == row.n_descriptors
+            && (row.n_descriptors > 0 || self.job.schedule_log.covers(slice));
+        Ok(complete.then_some(rows))
+    }
+
+    /// The latest descriptor `rank` posted that a slice up to `slice` handled.
+    pub fn last_descriptor(
+        &self,
+        rank: u32,
+        slice: u64,
+    ) -> Result<Option<DescriptorRow>, RecordError> {
+        let from_rows = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1 AND slice <= ?2
+                 ORDER BY seq DESC LIMIT 1"
+            ))?
+            .query_row(params![rank, sql_u64(slice)], descriptor_row)
+            .optional()?;
+        if !self.has_schedule {
+            return Ok(from_rows);
+        }
+        // A rank blocked when `slice` began posted nothing since its span began: its last
+        // descriptor was handled by the span's first slice or before, so the backward scan
+        // starts there instead of at `slice` (a rank blocked for 1,000 slices costs one
+        // blob, not 1,000).
+        let start: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT first_slice FROM blocked_span
+                 WHERE rank = ?1 AND first_slice <= ?2 AND last_slice >= ?2",
+            )?
+            .query_row(params![rank, sql_u64(slice)], |r| r.get(0))
+            .optional()?;
+        let start = start.map_or(slice, |f| (f.max(0) as u64).min(slice));
+        let from_blobs = self.scan_descriptors(start, false, None, |d| d.rank == rank)?;
+        Ok(match (from_rows, from_blobs) {
+            (Some(a), Some((_, b))) => Some(if b.seq as i64 > a.seq { row_of(&b) } else { a }),
+            (a, b) => a.or(b.map(|(_, d)| row_of(&d))),
+        })
+    }
+
+    /// The nearest slice from `from` (inclusive) forward or backward, up to `bound`
+    /// (exclusive), whose descriptor blob holds a descriptor `hit` accepts, and that
+    /// descriptor (the last such in the slice backward, the first forward).
+    pub(super) fn scan_descriptors(
+        &self,
+        from: u64,
+        forward: bool,
+        bound: Option<u64>,
+        hit: impl Fn(&Descriptor) -> bool,
+    ) -> Result<Option<(u64, Descriptor)>, RecordError> {
+        if !self.has_schedule {
+            return Ok(None);
+        }
+        let sql = if forward {
+            "SELECT slice, descriptors FROM slice_schedule
+             WHERE slice >= ?1 AND slice < ?2 AND descriptors IS NOT NULL ORDER BY slice LIMIT ?3"
+        } else {
+            "SELECT slice, descriptors FROM slice_schedule
+             WHERE slice <= ?1 AND slice > ?2 AND descriptors IS NOT NULL
+             ORDER BY slice DESC LIMIT ?3"
+        };
+        let mut st = self.conn.prepare_cached(sql)?;
+        let mut at = sql_u64(from);
+        let limit = bound.map_or(if forward { i64::MAX } else { -1 }, |b| {
+            if forward {
+                sql_u64(b)
+            } else {
+                sql_u64(b).min(at).max(-1)
+            }
+        });
+        loop {
+            let batch: Vec<(i64, Vec<u8>)> = st
+                .query_map(params![at, limit, SCAN_BATCH], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .collect::<Result<_, _>>()?;
+            let Some(last) = batch.last().map(|b| b.0) else {
+                return Ok(None);
+            };
+            for (slice, blob) in &batch {
+                let slice = (*slice).max(0) as u64;
+                let ds = compact::decode_descriptors(blob).map_err(|e| damaged(slice, e))?;
+                let found = if forward {
+                    ds.into_iter().find(|d| hit(d))
+                } else {
+                    ds.into_iter().rev().find(|d| hit(d))
+                };
+                if let Some(d) = found {
+                    return Ok(Some((slice, d)));
+                }
+            }
+            at = if forward { last + 1 } else { last - 1 };
+        }
+    }
+
+    /// The call kinds whose MPI name is `LIKE pattern` (SQLite's LIKE, as the row query).
+    pub(super) fn kinds_like(&self, pattern: &str) -> Result<Vec<u8>, RecordError> {
+        let mut out = Vec::new();
+        let mut st = self.conn.prepare_cached("SELECT ?1 LIKE ?2")?;
+        for code in 0..=u8::MAX {
+            if let Some(k) = DescKind::from_u8(code) {
+                if st.query_row(params![k.mpi_name(), pattern], |r| r.get::<_, bool>(0))? {
+                    out.push(code);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The decisions of `slice` in order, decoded from its decision-set blob (the compact
+    /// `slice_schedule.decisions`, or the Cap'n Proto `slice_decisions` of older files;
+    /// the digest is checked against the slice's).
+    ///
+    /// `Ok(None)` when the recording cannot say: the slice lies outside the schedule log's
+    /// window, or the file predates decision-set blobs (format 1; its `decision` rows are
+    /// not turned back into decisions). A covered slice without a blob decided nothing:
+    /// `Ok(Some(empty))`.
+    pub fn decisions(&self, slice: u64) -> Result<Option<Vec<Decision>>, RecordError> {
+        if !self.has_decision_sets || !self.job.schedule_log.covers(slice) {
+            return Ok(None);
+        }
+        if let Some(b) = self.schedule_blob(slice, "decisions")? {
+            let (decisions, wake) = compact::decode_decisions(&b).map_err(|e| damaged(slice, e))?;
+            let set = SliceDecisions {
+                slice,
+                decisions,
+                wake,
+                catalog: Vec::new(),
+            };
+            if let Some(row) = self.slice(slice)? {
+                if set.digest() != row.digest as u64 {
+                    return Err(damaged(
+                        slice,
+                        format!(
+                            "the decisions digest to {:016x} but the slice's digest is {:016x}",
+                            set.digest(),
+                            row.digest as u64
+                        ),
+                    ));
+                }
+            }
+            return Ok(Some(set.decisions));
+        }
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT decisions FROM slice_decisions WHERE slice = ?1",
+                [sql_u64(slice)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(Some(match blob {
+            Some(b) => strobe_schema::decode_slice_decisions(&b)?.decisions,
+            None => Vec::new(),
+        }))
+    }
+
+    /// Decisions of each kind over the recording (`strobe stats`): the `decision` rows of
+    /// older layouts, plus the `slice` table's counts over the slices with a compact
+    /// schedule (new communicators, which it does not count, from the blobs of the slices
+    /// that ran a collective: they are created by one).
+    pub(super) fn decision_kind_counts(&self) -> Result<Vec<(String, u64)>, RecordError> {
+        let mut counts: Vec<(String, u64)> = Vec::new();
+        let mut add = |kind: &str, n: u64| {
+            if n == 0 {
+                return;
+            }
+            match counts.iter_mut().find(|c| c.0 == kind) {
+                Some(c) => c.1 += n,
+                None => counts.push((kind.to_string(), n)),
+            }
+        };
+        let mut st = self.conn.prepare(&format!(
+            "SELECT kind, count(*) FROM decision {} GROUP BY kind",
+            self.rows_only_outside_blobs("decision")
+        ))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        for (k, n) in rows {
+            add(&k, n.max(0) as u64);
+        }
+        if self.has_schedule {
+            let sums: [Option<i64>; 4] = self.conn.query_row(
+                "SELECT sum(n_matches), sum(n_chunks), sum(n_collectives), sum(n_completions)
+                 FROM slice WHERE slice IN (SELECT slice FROM slice_schedule
+                                            WHERE decisions IS NOT NULL)",
+                [],
+                |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]),
+            )?;
+            let kinds = [
+                DecisionKind::Match,
+                DecisionKind::Chunk,
+                DecisionKind::Collective,
+                DecisionKind::Complete,
+            ];
+            for (k, n) in kinds.iter().zip(sums) {
+                add(k.name(), n.unwrap_or(0).max(0) as u64);
+            }
+            let mut st = self.conn.prepare(
+                "SELECT q.slice, q.decisions FROM slice_schedule q JOIN slice s USING (slice)
+                 WHERE s.n_collectives > 0 AND q.decisions IS NOT NULL",
+            )?;
+            let mut rows = st.query([])?;
+            let mut new_comms = 0u64;
+            while let Some(r) = rows.next()? {
+                let slice = r.get::<_, i64>(0)?.max(0) as u64;
+                let (ds, _) = compact::decode_decisions(&r.get::<_, Vec<u8>>(1)?)
+                    .map_err(|e| damaged(slice, e))?;
+                new_comms += ds
+                    .iter()
+                    .filter(|d| d.kind() == DecisionKind::NewComm)
+                    .count() as u64;
+            }
+            add(DecisionKind::NewComm.name(), new_comms);
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(counts)
+    }
+
+    /// A `WHERE` clause keeping the per-row schedule log (`table`'s rows) to slices without
+    /// a compact schedule: rows expanded from the blobs (`strobe export --format sqlite`)
+    /// are not counted twice.
+    fn rows_only_outside_blobs(&self, table: &str) -> String {
+        if self.has_schedule {
+            format!(
+                "WHERE NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = {table}.slice)"
+            )
+        } else {
+            String::new()
+        }
+    }
+
+    /// Descriptors the schedule log holds: `descriptor` rows plus, for slices with a
+    /// compact schedule, the slice's `n_descriptors`.
+    pub(super) fn descriptor_count(&self) -> Result<u64, RecordError> {
+        let rows: i64 = self.conn.query_row(
+            &format!(
+                "SELECT count(*) FROM descriptor {}",
+                self.rows_only_outside_blobs("descriptor")
+            ),
+            [],
+            |r| r.get(0),
+        )?;
+        let blobs: i64 = if self.has_schedule {
+            self.conn.query_row(
+                "SELECT coalesce(sum(n_descriptors), 0) FROM slice WHERE slice IN
+                   (SELECT slice FROM slice_schedule WHERE descriptors IS NOT NULL)",
+                [],
+                |r| r.get(0),
+            )?
+        } else {
+            0
+        };
+        Ok((rows.max(0) + blobs.max(0)) as u64)
+    }
+}

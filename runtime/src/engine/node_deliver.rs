@@ -1,0 +1,73 @@
+//! Delivering a slice's completions to the node's ranks (a child module of `node`, so it
+//! sees the Node Manager's fields): the overflow of full completion queues, the wake-ups,
+//! and tiny inline messages that ride in their receive's completion (`helpers::Carried`).
+
+use std::sync::atomic::Ordering;
+
+use super::super::helpers::Overrides;
+use super::NodeManager;
+use crate::descriptor::{Completion, DescRef, RtError, COMPLETION_INLINE};
+use crate::sched::{Decision, SliceDecisions};
+use crate::segment::resume_computing;
+
+impl NodeManager {
+    /// Hand completions to the local ranks and wake them.
+    pub(super) fn deliver(&mut self, dec: &SliceDecisions, errs: &Overrides) {
+        for (desc, mut c) in dec.decisions.iter().filter_map(Decision::completion) {
+            let Some(i) = self.local_index(desc.rank) else {
+                continue;
+            };
+            // An inline send completed on its rank when it was posted.
+            if c.request == 0 || c.flags & COMPLETION_INLINE != 0 {
+                continue;
+            }
+            if let Some(e) = errs.get(&desc) {
+                c.error = *e as u32;
+            }
+            if let Some((addr, data)) = self.carried.by_recv.remove(&desc) {
+                if !c.carry_payload(addr, &data) {
+                    self.write_carried(desc, addr, &data, &mut c);
+                }
+            }
+            self.overflow[i].push(c);
+        }
+        // Whatever no completion took (none is expected) is written as usual.
+        for (desc, (addr, data)) in std::mem::take(&mut self.carried.by_recv) {
+            let mut c = Completion::default();
+            self.write_carried(desc, addr, &data, &mut c);
+        }
+        for i in 0..self.local_ranks.len() {
+            let q = &self.queues[i];
+            let pending = std::mem::take(&mut self.overflow[i]);
+            let mut delivered = false;
+            let mut rest = Vec::new();
+            for c in pending {
+                if !rest.is_empty() || q.completions.push(&c).is_err() {
+                    rest.push(c);
+                } else {
+                    delivered = true;
+                }
+            }
+            if !rest.is_empty() {
+                // Completions wait for queue space: no stretched timer until delivered.
+                // Every node delivers before the RM microstrobe, so node 0 sees it in time.
+                self.shared.backlog.store(true, Ordering::Release);
+            }
+            self.overflow[i] = rest;
+            if delivered {
+                let rank = self.local_ranks[i];
+                resume_computing(&self.shared.seg, rank);
+                let slot = self.shared.seg.slot(rank);
+                slot.wake_rank();
+            }
+        }
+    }
+
+    /// The fallback of a carried payload: write it into the receiver now.
+    fn write_carried(&self, desc: DescRef, addr: u64, data: &[u8], c: &mut Completion) {
+        let pid = self.pids[desc.rank as usize];
+        if crate::procmem::write_to(pid, addr, data).is_err() {
+            c.error = RtError::Buffer as u32;
+        }
+    }
+}

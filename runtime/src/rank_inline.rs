@@ -1,0 +1,51 @@
+//! The rank's side of inline sends (scheduler version 3, docs/architecture.md "Inline sends
+//! for tiny messages"): copying a tiny send into its descriptor when it is posted, and
+//! writing a tiny message that rides in a delivered completion into the receive buffer.
+
+use crate::descriptor::{Completion, DescKind, Descriptor, COMPLETION_INLINE, PROC_NULL};
+
+/// A standard-mode or ready send of at most `inline_max` bytes to a rank carries its bytes
+/// in the descriptor and completes now, as the scheduler records (`COMPLETION_INLINE`).
+/// Returns that completion, for the rank's table, when `d` became inline.
+pub(crate) fn carry(d: &mut Descriptor, inline_max: u64) -> Option<Completion> {
+    let standard = matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend));
+    // A null buffer with bytes to send takes the usual path, which reports it.
+    let bad_buffer = d.buf == 0 && d.bytes > 0;
+    if !standard || d.bytes > inline_max || d.peer == PROC_NULL || d.tag < 0 || bad_buffer {
+        return None;
+    }
+    let data: &[u8] = if d.bytes == 0 {
+        &[]
+    } else {
+        // SAFETY: a send descriptor's `buf` is the address of `bytes` readable bytes of
+        // this process until the send completes: a borrowed slice in the Rust API
+        // (`send_desc`), the MPI contract of a send buffer in the C ABI (packed into a
+        // buffer the C layer owns when the datatype is not contiguous). The send
+        // completes here, after this copy.
+        unsafe { std::slice::from_raw_parts(d.buf as *const u8, d.bytes as usize) }
+    };
+    if !d.set_inline_payload(data) {
+        return None;
+    }
+    Some(Completion {
+        request: d.request,
+        source: d.peer,
+        tag: d.tag,
+        bytes: d.bytes,
+        flags: COMPLETION_INLINE,
+        ..Completion::default()
+    })
+}
+
+/// A delivered completion that carries its receive's bytes (`COMPLETION_PAYLOAD`): write
+/// them into the receive buffer and leave the completion as the scheduler decided it.
+pub(crate) fn write_carried(c: &mut Completion) {
+    if let Some((addr, raw, len)) = c.take_payload() {
+        // SAFETY: the node manager carries a payload only in the completion of one of this
+        // rank's receives, with that receive's buffer address and at most the bytes it
+        // matched (never more than its capacity). The buffer is the receive's until this
+        // completion is taken (the MPI contract; a Rust scope's borrow), and nothing else
+        // writes it meanwhile.
+        unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), addr as *mut u8, len) };
+    }
+}
