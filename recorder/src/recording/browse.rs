@@ -591,9 +591,11 @@ impl Recording {
         // A rank blocked at the start of the slice is blocked in a call it posted before:
         // its latest descriptor handled by this slice is what it waits on.
         let decisions = self.decisions(slice)?.unwrap_or_default();
+        let ranks: Vec<u32> = blocked_calls.iter().map(|(r, _)| *r).collect();
+        let mut last = self.last_descriptors(&ranks, slice)?;
         let mut blocked = Vec::with_capacity(blocked_calls.len());
         for (rank, call) in blocked_calls {
-            let waits_on = self.last_descriptor(rank, slice)?;
+            let waits_on = last.remove(&rank);
             let matched = waits_on.as_ref().is_some_and(|d| {
                 let id = DescRef {
                     rank: d.rank,

@@ -91,35 +91,77 @@ impl Recording {
         rank: u32,
         slice: u64,
     ) -> Result<Option<DescriptorRow>, RecordError> {
-        let from_rows = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1 AND slice <= ?2
-                 ORDER BY seq DESC LIMIT 1"
-            ))?
-            .query_row(params![rank, sql_u64(slice)], descriptor_row)
-            .optional()?;
-        if !self.has_schedule {
-            return Ok(from_rows);
+        Ok(self.last_descriptors(&[rank], slice)?.remove(&rank))
+    }
+
+    /// [`Self::last_descriptor`] of each of `ranks` at once: one backward scan of the
+    /// descriptor blobs from `slice` serves them all (a slice with 1,000 blocked ranks costs
+    /// one scan, not 1,000), stopping when every rank has been found.
+    ///
+    /// The scan starts at `slice` itself, never at the start of the rank's blocked span: a
+    /// span covers consecutive slices a rank was blocked at the start of, and a rank that
+    /// was woken and blocked again before the next slice began (a receive in a ring, after
+    /// an inline send) stays in one span while its descriptors move on. Starting at the
+    /// span's first slice named the call it had long left (issue 12's wait-for graph then
+    /// drew a cycle through a healthy ring).
+    pub fn last_descriptors(
+        &self,
+        ranks: &[u32],
+        slice: u64,
+    ) -> Result<std::collections::HashMap<u32, DescriptorRow>, RecordError> {
+        let mut found = std::collections::HashMap::with_capacity(ranks.len());
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT {DESCRIPTOR_COLUMNS} FROM descriptor WHERE rank = ?1 AND slice <= ?2
+             ORDER BY seq DESC LIMIT 1"
+        ))?;
+        for &rank in ranks {
+            if let Some(row) = st
+                .query_row(params![rank, sql_u64(slice)], descriptor_row)
+                .optional()?
+            {
+                found.insert(rank, row);
+            }
         }
-        // A rank blocked when `slice` began posted nothing since its span began: its last
-        // descriptor was handled by the span's first slice or before, so the backward scan
-        // starts there instead of at `slice` (a rank blocked for 1,000 slices costs one
-        // blob, not 1,000).
-        let start: Option<i64> = self
-            .conn
-            .prepare_cached(
-                "SELECT first_slice FROM blocked_span
-                 WHERE rank = ?1 AND first_slice <= ?2 AND last_slice >= ?2",
-            )?
-            .query_row(params![rank, sql_u64(slice)], |r| r.get(0))
-            .optional()?;
-        let start = start.map_or(slice, |f| (f.max(0) as u64).min(slice));
-        let from_blobs = self.scan_descriptors(start, false, None, |d| d.rank == rank)?;
-        Ok(match (from_rows, from_blobs) {
-            (Some(a), Some((_, b))) => Some(if b.seq as i64 > a.seq { row_of(&b) } else { a }),
-            (a, b) => a.or(b.map(|(_, d)| row_of(&d))),
-        })
+        if !self.has_schedule || ranks.is_empty() {
+            return Ok(found);
+        }
+        // Ranks still looking in the blobs, and the seq a blob's descriptor must beat (a
+        // migrated file keeps its older slices as rows).
+        let mut open: std::collections::HashMap<u32, i64> = ranks
+            .iter()
+            .map(|r| (*r, found.get(r).map_or(-1, |d| d.seq)))
+            .collect();
+        let mut st = self.conn.prepare_cached(
+            "SELECT slice, descriptors FROM slice_schedule
+             WHERE slice <= ?1 AND descriptors IS NOT NULL ORDER BY slice DESC LIMIT ?2",
+        )?;
+        let mut at = sql_u64(slice);
+        while !open.is_empty() {
+            let batch: Vec<(i64, Vec<u8>)> = st
+                .query_map(params![at, SCAN_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let Some(last) = batch.last().map(|b| b.0) else {
+                break;
+            };
+            for (s, blob) in &batch {
+                let s = (*s).max(0) as u64;
+                let ds = compact::decode_descriptors(blob).map_err(|e| damaged(s, e))?;
+                for d in ds.iter().rev() {
+                    if let Some(&beat) = open.get(&d.rank) {
+                        if d.seq as i64 > beat {
+                            found.insert(d.rank, row_of(d));
+                        }
+                        // The latest blob holding the rank decides: older ones are older.
+                        open.remove(&d.rank);
+                    }
+                }
+                if open.is_empty() {
+                    break;
+                }
+            }
+            at = last - 1;
+        }
+        Ok(found)
     }
 
     /// The nearest slice from `from` (inclusive) forward or backward, up to `bound`
