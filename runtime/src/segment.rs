@@ -417,14 +417,19 @@ impl RankSlot {
     }
 }
 
-/// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
-/// `src_addr` in process `src_pid` straight into this rank's memory at `dst_addr`, with
-/// one `process_vm_readv` (one copy, instead of two through the node manager).
+/// A copy the node manager asks a rank's own DMA Helper thread to do, one copy instead of
+/// two through the node manager: a *pull* (`dst_pid` 0) reads `len` bytes at `src_addr` in
+/// process `src_pid` straight into this rank's memory at `dst_addr` with one
+/// `process_vm_readv`; a *push* (`src_pid` is this rank's own pid, `dst_pid` the receiver's)
+/// writes them from this rank's memory into process `dst_pid` with one `process_vm_writev`.
+/// A large P2P chunk is split into a pull by its receiver and a push by its sender, so the
+/// two ranks' helpers copy it in parallel (`engine/helpers.rs`, `split_pull_push`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DmaWork {
     pub src_pid: u32,
-    pub _pad: u32,
+    /// 0: this rank (a pull). Was padding, always 0, before pushes existed.
+    pub dst_pid: u32,
     pub src_addr: u64,
     pub dst_addr: u64,
     pub len: u64,
