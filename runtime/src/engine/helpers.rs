@@ -651,3 +651,42 @@ fn reduce(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(len: u64) -> DirectChunk {
+        DirectChunk {
+            recv: DescRef { rank: 1, seq: 7 },
+            helper: 1,
+            src_pid: 100,
+            dst_pid: 0,
+            src_addr: 0x10_0100,
+            dst_addr: 0x20_0000,
+            len,
+        }
+    }
+
+    #[test]
+    fn large_chunk_is_pulled_and_pushed_in_two_pieces_covering_it() {
+        let c = chunk(1 << 20);
+        let v = split_pull_push(c, 0, 200);
+        assert_eq!(v.len(), 2);
+        let (pull, push) = (v[0], v[1]);
+        assert_eq!((pull.helper, pull.dst_pid, pull.src_pid), (1, 0, 100));
+        assert_eq!((push.helper, push.dst_pid, push.src_pid), (0, 200, 100));
+        assert_eq!(pull.len + push.len, c.len);
+        assert_eq!(push.src_addr, c.src_addr + pull.len);
+        assert_eq!(push.dst_addr, c.dst_addr + pull.len);
+        assert_eq!(push.src_addr % 4096, 0, "the push starts on a source page");
+        assert_eq!((pull.recv, push.recv), (c.recv, c.recv));
+    }
+
+    #[test]
+    fn small_self_and_unknown_pid_chunks_stay_whole() {
+        assert_eq!(split_pull_push(chunk(SPLIT_MIN - 1), 0, 200).len(), 1);
+        assert_eq!(split_pull_push(chunk(1 << 20), 1, 200).len(), 1);
+        assert_eq!(split_pull_push(chunk(1 << 20), 0, 0).len(), 1);
+    }
+}
