@@ -78,9 +78,9 @@ pub const DEFAULT_EAGER_MAX: u64 = strobe_core::sched::DEFAULT_EAGER_MAX;
 pub const DEFAULT_INLINE_MAX: u64 = crate::descriptor::INLINE_MAX;
 
 /// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement:
-/// since a chunk is split between its receiver's and its sender's DMA Helpers, 256 KiB and
-/// up are faster by the ranks' helpers than through the node manager's bounce buffer).
-pub const DEFAULT_DIRECT_COPY_MIN: u64 = 256 << 10;
+/// with a chunk split between its receiver's and its sender's DMA Helpers, 64 KiB and up
+/// are faster by the ranks' helpers than through the node manager's bounce buffer).
+pub const DEFAULT_DIRECT_COPY_MIN: u64 = 64 << 10;
 
 impl EngineConfig {
     /// Node of each rank: the placement when one was given, else contiguous blocks, as a
