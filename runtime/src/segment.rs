@@ -19,7 +19,9 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 5: the header's `stretched` word (the adaptive strobe's stretched timer). Slot
 /// encodings are unchanged since 4. 6: the slot's call-site words (128-byte slots).
 /// 7: the header's `mirrored` word (a node's own segment watched by its slot mirror).
-pub const LAYOUT_VERSION: u32 = 7;
+/// 8: `DmaWork::dst_pid` (pushes by the sender's DMA Helper): a rank of layout 7 would take
+/// a push for a pull and copy into its own memory, so it must refuse to attach.
+pub const LAYOUT_VERSION: u32 = 8;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
