@@ -164,11 +164,12 @@ struct JobArgs {
     #[arg(long, value_name = "N", default_value_t = strobe_runtime::engine::DEFAULT_LIVELOCK_SLICES)]
     livelock_slices: u32,
     /// Bytes each node may receive per slice; larger messages are chunked (at least 4KiB).
-    #[arg(long, default_value = "4MiB", value_parser = cli_util::parse_chunk_budget)]
+    #[arg(long, default_value = "16MiB", value_parser = cli_util::parse_chunk_budget)]
     chunk_budget: u64,
-    /// Chunks and collective blocks of at least this size are copied by the receiving
-    /// rank's own DMA Helper (one copy); `off` sends everything through the node manager.
-    #[arg(long, default_value = "2MiB", value_parser = parse_direct_min)]
+    /// Chunks and collective blocks of at least this size are copied once by the ranks' own
+    /// DMA Helpers (a chunk: half pulled by the receiver's, half pushed by the sender's);
+    /// `off` sends everything through the node manager.
+    #[arg(long, default_value = "64KiB", value_parser = parse_direct_min)]
     direct_copy_min: u64,
     /// Prefix each line of rank output with `[rank] `.
     #[arg(long)]

@@ -155,8 +155,10 @@ impl RankCtx {
     }
 
     /// The rank's DMA Helper thread: performs the direct copies its node manager queues for
-    /// large chunks this rank receives, one `process_vm_readv` from the sender straight into
-    /// the receive buffer. It never runs application code and never counts as computing.
+    /// large chunks this rank receives (one `process_vm_readv` from the sender straight into
+    /// the receive buffer) or sends (one `process_vm_writev` into the receiver: the other
+    /// half of a split chunk, `engine/helpers.rs`). It never runs application code and
+    /// never counts as computing.
     fn dma_helper(&self) {
         let dma = self.seg.queues(self.rank).dma;
         let slot = self.seg.slot(self.rank);
@@ -166,10 +168,12 @@ impl RankCtx {
             while let Some(w) = dma.pop() {
                 // Our own side is passed to the kernel as an address, never as a Rust slice:
                 // the receive buffer belongs to a request the runtime owns until it completes.
+                // A push names its receiver; a pull writes here.
+                let dst = if w.dst_pid == 0 { me } else { w.dst_pid as i32 };
                 let r = crate::procmem::copy_between(
                     w.src_pid as i32,
                     w.src_addr,
-                    me,
+                    dst,
                     w.dst_addr,
                     w.len as usize,
                     &mut [],

@@ -19,7 +19,9 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 5: the header's `stretched` word (the adaptive strobe's stretched timer). Slot
 /// encodings are unchanged since 4. 6: the slot's call-site words (128-byte slots).
 /// 7: the header's `mirrored` word (a node's own segment watched by its slot mirror).
-pub const LAYOUT_VERSION: u32 = 7;
+/// 8: `DmaWork::dst_pid` (pushes by the sender's DMA Helper): a rank of layout 7 would take
+/// a push for a pull and copy into its own memory, so it must refuse to attach.
+pub const LAYOUT_VERSION: u32 = 8;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -417,14 +419,19 @@ impl RankSlot {
     }
 }
 
-/// A copy the node manager asks a rank's own DMA Helper thread to do: read `len` bytes at
-/// `src_addr` in process `src_pid` straight into this rank's memory at `dst_addr`, with
-/// one `process_vm_readv` (one copy, instead of two through the node manager).
+/// A copy the node manager asks a rank's own DMA Helper thread to do, one copy instead of
+/// two through the node manager: a *pull* (`dst_pid` 0) reads `len` bytes at `src_addr` in
+/// process `src_pid` straight into this rank's memory at `dst_addr` with one
+/// `process_vm_readv`; a *push* (`src_pid` is this rank's own pid, `dst_pid` the receiver's)
+/// writes them from this rank's memory into process `dst_pid` with one `process_vm_writev`.
+/// A large P2P chunk is split into a pull by its receiver and a push by its sender, so the
+/// two ranks' helpers copy it in parallel (`engine/helpers.rs`, `split_pull_push`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DmaWork {
     pub src_pid: u32,
-    pub _pad: u32,
+    /// 0: this rank (a pull). Was padding, always 0, before pushes existed.
+    pub dst_pid: u32,
     pub src_addr: u64,
     pub dst_addr: u64,
     pub len: u64,

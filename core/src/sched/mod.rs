@@ -106,9 +106,13 @@ impl SchedConfig {
     }
 }
 
-/// Default per-node, per-slice receive budget: 4 MiB, what a memory copy does in well
-/// under a 500 us slice on this class of machine.
-pub const DEFAULT_CHUNK_BUDGET: u64 = 4 << 20;
+/// Default per-node, per-slice receive budget: 16 MiB. Each slice costs a few exchanges
+/// besides the copying, and the ranks' DMA Helpers copy a node's chunks in parallel, so a
+/// window of eight 1 MiB messages each way (16 MiB) now moves in one slice instead of four:
+/// bidirectional 1 MiB bandwidth 0.61 -> 0.88 of MPICH's (`docs/benchmarks-detail.md`,
+/// "1 MiB bandwidth"). It was 4 MiB. A recording keeps its job's budget, so older ones
+/// replay with theirs.
+pub const DEFAULT_CHUNK_BUDGET: u64 = 16 << 20;
 
 /// The eager threshold of scheduler version 2: 16 KiB, the size below which MPICH's shared
 /// memory channel also sends eagerly; above it the copy into node memory costs more than

@@ -1,5 +1,6 @@
-//! Large chunks go to the receiving rank's own DMA Helper thread (one copy, by the rank):
-//! the node manager queues them during P2P and waits for them before closing it.
+//! Large chunks go to the ranks' own DMA Helper threads (one copy, by a rank: the receiver
+//! pulls, the sender pushes): the node manager queues them during P2P and waits for them
+//! before closing it.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -21,11 +22,11 @@ pub(super) fn dispatch_direct(
     let mut woken: Vec<(u32, u32)> = Vec::new();
     for (tag, c) in direct.iter().enumerate() {
         let i = local_ranks
-            .binary_search(&c.recv.rank)
-            .expect("direct chunks have local receivers");
+            .binary_search(&c.helper)
+            .expect("direct chunks have local helpers");
         let w = DmaWork {
             src_pid: c.src_pid as u32,
-            _pad: 0,
+            dst_pid: c.dst_pid as u32,
             src_addr: c.src_addr,
             dst_addr: c.dst_addr,
             len: c.len,
@@ -35,15 +36,15 @@ pub(super) fn dispatch_direct(
         while queues[i].dma.push(&w).is_err() {
             // Full (a collective can queue one block per member): wake the helper now so it
             // drains while we wait, instead of after the loop.
-            let slot = shared.seg.slot(c.recv.rank);
+            let slot = shared.seg.slot(c.helper);
             slot.dma_req.fetch_add(1, Ordering::Release);
             futex::wake_all(&slot.dma_req);
             std::thread::yield_now();
         }
         pushed[i] = pushed[i].wrapping_add(1);
-        match woken.iter_mut().find(|(r, _)| *r == c.recv.rank) {
+        match woken.iter_mut().find(|(r, _)| *r == c.helper) {
             Some(e) => e.1 = pushed[i],
-            None => woken.push((c.recv.rank, pushed[i])),
+            None => woken.push((c.helper, pushed[i])),
         }
     }
     for &(rank, _) in &woken {
@@ -72,7 +73,7 @@ pub(super) fn await_direct(
             if slot.state() == RankState::Exited
                 || shared.seg.header().shutdown.load(Ordering::Acquire) != 0
             {
-                for c in direct.iter().filter(|c| c.recv.rank == rank) {
+                for c in direct.iter().filter(|c| c.helper == rank) {
                     errs.insert(c.recv, crate::descriptor::RtError::Aborted);
                 }
                 break;

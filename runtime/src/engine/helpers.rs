@@ -116,7 +116,9 @@ impl Memory<'_> {
                 // not matter; the node manager waits for all of them before RM delivers.
                 d.chunks.push(DirectChunk {
                     recv,
+                    helper: recv.rank,
                     src_pid: self.pids[src.0 as usize],
+                    dst_pid: 0,
                     src_addr: src.1,
                     dst_addr: dst.1,
                     len,
@@ -182,14 +184,50 @@ impl Memory<'_> {
     }
 }
 
-/// A chunk the receiving rank's own DMA Helper thread copies (one copy).
+/// A piece of a chunk that one rank's own DMA Helper thread copies (one copy): its
+/// receiver's (a pull) or its sender's (a push, `dst_pid` set).
 #[derive(Clone, Copy, Debug)]
 pub struct DirectChunk {
+    /// The receive the bytes are for (errors are reported in its completion).
     pub recv: DescRef,
+    /// The world rank whose DMA Helper copies: `recv.rank` pulls, the sender pushes.
+    pub helper: u32,
     pub src_pid: i32,
+    /// 0 for a pull (into the helper's own process), else the receiver's pid (a push).
+    pub dst_pid: i32,
     pub src_addr: u64,
     pub dst_addr: u64,
     pub len: u64,
+}
+
+/// A direct chunk at least this long is split between its two ranks' DMA Helpers. Below it
+/// one helper's copy is short next to the second wake-up.
+pub const SPLIT_MIN: u64 = 128 << 10;
+
+/// Split a chunk between two local ranks into a pull by the receiver's DMA Helper (the
+/// first half) and a push by the sender's (the rest, from a page boundary of the source),
+/// so both copy at once: one helper alone moves a 1 MiB chunk at single-copy speed, and
+/// in a bidirectional exchange the scheduler's match order (every chunk to rank 0 before
+/// any to rank 1) would otherwise leave one helper idle while the other copies a whole
+/// slice's budget. Which bytes move in the slice is unchanged (the decisions); only which
+/// thread copies them, so replay is unaffected.
+fn split_pull_push(c: DirectChunk, sender: u32, dst_pid: i32) -> Vec<DirectChunk> {
+    const PAGE: u64 = 4096;
+    let mid = (c.src_addr + c.len / 2).next_multiple_of(PAGE) - c.src_addr;
+    let distinct = sender != c.helper && dst_pid > 0 && c.src_pid > 0;
+    if c.len < SPLIT_MIN || mid == 0 || mid >= c.len || !distinct {
+        return vec![c];
+    }
+    let pull = DirectChunk { len: mid, ..c };
+    let push = DirectChunk {
+        helper: sender,
+        dst_pid,
+        src_addr: c.src_addr + mid,
+        dst_addr: c.dst_addr + mid,
+        len: c.len - mid,
+        ..c
+    };
+    vec![pull, push]
 }
 
 /// Every chunk of this slice whose receiver is local: (send, receive, offset, length).
@@ -209,7 +247,8 @@ fn local_chunks<'d>(
 }
 
 /// The chunks between two local ranks of at least `min` bytes: for these one copy by the
-/// receiver's own DMA Helper beats two through the node manager's bounce buffer. (A chunk
+/// ranks' own DMA Helpers beats two through the node manager's bounce buffer; each is
+/// split between the receiver's helper and the sender's ([`split_pull_push`]). (A chunk
 /// from another node is written by the node manager from staging: its sender's pid means
 /// nothing here.)
 pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<DirectChunk> {
@@ -217,12 +256,17 @@ pub fn direct_chunks(dec: &SliceDecisions, mem: &Memory<'_>, min: u64) -> Vec<Di
         // An eager or inline send's buffer may be reused already: its bytes are in node
         // memory or in its descriptor.
         .filter(|&(s, _, _, len)| len >= min && (mem.local)(s.rank) && !mem.eager.holds(s))
-        .map(|(s, r, offset, len)| DirectChunk {
-            recv: r.id(),
-            src_pid: mem.pids[s.rank as usize],
-            src_addr: s.buf + offset,
-            dst_addr: r.buf + offset,
-            len,
+        .flat_map(|(s, r, offset, len)| {
+            let c = DirectChunk {
+                recv: r.id(),
+                helper: r.rank,
+                src_pid: mem.pids[s.rank as usize],
+                dst_pid: 0,
+                src_addr: s.buf + offset,
+                dst_addr: r.buf + offset,
+                len,
+            };
+            split_pull_push(c, s.rank, mem.pids[r.rank as usize])
         })
         .collect()
 }
@@ -605,5 +649,44 @@ fn reduce(
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(len: u64) -> DirectChunk {
+        DirectChunk {
+            recv: DescRef { rank: 1, seq: 7 },
+            helper: 1,
+            src_pid: 100,
+            dst_pid: 0,
+            src_addr: 0x10_0100,
+            dst_addr: 0x20_0000,
+            len,
+        }
+    }
+
+    #[test]
+    fn large_chunk_is_pulled_and_pushed_in_two_pieces_covering_it() {
+        let c = chunk(1 << 20);
+        let v = split_pull_push(c, 0, 200);
+        assert_eq!(v.len(), 2);
+        let (pull, push) = (v[0], v[1]);
+        assert_eq!((pull.helper, pull.dst_pid, pull.src_pid), (1, 0, 100));
+        assert_eq!((push.helper, push.dst_pid, push.src_pid), (0, 200, 100));
+        assert_eq!(pull.len + push.len, c.len);
+        assert_eq!(push.src_addr, c.src_addr + pull.len);
+        assert_eq!(push.dst_addr, c.dst_addr + pull.len);
+        assert_eq!(push.src_addr % 4096, 0, "the push starts on a source page");
+        assert_eq!((pull.recv, push.recv), (c.recv, c.recv));
+    }
+
+    #[test]
+    fn small_self_and_unknown_pid_chunks_stay_whole() {
+        assert_eq!(split_pull_push(chunk(SPLIT_MIN - 1), 0, 200).len(), 1);
+        assert_eq!(split_pull_push(chunk(1 << 20), 1, 200).len(), 1);
+        assert_eq!(split_pull_push(chunk(1 << 20), 0, 0).len(), 1);
     }
 }

@@ -77,8 +77,10 @@ pub const DEFAULT_EAGER_MAX: u64 = strobe_core::sched::DEFAULT_EAGER_MAX;
 /// The inline threshold of new jobs (scheduler version 3): `descriptor::INLINE_MAX`.
 pub const DEFAULT_INLINE_MAX: u64 = crate::descriptor::INLINE_MAX;
 
-/// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement).
-pub const DEFAULT_DIRECT_COPY_MIN: u64 = 2 << 20;
+/// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement:
+/// with a chunk split between its receiver's and its sender's DMA Helpers, 64 KiB and up
+/// are faster by the ranks' helpers than through the node manager's bounce buffer).
+pub const DEFAULT_DIRECT_COPY_MIN: u64 = 64 << 10;
 
 impl EngineConfig {
     /// Node of each rank: the placement when one was given, else contiguous blocks, as a
