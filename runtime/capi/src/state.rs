@@ -36,8 +36,8 @@ pub struct UserOp {
 }
 
 /// Tables keyed by request handle: the handles are this process's own sequential numbers,
-/// so a multiplicative hash does (SipHash on four tables per request was ~5% of a rank's
-/// time at a window of 64 one-byte messages; docs/benchmarks-detail.md).
+/// so a multiplicative hash does (SipHash, with the rank's completion table, was ~8% of the
+/// ranks' time at a window of 64 one-byte messages; docs/benchmarks-detail.md).
 pub type ReqMap<V> =
     HashMap<MpiRequest, V, std::hash::BuildHasherDefault<strobe_runtime::rank::RequestHasher>>;
 
