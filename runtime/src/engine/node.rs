@@ -205,7 +205,7 @@ impl NodeManager {
             // Precise slice timers: the default 50 us timer slack would stretch every slice.
             // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-            keep_heap();
+            start::keep_heap();
         }
         let res = self.slice_loop();
         if self.node == 0 {
@@ -808,18 +808,4 @@ fn descriptors_as_bytes(d: &[Descriptor]) -> &[u8] {
     // field is an integer; `_pad` fields are zeroed by Default), so viewing it as bytes is
     // sound; the length is exactly the slice's size.
     unsafe { std::slice::from_raw_parts(d.as_ptr() as *const u8, std::mem::size_of_val(d)) }
-}
-
-/// Keep freed heap memory instead of handing it back after every slice. A node thread's
-/// heap is a glibc arena of its own, which glibc trims with `madvise(MADV_DONTNEED)` as
-/// soon as its top exceeds the trim threshold: with a window of 64 small messages that was
-/// one system call per slice (the scheduler's and the slice record's buffers, freed at the
-/// end of each slice; `strace -f -c`, docs/benchmarks-detail.md). 64 MiB bounds what a
-/// job's launcher may keep.
-fn keep_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's tuning; it is thread-safe in glibc.
-    unsafe {
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-    }
 }
