@@ -93,6 +93,9 @@ pub struct NodeManager {
     staging: Staging,
     /// One node: this slice's DEM batch, handed to MSM in memory (see `send_batch`).
     own_batch: Vec<Descriptor>,
+    /// Point-to-point completions are delivered at the end of P2P (`deliver::Batch`);
+    /// not when a local rank's payloads are captured (captured before delivery, at RM).
+    early_delivery: bool,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -170,6 +173,7 @@ impl NodeManager {
                 .collect(),
             ..Default::default()
         };
+        let early_delivery = local_ranks_uncaptured(&carried.allowed, &local_ranks);
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
@@ -196,6 +200,7 @@ impl NodeManager {
             mirror,
             staging: Staging::new(&cfg, staging_base(&cfg), node),
             own_batch: Vec::new(),
+            early_delivery,
             cfg,
         }
     }
@@ -381,6 +386,11 @@ impl NodeManager {
                 w.local.ltmsm = w.t0.elapsed();
                 w.global.gtmsm = w.local.ltmsm;
                 self.run_p2p(w)?;
+                if self.early_delivery {
+                    let td = Instant::now();
+                    self.deliver(&w.dec, &w.errs, deliver::Batch::PointToPoint);
+                    w.local.t_deliver = td.elapsed();
+                }
                 Phase::P2p
             }
             Command::RunBbm => {
@@ -406,8 +416,12 @@ impl NodeManager {
                 let sink = &*self.sink;
                 self.capture
                     .observe(&w.dec, &w.errs, &self.pids, sink, is_local);
-                self.deliver(&w.dec, &w.errs);
-                w.local.t_deliver = td.elapsed();
+                let batch = match self.early_delivery {
+                    true => deliver::Batch::Rest,
+                    false => deliver::Batch::All,
+                };
+                self.deliver(&w.dec, &w.errs, batch);
+                w.local.t_deliver += td.elapsed();
                 Phase::Rm
             }
             other => {
@@ -801,6 +815,10 @@ impl NodeManager {
     fn local_index(&self, rank: u32) -> Option<usize> {
         self.local_ranks.binary_search(&rank).ok()
     }
+}
+
+fn local_ranks_uncaptured(allowed: &[bool], local: &[u32]) -> bool {
+    local.iter().all(|&r| allowed[r as usize])
 }
 
 fn descriptors_as_bytes(d: &[Descriptor]) -> &[u8] {
