@@ -6,7 +6,6 @@
 //! completion at a slice boundary (blocking). Ranks are single-threaded towards the runtime
 //! (`MPI_THREAD_FUNNELED`); a mutex still guards the context so misuse cannot corrupt it.
 
-use std::collections::HashMap;
 use std::os::fd::{FromRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
@@ -39,11 +38,15 @@ pub enum InitError {
     AlreadyInitialized,
 }
 
+#[path = "rank_hash.rs"]
+mod hash;
+pub use hash::{DoneMap, RequestHasher};
+
 struct Inner {
     queues: RankQueues,
     next_seq: u64,
     next_request: u64,
-    done: HashMap<u64, Completion>,
+    done: DoneMap,
     /// Replay mode: the rank's recorded timing-dependent outcomes, consumed in order.
     replay: Option<OutcomeCursor>,
 }
@@ -122,7 +125,7 @@ impl RankCtx {
                 queues,
                 next_seq: 0,
                 next_request: 1,
-                done: HashMap::new(),
+                done: DoneMap::default(),
                 replay,
             }),
             seg,
@@ -433,11 +436,7 @@ impl RankCtx {
 
     /// Sleep until `ready` holds over the set of completed requests. `call` names the MPI
     /// call for deadlock reports.
-    pub fn block_until(
-        &self,
-        call: BlockedCall,
-        mut ready: impl FnMut(&HashMap<u64, Completion>) -> bool,
-    ) {
+    pub fn block_until(&self, call: BlockedCall, mut ready: impl FnMut(&DoneMap) -> bool) {
         let slot = self.seg.slot(self.rank);
         loop {
             let seen = slot.wake.load(Ordering::Acquire);
@@ -741,14 +740,14 @@ pub enum Want {
 }
 
 impl Want {
-    fn satisfied(self, ids: &[u64], done: &HashMap<u64, Completion>) -> bool {
+    fn satisfied(self, ids: &[u64], done: &DoneMap) -> bool {
         match self {
             Want::All => ids.iter().all(|i| done.contains_key(i)),
             Want::Any | Want::Some => ids.is_empty() || ids.iter().any(|i| done.contains_key(i)),
         }
     }
 
-    fn select(self, ids: &[u64], done: &HashMap<u64, Completion>) -> Vec<usize> {
+    fn select(self, ids: &[u64], done: &DoneMap) -> Vec<usize> {
         let mut idx = (0..ids.len()).filter(|&i| done.contains_key(&ids[i]));
         match self {
             Want::Any => idx.next().into_iter().collect(),

@@ -35,6 +35,12 @@ pub struct UserOp {
     pub commute: bool,
 }
 
+/// Tables keyed by request handle: the handles are this process's own sequential numbers,
+/// so a multiplicative hash does (SipHash, with the rank's completion table, was ~8% of the
+/// ranks' time at a window of 64 one-byte messages; docs/benchmarks-detail.md).
+pub type ReqMap<V> =
+    HashMap<MpiRequest, V, std::hash::BuildHasherDefault<strobe_runtime::rank::RequestHasher>>;
+
 #[derive(Default)]
 pub struct State {
     pub initialized: bool,
@@ -48,7 +54,7 @@ pub struct State {
     next_type: MpiDatatype,
     pub ops: HashMap<MpiOp, UserOp>,
     next_op: MpiOp,
-    pub reqs: HashMap<MpiRequest, ReqEntry>,
+    pub reqs: ReqMap<ReqEntry>,
     next_req: MpiRequest,
     /// Requests freed with `MPI_Request_free` while active: their buffers stay alive here
     /// until they are reaped at `MPI_Finalize`.
@@ -64,10 +70,10 @@ pub struct State {
     // ---- requests, messages and info objects (persist.rs, grequest.rs, message.rs, info.rs)
     /// Persistent requests by handle, active or not (an active one is also in `reqs`, or
     /// in `local_reqs` for a buffered send).
-    pub persist: HashMap<MpiRequest, crate::persist::PersistSpec>,
+    pub persist: ReqMap<crate::persist::PersistSpec>,
     /// Requests the C layer completes itself: generalized requests, and requests complete
     /// at creation (`MPI_Ibsend`, `MPI_Imrecv` of `MPI_MESSAGE_NO_PROC`).
-    pub local_reqs: HashMap<MpiRequest, crate::grequest::LocalReq>,
+    pub local_reqs: ReqMap<crate::grequest::LocalReq>,
     /// Matched messages (`MPI_Mprobe`, `MPI_Improbe`) not received yet.
     pub messages: HashMap<c_int, crate::message::Message>,
     pub next_message: c_int,
@@ -93,7 +99,7 @@ pub struct State {
     pub next_attr_seq: u64,
     /// The call that created each request handle (for the leaked-request check at
     /// `MPI_Finalize`); entries of freed handles stay until the handle is reused.
-    pub req_origin: HashMap<MpiRequest, strobe_runtime::calls::Call>,
+    pub req_origin: ReqMap<strobe_runtime::calls::Call>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
@@ -120,7 +126,11 @@ pub fn st() -> MutexGuard<'static, State> {
 }
 
 /// Next free handle from `next`, skipping those in use (handles wrap after 2^31).
-fn fresh<V>(next: &mut c_int, first: c_int, used: &HashMap<c_int, V>) -> c_int {
+fn fresh<V, S: std::hash::BuildHasher>(
+    next: &mut c_int,
+    first: c_int,
+    used: &HashMap<c_int, V, S>,
+) -> c_int {
     loop {
         let h = *next;
         *next = if *next == c_int::MAX {

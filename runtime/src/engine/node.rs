@@ -91,6 +91,11 @@ pub struct NodeManager {
     mirror: super::mirror::NodeMirror,
     /// The data plane between nodes (`remote.rs`).
     staging: Staging,
+    /// One node: this slice's DEM batch, handed to MSM in memory (see `send_batch`).
+    own_batch: Vec<Descriptor>,
+    /// Point-to-point completions are delivered at the end of P2P (`deliver::Batch`);
+    /// not when a local rank's payloads are captured (captured before delivery, at RM).
+    early_delivery: bool,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -168,6 +173,7 @@ impl NodeManager {
                 .collect(),
             ..Default::default()
         };
+        let early_delivery = local_ranks_uncaptured(&carried.allowed, &local_ranks);
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
@@ -193,6 +199,8 @@ impl NodeManager {
             carried,
             mirror,
             staging: Staging::new(&cfg, staging_base(&cfg), node),
+            own_batch: Vec::new(),
+            early_delivery,
             cfg,
         }
     }
@@ -202,6 +210,7 @@ impl NodeManager {
             // Precise slice timers: the default 50 us timer slack would stretch every slice.
             // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            start::keep_heap();
         }
         let res = self.slice_loop();
         if self.node == 0 {
@@ -377,6 +386,11 @@ impl NodeManager {
                 w.local.ltmsm = w.t0.elapsed();
                 w.global.gtmsm = w.local.ltmsm;
                 self.run_p2p(w)?;
+                if self.early_delivery {
+                    let td = Instant::now();
+                    self.deliver(&w.dec, &w.errs, deliver::Batch::PointToPoint);
+                    w.local.t_deliver = td.elapsed();
+                }
                 Phase::P2p
             }
             Command::RunBbm => {
@@ -402,8 +416,12 @@ impl NodeManager {
                 let sink = &*self.sink;
                 self.capture
                     .observe(&w.dec, &w.errs, &self.pids, sink, is_local);
-                self.deliver(&w.dec, &w.errs);
-                w.local.t_deliver = td.elapsed();
+                let batch = match self.early_delivery {
+                    true => deliver::Batch::Rest,
+                    false => deliver::Batch::All,
+                };
+                self.deliver(&w.dec, &w.errs, batch);
+                w.local.t_deliver += td.elapsed();
                 Phase::Rm
             }
             other => {
@@ -521,6 +539,13 @@ impl NodeManager {
             }
         }
         w.local.t_drain = w.t0.elapsed();
+        if self.cfg.nodes == 1 {
+            // The only mailbox is this node's own and the only replica digest ours (which
+            // the cross-check never compares with itself): copying the batch into global
+            // memory and back is four copies of every descriptor for nothing.
+            self.own_batch = batch;
+            return Ok(());
+        }
         let bytes = descriptors_as_bytes(&batch);
         let mut mail = Vec::with_capacity(MAILBOX_HEADER + bytes.len());
         let (of, digest) = replica.map_or((0, 0), |r| (r.slice, r.digest));
@@ -755,9 +780,9 @@ impl NodeManager {
     /// Buffer Receiver: read every node's batch and merge into canonical order; keep the
     /// replica digest each batch carried in `self.replicas`.
     fn collect_mail(&mut self) -> Result<Vec<Descriptor>, EngineError> {
-        let mut all = Vec::new();
+        let mut all = std::mem::take(&mut self.own_batch);
         self.replicas.clear();
-        for n in 0..self.cfg.nodes {
+        for n in (0..self.cfg.nodes).filter(|_| self.cfg.nodes > 1) {
             let base = self.mailbox(n);
             // Header: descriptor count, then the slice and digest of the sender's replica.
             let mut head = [0u8; 24];
@@ -790,6 +815,10 @@ impl NodeManager {
     fn local_index(&self, rank: u32) -> Option<usize> {
         self.local_ranks.binary_search(&rank).ok()
     }
+}
+
+fn local_ranks_uncaptured(allowed: &[bool], local: &[u32]) -> bool {
+    local.iter().all(|&r| allowed[r as usize])
 }
 
 fn descriptors_as_bytes(d: &[Descriptor]) -> &[u8] {

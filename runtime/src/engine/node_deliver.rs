@@ -6,17 +6,46 @@ use std::sync::atomic::Ordering;
 
 use super::super::helpers::Overrides;
 use super::NodeManager;
-use crate::descriptor::{Completion, DescRef, RtError, COMPLETION_INLINE};
+use crate::descriptor::{Completion, DescKind, DescRef, RtError, COMPLETION_INLINE};
 use crate::sched::{Decision, SliceDecisions};
 use crate::segment::resume_computing;
 
+/// Which of a slice's completions a delivery hands out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Batch {
+    All,
+    /// Sends, receives, probes and cancels: final once P2P has moved their bytes, so they
+    /// are delivered at the end of P2P instead of after BBM and RM (the woken rank starts
+    /// that much earlier; docs/benchmarks-detail.md "Small messages"). Decisions do not
+    /// change, only when within the slice a rank sees them.
+    PointToPoint,
+    /// Everything else (collectives, communicators, finalize), at RM.
+    Rest,
+}
+
+impl Batch {
+    fn takes(self, dec: &SliceDecisions, desc: DescRef) -> bool {
+        if self == Batch::All {
+            return true;
+        }
+        let p2p = dec
+            .descriptor(desc)
+            .and_then(|d| d.kind())
+            .is_some_and(|k| (k as u8) <= DescKind::Cancel as u8);
+        p2p == (self == Batch::PointToPoint)
+    }
+}
+
 impl NodeManager {
-    /// Hand completions to the local ranks and wake them.
-    pub(super) fn deliver(&mut self, dec: &SliceDecisions, errs: &Overrides) {
+    /// Hand completions (those of `batch`) to the local ranks and wake them.
+    pub(super) fn deliver(&mut self, dec: &SliceDecisions, errs: &Overrides, batch: Batch) {
         for (desc, mut c) in dec.decisions.iter().filter_map(Decision::completion) {
             let Some(i) = self.local_index(desc.rank) else {
                 continue;
             };
+            if !batch.takes(dec, desc) {
+                continue;
+            }
             // An inline send completed on its rank when it was posted.
             if c.request == 0 || c.flags & COMPLETION_INLINE != 0 {
                 continue;

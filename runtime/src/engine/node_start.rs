@@ -1,6 +1,6 @@
 //! The Strobe Sender's wait for the next slice: the timer, the adaptive strobe's early
 //! start and stretched timer, and replay's gate (a child module of `node`, so it sees the
-//! Node Manager's fields).
+//! Node Manager's fields), and the node thread's heap setting.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -159,5 +159,19 @@ impl NodeManager {
                 Some(Instant::now() + Duration::from_millis(2)),
             );
         }
+    }
+}
+
+/// Keep freed heap memory instead of handing it back after every slice. A node thread's
+/// heap is a glibc arena of its own, which glibc trims with `madvise(MADV_DONTNEED)` as
+/// soon as its top exceeds the trim threshold: with a window of 64 small messages that was
+/// one system call per slice (the scheduler's and the slice record's buffers, freed at the
+/// end of each slice; `strace -f -c`, docs/benchmarks-detail.md). 64 MiB bounds what a
+/// job's launcher may keep.
+pub(super) fn keep_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tuning; it is thread-safe in glibc.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
     }
 }
