@@ -309,13 +309,14 @@ fn write_slice(conn: &Connection, s: &SliceMsg, messages: &mut MessageLog) -> ru
 }
 
 /// The slice's descriptors and decision set as two compact blobs, one `slice_schedule`
-/// row (`compact.rs`): no row per descriptor or per decision. Encoded here, on the writer
-/// thread, never on the slice path. A slice that handled and decided nothing has no row.
+/// row (`compact.rs`), each deflated when that makes it smaller: no row per descriptor or
+/// per decision. Encoded here, on the writer thread, never on the slice path. A slice that handled and decided nothing has no row.
 fn write_schedule(conn: &Connection, slice: u64, sch: &Schedule) -> rusqlite::Result<()> {
     let set = &sch.decisions;
-    let descriptors =
-        (!sch.descriptors.is_empty()).then(|| compact::encode_descriptors(&sch.descriptors));
-    let decisions = (!set.is_empty()).then(|| compact::encode_decisions(&set.decisions, &set.wake));
+    let descriptors = (!sch.descriptors.is_empty())
+        .then(|| compact::pack(compact::encode_descriptors(&sch.descriptors)));
+    let decisions = (!set.is_empty())
+        .then(|| compact::pack(compact::encode_decisions(&set.decisions, &set.wake)));
     if descriptors.is_none() && decisions.is_none() {
         return Ok(());
     }
