@@ -42,7 +42,7 @@ pub use recording::{Job, Recording, Totals};
 pub use window::Layer;
 pub use writer::error_name;
 
-use writer::{Msg, Schedule, SliceMsg, WriterDone};
+use writer::{Msg, ReplayInputs, Schedule, SliceMsg, WriterDone};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -650,6 +650,14 @@ impl SliceSink for Recorder {
             blocked: rec.blocked.clone(),
             sites: rec.sites.clone(),
         });
+        // The replay log's inputs: with the schedule log on, the writer derives them from
+        // the copies above (no further allocation on the slice path); without it, only
+        // they are copied.
+        let replay = if schedule.is_some() {
+            ReplayInputs::default()
+        } else {
+            ReplayInputs::of(&rec.descriptors, &rec.decisions.decisions, &rec.blocked)
+        };
         self.send(Msg::Slice(Box::new(SliceMsg {
             slice: rec.slice,
             reason: rec.reason,
@@ -660,14 +668,7 @@ impl SliceSink for Recorder {
             n_blocked: rec.blocked.len() as u32,
             digest: rec.digest,
             schedule,
-            posted: replay_log::posted_per_rank(&rec.descriptors),
-            blocking: replay_log::blocking_of(&rec.descriptors),
-            completed: replay_log::completions_of(&rec.decisions.decisions),
-            blocked_ranks: {
-                let mut b: Vec<u32> = rec.blocked.iter().map(|&(r, _)| r).collect();
-                b.sort_unstable();
-                b
-            },
+            replay,
         })));
     }
 

@@ -44,13 +44,37 @@ pub(crate) struct SliceMsg {
     pub digest: u64,
     /// `None` outside the schedule log's window.
     pub schedule: Option<Schedule>,
-    /// Replay log (always): descriptors handled per rank (ranks ascending), the blocking
-    /// ones, the ranks blocked when the slice started (ascending), and the descriptors the
-    /// slice completed.
+    /// The replay log's inputs, empty when `schedule` is there: the writer then derives
+    /// them from it ([`ReplayInputs::of`]), off the slice path.
+    pub replay: ReplayInputs,
+}
+
+/// What the replay log (always recorded) needs of a slice: descriptors handled per rank
+/// (ranks ascending), the blocking ones, the ranks blocked when the slice started
+/// (ascending), and the descriptors the slice completed.
+#[derive(Default)]
+pub(crate) struct ReplayInputs {
     pub posted: Vec<(u32, u32)>,
     pub blocking: Vec<(u32, u64)>,
     pub blocked_ranks: Vec<u32>,
     pub completed: Vec<(u32, u64)>,
+}
+
+impl ReplayInputs {
+    pub fn of(
+        descriptors: &[Descriptor],
+        decisions: &[strobe_runtime::sched::Decision],
+        blocked: &[(u32, BlockedCall)],
+    ) -> ReplayInputs {
+        let mut blocked_ranks: Vec<u32> = blocked.iter().map(|&(r, _)| r).collect();
+        blocked_ranks.sort_unstable();
+        ReplayInputs {
+            posted: crate::replay_log::posted_per_rank(descriptors),
+            blocking: crate::replay_log::blocking_of(descriptors),
+            blocked_ranks,
+            completed: crate::replay_log::completions_of(decisions),
+        }
+    }
 }
 
 pub(crate) struct Schedule {
@@ -150,12 +174,16 @@ pub(crate) fn run(
                 b.pending += 1;
                 b.last = s.slice;
                 slices += 1;
+                let derived = s.schedule.as_ref().map(|sch| {
+                    ReplayInputs::of(&sch.descriptors, &sch.decisions.decisions, &sch.blocked)
+                });
+                let r = derived.as_ref().unwrap_or(&s.replay);
                 enc.slice(
                     s.slice,
-                    &s.posted,
-                    &s.blocking,
-                    &s.blocked_ranks,
-                    &s.completed,
+                    &r.posted,
+                    &r.blocking,
+                    &r.blocked_ranks,
+                    &r.completed,
                 );
                 if let Some(sch) = &s.schedule {
                     spans.slice(s.slice, &sch.blocked, &sch.sites);
