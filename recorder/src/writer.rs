@@ -337,7 +337,7 @@ fn write_slice(conn: &Connection, s: &SliceMsg, messages: &mut MessageLog) -> ru
 }
 
 /// The slice's descriptors and decision set as two compact blobs, one `slice_schedule`
-/// row (`compact.rs`), each deflated when that makes it smaller: no row per descriptor or
+/// row (`compact.rs`), each packed when that makes it smaller: no row per descriptor or
 /// per decision. Encoded here, on the writer thread, never on the slice path. A slice that handled and decided nothing has no row.
 fn write_schedule(conn: &Connection, slice: u64, sch: &Schedule) -> rusqlite::Result<()> {
     let set = &sch.decisions;

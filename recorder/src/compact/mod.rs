@@ -18,8 +18,8 @@
 //! previous one's and, for the same rank, its sequence number as the gap after it; then a
 //! mask of its non-zero fields and only those (a send's six zero fields cost nothing).
 //!
-//! The writer stores each blob [`pack`]ed (deflated whole when that is smaller, format
-//! `DEFLATED_SCHEDULE_VERSION`); the decoders take either form.
+//! The writer stores each blob [`pack`]ed (packed by an LZ77 pass when that is smaller, format
+//! `PACKED_SCHEDULE_VERSION`); the decoders take either form.
 //!
 //! The decoder never trusts the bytes: every error is a `String` the reader turns into
 //! "damaged recording", and the decision set's digest is checked against `slice.digest`.
@@ -31,8 +31,8 @@ use strobe_core::sched::{Decision, DecisionKind, DecisionSource, DecisionVisitor
 
 use crate::replay_log::{put_varint, VarintReader};
 
-mod deflate;
-pub use deflate::{pack, unpack, DEFLATED, MAX_INFLATED};
+mod pack;
+pub use pack::{pack, unpack, MAX_INFLATED, PACKED};
 
 /// The first byte of every blob: the codec's version. A reader refuses another.
 pub const CODEC_VERSION: u8 = 1;

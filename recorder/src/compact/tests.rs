@@ -298,7 +298,7 @@ fn packed_blobs_round_trip_and_shrink() {
     let (descs, decisions) = ping_pong_slice(8);
     let plain = encode_decisions(&decisions, &[0, 1]);
     let packed = pack(plain.clone());
-    assert_eq!(packed[0], DEFLATED);
+    assert_eq!(packed[0], PACKED);
     assert!(
         packed.len() * 2 < plain.len(),
         "{} of {} bytes",
@@ -307,32 +307,54 @@ fn packed_blobs_round_trip_and_shrink() {
     );
     assert_eq!(decode_decisions(&packed).unwrap(), (decisions, vec![0, 1]));
     let packed = pack(encode_descriptors(&descs));
-    assert_eq!(packed[0], DEFLATED);
+    assert_eq!(packed[0], PACKED);
     assert_eq!(decode_descriptors(&packed).unwrap(), descs);
-    // A short blob stays plain: deflating it would make it longer.
+    // A short blob stays plain: packing it would make it longer.
     let short = encode_descriptors(&descs[..1]);
     assert_eq!(pack(short.clone()), short);
 }
 
 #[test]
-fn damaged_deflated_blobs_are_errors() {
+fn damaged_packed_blobs_are_errors() {
     let (_, decisions) = ping_pong_slice(8);
     let packed = pack(encode_decisions(&decisions, &[0, 1]));
     for cut in 1..packed.len() {
         assert!(decode_decisions(&packed[..cut]).is_err(), "cut at {cut}");
     }
-    // Inflates, but not to a plain blob.
-    let mut not_plain = vec![DEFLATED];
-    not_plain.extend(miniz_oxide::deflate::compress_to_vec(&[9, 9, 9], 1));
-    assert!(decode_decisions(&not_plain)
+    // Unpacks, but not to a plain blob.
+    assert!(decode_decisions(&[PACKED, 4, 9, 9, 9])
         .unwrap_err()
         .contains("plain blob"));
-    // A blob inflating past the cap is refused, never allocated in full.
-    let mut bomb = vec![DEFLATED];
-    bomb.extend(miniz_oxide::deflate::compress_to_vec(
-        &vec![CODEC_VERSION; 1 << 16],
-        1,
-    ));
-    assert!(deflate::unpack_at_most(&bomb, 1 << 12).is_err());
-    assert!(deflate::unpack_at_most(&bomb, 1 << 17).is_ok());
+    // A copy from before the start.
+    assert!(decode_decisions(&[PACKED, 0, 1, 1, 5]).is_err());
+    // A blob unpacking past the cap is refused, never allocated in full: one literal,
+    // then a copy of 2^40 bytes of it.
+    let mut bomb = vec![PACKED, 0, CODEC_VERSION];
+    crate::replay_log::put_varint(&mut bomb, (1 << 41) | 1);
+    bomb.push(1);
+    assert!(pack::unpack_at_most(&bomb, 1 << 12)
+        .unwrap_err()
+        .contains("past"));
+    let mut small = vec![PACKED, 0, CODEC_VERSION];
+    crate::replay_log::put_varint(&mut small, ((100 - 3) << 1) | 1);
+    small.push(1);
+    assert_eq!(pack::unpack_at_most(&small, 1 << 12).unwrap().len(), 101);
+}
+
+proptest! {
+    #[test]
+    fn packing_round_trips(body in proptest::collection::vec(0u8..4, 0..600)) {
+        let mut plain = vec![CODEC_VERSION];
+        plain.extend(body);
+        let packed = pack(plain.clone());
+        prop_assert!(packed.len() <= plain.len());
+        prop_assert_eq!(&*unpack(&packed).unwrap(), &plain[..]);
+    }
+
+    #[test]
+    fn arbitrary_packed_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut bytes = vec![PACKED];
+        bytes.extend(tail);
+        let _ = pack::unpack_at_most(&bytes, 1 << 16);
+    }
 }
