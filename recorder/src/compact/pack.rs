@@ -3,9 +3,9 @@
 //! numbers), and a byte-level LZ77 pass takes the repeats out.
 //!
 //! Why not deflate: the blobs are a few hundred bytes, and a deflate compressor (miniz)
-//! clears and allocates about 200 KB of tables per stream: measured on the writer thread,
-//! recording a 4-rank exchange took +1 s of user and +1.5 s of system time (allocation
-//! churn) for 240,000 blobs. This packer's whole state is a 1,024-entry table.
+//! clears and allocates about 200 KB of tables per stream: recording a 4-rank exchange
+//! (240,000 blobs) took +0.4 s of user and +1.5 s of system time more than without
+//! packing (docs/benchmarks-detail.md). This packer's whole state is a 4 KiB table.
 //!
 //! A packed blob is the byte [`PACKED`] followed by tokens until the end: a varint `h`;
 //! `h` even: a literal run of `h / 2 + 1` bytes follows; `h` odd: a copy of
