@@ -81,9 +81,9 @@ pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
     /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
     pub decisions: SliceDecisions,
-    pub blocked: Vec<(u32, BlockedCall)>,
-    /// The blocked ranks' call sites, in the blocked set's order.
-    pub sites: Vec<(u32, std::sync::Arc<strobe_runtime::symbolize::CallSite>)>,
+    /// What changed in the blocked set (and the blocked ranks' call sites) since the last
+    /// slice sent with a schedule (`blocked_delta.rs`).
+    pub blocked: Vec<crate::blocked_delta::Change>,
 }
 
 pub(crate) struct WriterDone {
@@ -139,6 +139,7 @@ pub(crate) fn run(
     let mut b = Batch::default();
     let mut enc = ReplayLogEncoder::default();
     let mut spans = BlockedSpans::default();
+    let mut mirror = crate::blocked_delta::BlockedMirror::default();
     let mut messages = MessageLog::default();
     loop {
         // Poll, never park: a parked receiver makes every send on the slice path pay a
@@ -174,8 +175,9 @@ pub(crate) fn run(
                 b.pending += 1;
                 b.last = s.slice;
                 slices += 1;
-                let derived = s.schedule.as_ref().map(|sch| {
-                    ReplayInputs::of(&sch.descriptors, &sch.decisions.decisions, &sch.blocked)
+                let full = s.schedule.as_ref().map(|sch| mirror.apply(&sch.blocked));
+                let derived = s.schedule.as_ref().zip(full.as_ref()).map(|(sch, (b, _))| {
+                    ReplayInputs::of(&sch.descriptors, &sch.decisions.decisions, b)
                 });
                 let r = derived.as_ref().unwrap_or(&s.replay);
                 enc.slice(
@@ -185,8 +187,8 @@ pub(crate) fn run(
                     &r.blocked_ranks,
                     &r.completed,
                 );
-                if let Some(sch) = &s.schedule {
-                    spans.slice(s.slice, &sch.blocked, &sch.sites);
+                if let Some((blocked, sites)) = &full {
+                    spans.slice(s.slice, blocked, sites);
                 }
                 write_slice(&conn, s, &mut messages)
             }
