@@ -18,6 +18,10 @@ pub(crate) type Entry = (BlockedCall, Option<Arc<CallSite>>);
 /// A rank's new state: blocked (in this call, at this site), or `None`: no longer blocked.
 pub(crate) type Change = (u32, Option<Entry>);
 
+/// A whole blocked set, ranks ascending, and the known call sites in the same order
+/// (borrowed from the mirror).
+pub(crate) type FullSet<'a> = (Vec<(u32, BlockedCall)>, Vec<(u32, &'a Arc<CallSite>)>);
+
 /// The last blocked set sent, indexed by rank (ranks are dense).
 #[derive(Default)]
 pub(crate) struct BlockedMirror {
@@ -92,10 +96,7 @@ impl BlockedMirror {
 
     /// The writer: apply the slice path's changes; returns the whole set, ranks ascending,
     /// and the known sites in the same order.
-    pub fn apply(
-        &mut self,
-        changes: &[Change],
-    ) -> (Vec<(u32, BlockedCall)>, Vec<(u32, &Arc<CallSite>)>) {
+    pub fn apply(&mut self, changes: &[Change]) -> FullSet<'_> {
         for (rank, state) in changes {
             let i = self.slot(*rank);
             let was = std::mem::replace(&mut self.by_rank[i], state.clone());
