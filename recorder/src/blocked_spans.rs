@@ -55,11 +55,11 @@ impl BlockedSpans {
     /// blocked set, with no hashing: a 1,000-rank job has 1,000 entries per slice.
     ///
     /// `sites`: the call sites of some of the blocked ranks, in the blocked set's order.
-    pub fn slice(
+    pub fn slice<S: std::borrow::Borrow<Arc<CallSite>>>(
         &mut self,
         slice: u64,
         blocked: &[(u32, BlockedCall)],
-        sites: &[(u32, Arc<CallSite>)],
+        sites: &[(u32, S)],
     ) {
         let mut next_site = sites.iter().peekable();
         for &(rank, call) in blocked {
@@ -69,6 +69,7 @@ impl BlockedSpans {
             }
             let (site, site_arc) = match next_site.peek() {
                 Some((r, s)) if *r == rank => {
+                    let s: &Arc<CallSite> = s.borrow();
                     next_site.next();
                     let same = self.open[i]
                         .as_ref()

@@ -5,6 +5,7 @@
 //! transactions, so node managers never wait on the disk (unless the queue fills, in which
 //! case they wait rather than lose records: a recording with holes is useless for replay).
 
+mod blocked_delta;
 mod blocked_spans;
 pub mod checksum;
 pub mod compact;
@@ -42,7 +43,7 @@ pub use recording::{Job, Recording, Totals};
 pub use window::Layer;
 pub use writer::error_name;
 
-use writer::{Msg, Schedule, SliceMsg, WriterDone};
+use writer::{Msg, ReplayInputs, Schedule, SliceMsg, WriterDone};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -248,6 +249,8 @@ pub struct Recorder {
     reserve: Mutex<file::SpaceReserve>,
     /// `--capture-payloads`: which ranks' deliveries are stored (index: rank).
     capture: OnceLock<Vec<bool>>,
+    /// The last blocked set sent to the writer: the slice path sends only changes.
+    blocked: Mutex<blocked_delta::BlockedMirror>,
 }
 
 impl Recorder {
@@ -355,6 +358,7 @@ impl Recorder {
             checks: Mutex::new(Vec::new()),
             _lock: lock,
             reserve: Mutex::new(reserve),
+            blocked: Mutex::new(Default::default()),
             capture: OnceLock::new(),
         })
     }
@@ -647,9 +651,20 @@ impl SliceSink for Recorder {
                 wake: rec.decisions.wake.clone(),
                 catalog: Vec::new(),
             },
-            blocked: rec.blocked.clone(),
-            sites: rec.sites.clone(),
+            blocked: self
+                .blocked
+                .lock()
+                .expect("recorder lock")
+                .diff(&rec.blocked, &rec.sites),
         });
+        // The replay log's inputs: with the schedule log on, the writer derives them from
+        // the copies above (no further allocation on the slice path); without it, only
+        // they are copied.
+        let replay = if schedule.is_some() {
+            ReplayInputs::default()
+        } else {
+            ReplayInputs::of(&rec.descriptors, &rec.decisions.decisions, &rec.blocked)
+        };
         self.send(Msg::Slice(Box::new(SliceMsg {
             slice: rec.slice,
             reason: rec.reason,
@@ -660,14 +675,7 @@ impl SliceSink for Recorder {
             n_blocked: rec.blocked.len() as u32,
             digest: rec.digest,
             schedule,
-            posted: replay_log::posted_per_rank(&rec.descriptors),
-            blocking: replay_log::blocking_of(&rec.descriptors),
-            completed: replay_log::completions_of(&rec.decisions.decisions),
-            blocked_ranks: {
-                let mut b: Vec<u32> = rec.blocked.iter().map(|&(r, _)| r).collect();
-                b.sort_unstable();
-                b
-            },
+            replay,
         })));
     }
 

@@ -589,6 +589,22 @@ CREATE VIEW message_life AS
       AND NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = m.slice);
 "#;
 
+/// The schedule log's blobs packed (issue 14): a `slice_schedule` blob whose first byte
+/// is 2 is the plain blob packed by a small LZ77 pass (`compact::pack`); short blobs stay
+/// plain (first byte 1). Nothing to convert: plain blobs keep their meaning, and a strobe
+/// that knows only format 14 refuses the file ("use a newer strobe") instead of calling a
+/// packed blob damage. `schedule_bytes` shows what each slice's blobs cost, and which
+/// are packed, for `sqlite3` users measuring a recording.
+const V_PACKED_SCHEDULE: &str = r#"
+CREATE VIEW schedule_bytes AS
+    SELECT slice,
+           length(descriptors) AS descriptor_bytes,
+           length(decisions) AS decision_bytes,
+           (substr(descriptors, 1, 1) = x'02') AS descriptors_packed,
+           (substr(decisions, 1, 1) = x'02') AS decisions_packed
+    FROM slice_schedule;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -605,7 +621,12 @@ pub const MIGRATIONS: &[&str] = &[
     V_PLACEMENT,
     V_TRANSPORT,
     V_COMPACT_SCHEDULE,
+    V_PACKED_SCHEDULE,
 ];
+
+/// The first format whose schedule-log blobs may be packed: the position of
+/// [`V_PACKED_SCHEDULE`].
+pub const PACKED_SCHEDULE_VERSION: i64 = version_of(V_PACKED_SCHEDULE);
 
 /// The first format with `job.transport`: the position of [`V_TRANSPORT`].
 pub const TRANSPORT_VERSION: i64 = version_of(V_TRANSPORT);

@@ -83,6 +83,14 @@ impl<'a> VarintReader<'a> {
         }
         Err(format!("varint too long at byte {}", self.pos))
     }
+    /// The next `n` bytes as they are.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.bytes.len());
+        let end = end.ok_or_else(|| format!("{n} bytes cut short at byte {}", self.pos))?;
+        let b = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(b)
+    }
 }
 
 fn zigzag(v: i64) -> u64 {

@@ -44,22 +44,46 @@ pub(crate) struct SliceMsg {
     pub digest: u64,
     /// `None` outside the schedule log's window.
     pub schedule: Option<Schedule>,
-    /// Replay log (always): descriptors handled per rank (ranks ascending), the blocking
-    /// ones, the ranks blocked when the slice started (ascending), and the descriptors the
-    /// slice completed.
+    /// The replay log's inputs, empty when `schedule` is there: the writer then derives
+    /// them from it ([`ReplayInputs::of`]), off the slice path.
+    pub replay: ReplayInputs,
+}
+
+/// What the replay log (always recorded) needs of a slice: descriptors handled per rank
+/// (ranks ascending), the blocking ones, the ranks blocked when the slice started
+/// (ascending), and the descriptors the slice completed.
+#[derive(Default)]
+pub(crate) struct ReplayInputs {
     pub posted: Vec<(u32, u32)>,
     pub blocking: Vec<(u32, u64)>,
     pub blocked_ranks: Vec<u32>,
     pub completed: Vec<(u32, u64)>,
 }
 
+impl ReplayInputs {
+    pub fn of(
+        descriptors: &[Descriptor],
+        decisions: &[strobe_runtime::sched::Decision],
+        blocked: &[(u32, BlockedCall)],
+    ) -> ReplayInputs {
+        let mut blocked_ranks: Vec<u32> = blocked.iter().map(|&(r, _)| r).collect();
+        blocked_ranks.sort_unstable();
+        ReplayInputs {
+            posted: crate::replay_log::posted_per_rank(descriptors),
+            blocking: crate::replay_log::blocking_of(descriptors),
+            blocked_ranks,
+            completed: crate::replay_log::completions_of(decisions),
+        }
+    }
+}
+
 pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
     /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
     pub decisions: SliceDecisions,
-    pub blocked: Vec<(u32, BlockedCall)>,
-    /// The blocked ranks' call sites, in the blocked set's order.
-    pub sites: Vec<(u32, std::sync::Arc<strobe_runtime::symbolize::CallSite>)>,
+    /// What changed in the blocked set (and the blocked ranks' call sites) since the last
+    /// slice sent with a schedule (`blocked_delta.rs`).
+    pub blocked: Vec<crate::blocked_delta::Change>,
 }
 
 pub(crate) struct WriterDone {
@@ -115,6 +139,7 @@ pub(crate) fn run(
     let mut b = Batch::default();
     let mut enc = ReplayLogEncoder::default();
     let mut spans = BlockedSpans::default();
+    let mut mirror = crate::blocked_delta::BlockedMirror::default();
     let mut messages = MessageLog::default();
     loop {
         // Poll, never park: a parked receiver makes every send on the slice path pay a
@@ -150,15 +175,20 @@ pub(crate) fn run(
                 b.pending += 1;
                 b.last = s.slice;
                 slices += 1;
+                let full = s.schedule.as_ref().map(|sch| mirror.apply(&sch.blocked));
+                let derived = s.schedule.as_ref().zip(full.as_ref()).map(|(sch, (b, _))| {
+                    ReplayInputs::of(&sch.descriptors, &sch.decisions.decisions, b)
+                });
+                let r = derived.as_ref().unwrap_or(&s.replay);
                 enc.slice(
                     s.slice,
-                    &s.posted,
-                    &s.blocking,
-                    &s.blocked_ranks,
-                    &s.completed,
+                    &r.posted,
+                    &r.blocking,
+                    &r.blocked_ranks,
+                    &r.completed,
                 );
-                if let Some(sch) = &s.schedule {
-                    spans.slice(s.slice, &sch.blocked, &sch.sites);
+                if let Some((blocked, sites)) = &full {
+                    spans.slice(s.slice, blocked, sites);
                 }
                 write_slice(&conn, s, &mut messages)
             }
@@ -309,13 +339,14 @@ fn write_slice(conn: &Connection, s: &SliceMsg, messages: &mut MessageLog) -> ru
 }
 
 /// The slice's descriptors and decision set as two compact blobs, one `slice_schedule`
-/// row (`compact.rs`): no row per descriptor or per decision. Encoded here, on the writer
-/// thread, never on the slice path. A slice that handled and decided nothing has no row.
+/// row (`compact.rs`), each packed when that makes it smaller: no row per descriptor or
+/// per decision. Encoded here, on the writer thread, never on the slice path. A slice that handled and decided nothing has no row.
 fn write_schedule(conn: &Connection, slice: u64, sch: &Schedule) -> rusqlite::Result<()> {
     let set = &sch.decisions;
-    let descriptors =
-        (!sch.descriptors.is_empty()).then(|| compact::encode_descriptors(&sch.descriptors));
-    let decisions = (!set.is_empty()).then(|| compact::encode_decisions(&set.decisions, &set.wake));
+    let descriptors = (!sch.descriptors.is_empty())
+        .then(|| compact::pack(compact::encode_descriptors(&sch.descriptors)));
+    let decisions = (!set.is_empty())
+        .then(|| compact::pack(compact::encode_decisions(&set.decisions, &set.wake)));
     if descriptors.is_none() && decisions.is_none() {
         return Ok(());
     }

@@ -18,6 +18,9 @@
 //! previous one's and, for the same rank, its sequence number as the gap after it; then a
 //! mask of its non-zero fields and only those (a send's six zero fields cost nothing).
 //!
+//! The writer stores each blob [`pack`]ed (packed by an LZ77 pass when that is smaller, format
+//! `PACKED_SCHEDULE_VERSION`); the decoders take either form.
+//!
 //! The decoder never trusts the bytes: every error is a `String` the reader turns into
 //! "damaged recording", and the decision set's digest is checked against `slice.digest`.
 
@@ -27,6 +30,9 @@ use strobe_core::descriptor::{DescKind, DescRef, Descriptor};
 use strobe_core::sched::{Decision, DecisionKind, DecisionSource, DecisionVisitor};
 
 use crate::replay_log::{put_varint, VarintReader};
+
+mod pack;
+pub use pack::{pack, unpack, MAX_INFLATED, PACKED};
 
 /// The first byte of every blob: the codec's version. A reader refuses another.
 pub const CODEC_VERSION: u8 = 1;
@@ -131,9 +137,11 @@ fn read_len(rd: &mut VarintReader<'_>, what: &str) -> Result<usize, String> {
     }
 }
 
-/// Read back [`encode_descriptors`]' output (addresses and signatures zero).
+/// Read back [`encode_descriptors`]' output, plain or [`pack`]ed (addresses and
+/// signatures zero).
 pub fn decode_descriptors(bytes: &[u8]) -> Result<Vec<Descriptor>, String> {
-    let mut rd = VarintReader::new(bytes);
+    let plain = unpack(bytes)?;
+    let mut rd = VarintReader::new(&plain);
     check_version(&mut rd, "descriptor")?;
     let n = read_len(&mut rd, "descriptors")?;
     let mut out = Vec::with_capacity(n.min(4096));
@@ -316,9 +324,11 @@ impl DecisionSource for Reader<'_, '_> {
     }
 }
 
-/// Read back [`encode_decisions`]' output: the decisions and the ranks woken.
+/// Read back [`encode_decisions`]' output, plain or [`pack`]ed: the decisions and the
+/// ranks woken.
 pub fn decode_decisions(bytes: &[u8]) -> Result<(Vec<Decision>, Vec<u32>), String> {
-    let mut rd = VarintReader::new(bytes);
+    let plain = unpack(bytes)?;
+    let mut rd = VarintReader::new(&plain);
     check_version(&mut rd, "decision")?;
     let n = read_len(&mut rd, "decisions")?;
     let mut decisions = Vec::with_capacity(n.min(4096));

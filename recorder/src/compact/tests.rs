@@ -172,9 +172,9 @@ fn damaged_blobs_are_errors() {
     for cut in 0..d.len() {
         assert!(decode_decisions(&d[..cut]).is_err(), "cut at {cut}");
     }
-    let mut v2 = d.clone();
-    v2[0] = 2;
-    assert!(decode_decisions(&v2).unwrap_err().contains("codec version"));
+    let mut v3 = d.clone();
+    v3[0] = 3;
+    assert!(decode_decisions(&v3).unwrap_err().contains("codec version"));
     let ds = encode_descriptors(&[desc(0, 1, DescKind::Send)]);
     for cut in 0..ds.len() {
         assert!(decode_descriptors(&ds[..cut]).is_err(), "cut at {cut}");
@@ -227,4 +227,134 @@ fn a_send_descriptor_costs_a_few_bytes() {
     let blob = encode_descriptors(&[send, recv]);
     assert!(blob.len() <= 2 + 2 * 10, "{} bytes", blob.len());
     assert_eq!(decode_descriptors(&blob).unwrap(), vec![send, recv]);
+}
+
+/// The decisions and descriptors of a ping-pong slice: `n` small messages from rank 0 to 1.
+fn ping_pong_slice(n: u64) -> (Vec<Descriptor>, Vec<Decision>) {
+    let mut descs = Vec::new();
+    let mut decisions = Vec::new();
+    for i in 0..n {
+        let (s, r) = (
+            DescRef {
+                rank: 0,
+                seq: 50_000 + i,
+            },
+            DescRef {
+                rank: 1,
+                seq: 50_000 + i,
+            },
+        );
+        let send = Descriptor {
+            rank: 0,
+            seq: s.seq,
+            kind: DescKind::Send as u8,
+            flags: 1,
+            peer: 1,
+            tag: 1,
+            bytes: 8,
+            ..Default::default()
+        };
+        descs.push(send);
+        descs.push(Descriptor {
+            rank: 1,
+            seq: r.seq,
+            kind: DescKind::Recv as u8,
+            peer: 0,
+            ..send
+        });
+        let done = |desc| {
+            Decision::Complete(Completed {
+                desc,
+                completion: Completion {
+                    source: 0,
+                    tag: 1,
+                    bytes: 8,
+                    value: u64::MAX,
+                    ..Default::default()
+                },
+            })
+        };
+        decisions.push(Decision::Match(Match {
+            send: s,
+            recv: r,
+            bytes: 8,
+            truncated: false,
+        }));
+        decisions.push(Decision::Chunk(Chunk {
+            send: s,
+            recv: r,
+            offset: 0,
+            len: 8,
+        }));
+        decisions.push(done(s));
+        decisions.push(done(r));
+    }
+    descs.sort_by_key(|d| (d.rank, d.seq));
+    (descs, decisions)
+}
+
+#[test]
+fn packed_blobs_round_trip_and_shrink() {
+    let (descs, decisions) = ping_pong_slice(8);
+    let plain = encode_decisions(&decisions, &[0, 1]);
+    let packed = pack(plain.clone());
+    assert_eq!(packed[0], PACKED);
+    assert!(
+        packed.len() * 2 < plain.len(),
+        "{} of {} bytes",
+        packed.len(),
+        plain.len()
+    );
+    assert_eq!(decode_decisions(&packed).unwrap(), (decisions, vec![0, 1]));
+    let packed = pack(encode_descriptors(&descs));
+    assert_eq!(packed[0], PACKED);
+    assert_eq!(decode_descriptors(&packed).unwrap(), descs);
+    // A short blob stays plain: packing it would make it longer.
+    let short = encode_descriptors(&descs[..1]);
+    assert_eq!(pack(short.clone()), short);
+}
+
+#[test]
+fn damaged_packed_blobs_are_errors() {
+    let (_, decisions) = ping_pong_slice(8);
+    let packed = pack(encode_decisions(&decisions, &[0, 1]));
+    for cut in 1..packed.len() {
+        assert!(decode_decisions(&packed[..cut]).is_err(), "cut at {cut}");
+    }
+    // Unpacks, but not to a plain blob.
+    assert!(decode_decisions(&[PACKED, 4, 9, 9, 9])
+        .unwrap_err()
+        .contains("plain blob"));
+    // A copy from before the start.
+    assert!(decode_decisions(&[PACKED, 0, 1, 1, 5]).is_err());
+    // A blob unpacking past the cap is refused, never allocated in full: one literal,
+    // then a copy of 2^40 bytes of it.
+    let mut bomb = vec![PACKED, 0, CODEC_VERSION];
+    crate::replay_log::put_varint(&mut bomb, (1 << 41) | 1);
+    bomb.push(1);
+    assert!(pack::unpack_at_most(&bomb, 1 << 12)
+        .unwrap_err()
+        .contains("past"));
+    let mut small = vec![PACKED, 0, CODEC_VERSION];
+    crate::replay_log::put_varint(&mut small, ((100 - 3) << 1) | 1);
+    small.push(1);
+    assert_eq!(pack::unpack_at_most(&small, 1 << 12).unwrap().len(), 101);
+}
+
+proptest! {
+    #[test]
+    fn packing_round_trips(body in proptest::collection::vec(0u8..4, 0..600)) {
+        let mut plain = vec![CODEC_VERSION];
+        plain.extend(body);
+        let packed = pack(plain.clone());
+        prop_assert!(packed.len() <= plain.len());
+        prop_assert_eq!(&*unpack(&packed).unwrap(), &plain[..]);
+    }
+
+    #[test]
+    fn arbitrary_packed_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut bytes = vec![PACKED];
+        bytes.extend(tail);
+        let _ = pack::unpack_at_most(&bytes, 1 << 16);
+    }
 }

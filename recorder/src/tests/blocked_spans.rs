@@ -105,7 +105,7 @@ fn the_writer_folds_consecutive_slices_into_spans() {
             .filter(|r| r.0 == slice)
             .map(|r| (r.1 as u32, call(r.2)))
             .collect();
-        spans.slice(slice as u64, &set, &[]);
+        spans.slice::<std::sync::Arc<strobe_runtime::symbolize::CallSite>>(slice as u64, &set, &[]);
         // A commit in the middle of open spans: they are written, then extended.
         if slice == 2 || slice == 5 {
             spans.flush(&c).unwrap();
