@@ -188,20 +188,13 @@ pub fn p2p(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
     // Message rate (issue 14): 1-byte unidirectional bandwidth in MB/s is millions of
     // messages per second.
     let one = |label: &str| summ(&s, label, |r| value(r, "bw_uni", &[("bytes", "1")], "mbps"));
-    let (st, mp) = (one(ADAPTIVE), one(MPICH));
-    let r = ratio_value(st, mp);
-    doc.targets.push(Target {
-        what: "1-byte message rate, strobe / MPICH".into(),
-        goal: ">= 0.25".into(),
-        measured: r.map_or("—".into(), |r| {
-            format!(
-                "{r:.3} ({} vs {} M msg/s)",
-                num(st.expect("ratio").median),
-                num(mp.expect("ratio").median)
-            )
-        }),
-        met: r.map(|r| r >= 0.25),
-    });
+    doc.targets.push(ratio_target(
+        "1-byte message rate, strobe / MPICH",
+        (one(ADAPTIVE), one(MPICH)),
+        0.25,
+        3,
+        "M msg/s",
+    ));
     // Bandwidth at 1 MiB (issue 14: at least 80% of MPICH's, both directions).
     let mib = (1u64 << 20).to_string();
     for (metric, what) in [
@@ -212,22 +205,39 @@ pub fn p2p(ctx: &Ctx, doc: &mut Doc) -> Result<()> {
         ("bw_bi", "bidirectional bandwidth at 1 MiB, strobe / MPICH"),
     ] {
         let at = |label: &str| summ(&s, label, |r| value(r, metric, &[("bytes", &mib)], "mbps"));
-        let (st, mp) = (at(ADAPTIVE), at(MPICH));
-        let r = ratio_value(st, mp);
-        doc.targets.push(Target {
-            what: what.into(),
-            goal: ">= 0.8".into(),
-            measured: r.map_or("—".into(), |r| {
-                format!(
-                    "{r:.2} ({} vs {} MB/s)",
-                    num(st.expect("ratio").median),
-                    num(mp.expect("ratio").median)
-                )
-            }),
-            met: r.map(|r| r >= 0.8),
-        });
+        doc.targets.push(ratio_target(
+            what,
+            (at(ADAPTIVE), at(MPICH)),
+            0.8,
+            2,
+            "MB/s",
+        ));
     }
     Ok(())
+}
+
+/// A "strobe / MPICH at least `min`" target, showing the ratio with `digits` decimals and
+/// both medians in `unit`.
+fn ratio_target(
+    what: &str,
+    (st, mp): (Option<Summary>, Option<Summary>),
+    min: f64,
+    digits: usize,
+    unit: &str,
+) -> Target {
+    let r = ratio_value(st, mp);
+    Target {
+        what: what.into(),
+        goal: format!(">= {min}"),
+        measured: r.map_or("—".into(), |r| {
+            format!(
+                "{r:.digits$} ({} vs {} {unit})",
+                num(st.expect("ratio").median),
+                num(mp.expect("ratio").median)
+            )
+        }),
+        met: r.map(|r| r >= min),
+    }
 }
 
 /// The parameterized LogP figures of thesis 003_... section 6.4.
