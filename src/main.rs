@@ -389,6 +389,7 @@ fn launch_config(job: &JobArgs, command: &[OsString]) -> Result<LaunchConfig> {
             direct_copy_min: job.direct_copy_min,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
             inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
+            local_null: true,
             placement: None,
         },
         program: resolve_program(program)?,

@@ -97,6 +97,7 @@ fn run_job(
             direct_copy_min: strobe_runtime::engine::DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
             inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
+            local_null: true,
             placement: None,
         },
         program: fixture(prog)?,

@@ -102,6 +102,7 @@ fn run_once(ranks: u32, w: &Workload, mode: Mode, db: &Path) -> Result<Sample> {
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
             inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
+            local_null: true,
             placement: None,
         },
         program: program(w.program)?,

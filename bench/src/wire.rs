@@ -69,6 +69,7 @@ fn launch_config(ranks: u32, nodes: u32, w: &Workload) -> Result<LaunchConfig> {
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
             inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
+            local_null: true,
             placement: None,
         },
         program,

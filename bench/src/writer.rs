@@ -36,6 +36,7 @@ fn job(nodes: u32) -> Result<LaunchConfig> {
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
             inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
+            local_null: true,
             placement: None,
         },
         program: std::env::current_exe()?,

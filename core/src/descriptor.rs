@@ -176,6 +176,13 @@ pub const FLAG_GROUP: u8 = 4;
 /// is the program's again as soon as the call returns). The node manager never reads the
 /// sender's memory for it.
 pub const FLAG_INLINE: u8 = 8;
+/// Descriptor flag on a send or receive whose peer is `MPI_PROC_NULL` (scheduler version
+/// 4): the rank completed it when it posted (the standard's immediate no-op: source
+/// `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, count 0), so it never waits for a slice. The
+/// scheduler records that completion flagged [`COMPLETION_INLINE`] and delivers nothing.
+/// (A wavefront's edge ranks post two such calls per block; each used to wait for a slice
+/// while their neighbours computed.)
+pub const FLAG_LOCAL: u8 = 16;
 
 /// Largest message carried inline in its descriptor: the 7 words a send does not use
 /// (`rbuf`, `rbytes`, `aux`, `aux2`, `_pad`). Smaller than a cache line, so the rank's copy
@@ -275,6 +282,12 @@ impl Descriptor {
             }
             _ => self.sig_len = 0,
         }
+    }
+
+    /// Whether the rank completed this `MPI_PROC_NULL` send or receive itself
+    /// ([`FLAG_LOCAL`]).
+    pub fn is_local(&self) -> bool {
+        self.flags & FLAG_LOCAL != 0
     }
 
     /// Whether a send carries its bytes inline ([`FLAG_INLINE`]).

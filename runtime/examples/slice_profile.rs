@@ -44,6 +44,7 @@ fn main() {
             direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
             eager_max: strobe_runtime::engine::DEFAULT_EAGER_MAX,
             inline_max: strobe_runtime::engine::DEFAULT_INLINE_MAX,
+            local_null: true,
             placement: None,
         },
         program: args[1].clone().into(),

@@ -136,7 +136,12 @@ pub fn launch_alone(
     let started = Instant::now();
     let seg = crate::rank::create_segment(ranks, 1).map_err(LaunchError::Segment)?;
     // The rank inlines tiny sends as it did in the recording (its scheduler version).
-    crate::segment::set_inline_max(&seg, cfg.engine.inline_max);
+    crate::segment::set_send_limits(
+        &seg,
+        cfg.engine.inline_max,
+        cfg.engine.eager_max,
+        cfg.engine.local_null,
+    );
     if debugger.is_some() {
         // Held at its first MPI call, where the debugger will find it.
         seg.slot(rank).post_limit.store(1, Ordering::Release);

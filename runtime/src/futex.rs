@@ -119,6 +119,14 @@ pub fn bump_and_wake(word: &AtomicU32, sleepers: &AtomicU32) {
     }
 }
 
+/// The first half of [`bump_and_wake`]: bump `word`; true when someone sleeps on it, so
+/// the caller must [`wake_all`] it (after bumping every other word it has to: see the
+/// node manager's delivery, where the first wake-up may preempt the waker).
+pub fn bump(word: &AtomicU32, sleepers: &AtomicU32) -> bool {
+    word.fetch_add(1, Ordering::SeqCst);
+    sleepers.load(Ordering::SeqCst) != 0
+}
+
 /// `deadline` as an absolute `CLOCK_MONOTONIC` timespec, or `None` if it has passed.
 fn monotonic_timespec(deadline: Instant) -> Option<Timespec> {
     let remaining = deadline.checked_duration_since(Instant::now())?;

@@ -70,7 +70,7 @@ impl JobSegments {
             vec![crate::rank::create_segment(e.ranks, e.nodes)?]
         };
         for s in &segs {
-            crate::segment::set_inline_max(s, e.inline_max);
+            crate::segment::set_send_limits(s, e.inline_max, e.eager_max, e.local_null);
         }
         // Each node has its own node memory for eager bytes, as a daemon does: bytes for a
         // receiver on another node cross through the transport when the receive matches

@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::calls::Primitive;
-use crate::descriptor::{Completion, Descriptor};
+use crate::descriptor::{Completion, DescKind, Descriptor};
 use crate::futex;
 use crate::outcome::{LibcCall, Outcome, OutcomeCursor, OutcomeRec, ENV_REPLAY_OUTCOMES};
 use crate::segment::{
@@ -47,15 +47,24 @@ struct Inner {
     next_seq: u64,
     next_request: u64,
     done: DoneMap,
+    /// Requests the next slice completes whatever the other ranks do (see
+    /// [`RankCtx::next_slice_completes`]), until their completion arrives: a rank that
+    /// waits only for such requests asks for that slice at once.
+    self_completing: RequestSet,
     /// Replay mode: the rank's recorded timing-dependent outcomes, consumed in order.
     replay: Option<OutcomeCursor>,
 }
+
+type RequestSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<RequestHasher>>;
 
 impl Inner {
     /// Move delivered completions from the queue into the table.
     fn pump(&mut self) {
         while let Some(mut c) = self.queues.completions.pop() {
             crate::rank_inline::write_carried(&mut c);
+            if !self.self_completing.is_empty() {
+                self.self_completing.remove(&c.request);
+            }
             self.done.insert(c.request, c);
         }
     }
@@ -68,6 +77,14 @@ pub struct RankCtx {
     /// Largest standard-mode send carried inline in its descriptor (0: none), as the
     /// launcher set it in the segment header for this job's scheduler version.
     inline_max: u64,
+    /// Largest standard-mode send the scheduler completes eagerly (0: none): a rank
+    /// blocked in such a send asks for the next slice at once (`segment::ring_urgent`).
+    eager_max: u64,
+    /// Complete `MPI_PROC_NULL` sends and receives when they are posted
+    /// (`descriptor::FLAG_LOCAL`, scheduler version 4), as the launcher set it.
+    local_null: bool,
+    /// A replay (recorded outcomes present): the recorded slices decide when slices start.
+    replay_mode: bool,
     inner: Mutex<Inner>,
 }
 
@@ -117,15 +134,21 @@ impl RankCtx {
             }
         };
         let inline_max = u64::from(seg.header().inline_max.load(Ordering::Acquire));
+        let eager_max = u64::from(seg.header().eager_max.load(Ordering::Acquire));
+        let local_null = seg.header().local_null.load(Ordering::Acquire) != 0;
         let ctx = RankCtx {
             rank,
             size,
             inline_max,
+            eager_max,
+            local_null,
+            replay_mode: replay.is_some(),
             inner: Mutex::new(Inner {
                 queues,
                 next_seq: 0,
                 next_request: 1,
                 done: DoneMap::default(),
+                self_completing: RequestSet::default(),
                 replay,
             }),
             seg,
@@ -228,7 +251,13 @@ impl RankCtx {
         d.seq = g.next_seq;
         d.request = g.next_request;
         crate::checks::stamp(&mut d);
-        let inline = crate::rank_inline::carry(&mut d, self.inline_max);
+        let carried = crate::rank_inline::carry(&mut d, self.inline_max);
+        let local = carried.is_none() && self.local_null && crate::rank_inline::make_local(&mut d);
+        // Completed when posted: an inline send, or a local `MPI_PROC_NULL` call.
+        let inline = carried.or_else(|| local.then(|| crate::rank_inline::local_completion(&d)));
+        if inline.is_none() && g.replay.is_none() && self.next_slice_completes(&d) {
+            g.self_completing.insert(d.request);
+        }
         loop {
             match g.queues.descriptors.push(&d) {
                 Ok(()) => break,
@@ -259,8 +288,9 @@ impl RankCtx {
         if g.replay.is_some() {
             // The replaying Strobe Sender waits for exactly these posts; it has no timer.
             ring_doorbell(&self.seg);
-        } else {
-            // The adaptive strobe may sleep after a quiet slice until somebody posts.
+        } else if !local {
+            // The adaptive strobe may sleep after a quiet slice until somebody posts (a
+            // local call needs no slice soon: it waits in the queue for the next one).
             ring_if_stretched(&self.seg);
         }
         d.request
@@ -436,7 +466,20 @@ impl RankCtx {
 
     /// Sleep until `ready` holds over the set of completed requests. `call` names the MPI
     /// call for deadlock reports.
-    pub fn block_until(&self, call: BlockedCall, mut ready: impl FnMut(&DoneMap) -> bool) {
+    pub fn block_until(&self, call: BlockedCall, ready: impl FnMut(&DoneMap) -> bool) {
+        self.block_until_urgent(call, false, ready)
+    }
+
+    /// [`Self::block_until`]; `urgent`: the next slice completes the call whatever the
+    /// other ranks do, so ask the Strobe Sender for it now rather than when every rank
+    /// blocked or the timer expires (a wavefront's upstream rank would otherwise wait up
+    /// to a slice for a downstream rank still computing).
+    fn block_until_urgent(
+        &self,
+        call: BlockedCall,
+        urgent: bool,
+        mut ready: impl FnMut(&DoneMap) -> bool,
+    ) {
         let slot = self.seg.slot(self.rank);
         loop {
             let seen = slot.wake.load(Ordering::Acquire);
@@ -453,6 +496,8 @@ impl RankCtx {
             // blocked set of the next slice): tell it even if others still compute.
             if leave_computing(&self.seg, self.rank, RankState::Blocked) || self.replaying() {
                 ring_doorbell(&self.seg);
+            } else if urgent {
+                crate::segment::ring_urgent(&self.seg);
             }
             // Re-check after announcing the block: a completion may have landed in between,
             // and the node manager only wakes ranks it sees blocked or bumps `wake`.
@@ -565,7 +610,8 @@ impl RankCtx {
                 }
             }
         }
-        self.block_until(call.into(), |done| want.satisfied(ids, done));
+        let urgent = self.only_self_completing(ids, want);
+        self.block_until_urgent(call.into(), urgent, |done| want.satisfied(ids, done));
         let got = {
             let mut g = self.inner.lock().expect("rank context lock");
             g.pump();
@@ -661,7 +707,8 @@ impl RankCtx {
 
     /// Wait for one request and consume its completion.
     pub fn wait(&self, call: impl Into<BlockedCall>, request: u64) -> Completion {
-        self.block_until(call.into(), |done| done.contains_key(&request));
+        let urgent = self.only_self_completing(&[request], Want::All);
+        self.block_until_urgent(call.into(), urgent, |done| done.contains_key(&request));
         self.take(request).expect("completion present after wait")
     }
 
@@ -685,12 +732,78 @@ impl RankCtx {
             .remove(&request)
     }
 
+    /// Post a send to world rank `receiver` (when known): as [`Self::post`], and if that
+    /// rank is blocked, ask for the next slice at once (`segment::ring_urgent`): it may
+    /// be waiting for this very message, and would otherwise wait for the timer while
+    /// other ranks compute (a wavefront's downstream rank). Only a hint: a receiver
+    /// blocked in something else gets an early slice that changes nothing, and slice
+    /// timing never enters a decision.
+    pub fn post_send(&self, d: Descriptor, receiver: Option<u32>) -> u64 {
+        let id = self.post(d);
+        self.nudge(receiver);
+        id
+    }
+
+    /// A blocking send ([`Self::call`]) with [`Self::post_send`]'s hint.
+    pub fn call_send(&self, mut d: Descriptor, receiver: Option<u32>) -> Completion {
+        d.flags |= crate::descriptor::FLAG_BLOCKING;
+        let call = BlockedCall::posted(d.kind);
+        let req = self.post_send(d, receiver);
+        self.wait(call, req)
+    }
+
+    fn nudge(&self, receiver: Option<u32>) {
+        let Some(r) = receiver.filter(|&r| r < self.seg.ranks() && r != self.rank) else {
+            return;
+        };
+        if !self.replay_mode && self.seg.slot(r).state() == RankState::Blocked {
+            crate::segment::ring_urgent(&self.seg);
+        }
+    }
+
     /// Post a blocking descriptor and wait for its completion.
     pub fn call(&self, mut d: Descriptor) -> Completion {
         d.flags |= crate::descriptor::FLAG_BLOCKING;
         let call = BlockedCall::posted(d.kind);
         let req = self.post(d);
         self.wait(call, req)
+    }
+
+    /// Whether the scheduler completes `d` in the slice it is exchanged in, whatever the
+    /// other ranks do: a send or receive with `MPI_PROC_NULL` as its peer (completed at
+    /// once), a standard-mode or ready send of at most `eager_max` bytes (matched, or
+    /// copied into node memory: `SchedConfig::eager_max`). An eager copy can still wait
+    /// when node memory's eager budget is spent; the slice asked for is then only early.
+    fn next_slice_completes(&self, d: &Descriptor) -> bool {
+        match d.kind() {
+            Some(DescKind::Send | DescKind::Ssend | DescKind::Rsend | DescKind::Recv)
+                if d.peer == crate::descriptor::PROC_NULL =>
+            {
+                true
+            }
+            Some(DescKind::Send | DescKind::Rsend) => d.bytes <= self.eager_max,
+            _ => false,
+        }
+    }
+
+    /// A wait over `ids` that only the next slice's own work can satisfy: every request
+    /// it still waits for (`Want::All`), or one of them (`Any`, `Some`), completes in the
+    /// next slice whatever the other ranks do. Never in a replay, where the recorded
+    /// slices decide when each slice starts.
+    fn only_self_completing(&self, ids: &[u64], want: Want) -> bool {
+        let mut g = self.inner.lock().expect("rank context lock");
+        if g.self_completing.is_empty() || g.replay.is_some() {
+            return false;
+        }
+        g.pump();
+        let mut pending = ids.iter().filter(|id| !g.done.contains_key(id)).peekable();
+        if pending.peek().is_none() {
+            return false;
+        }
+        match want {
+            Want::All => pending.all(|id| g.self_completing.contains(id)),
+            _ => pending.any(|id| g.self_completing.contains(id)),
+        }
     }
 
     /// `MPI_Finalize`: the last descriptor; the rank stops counting as computing.

@@ -2,7 +2,9 @@
 //! for tiny messages"): copying a tiny send into its descriptor when it is posted, and
 //! writing a tiny message that rides in a delivered completion into the receive buffer.
 
-use crate::descriptor::{Completion, DescKind, Descriptor, COMPLETION_INLINE, PROC_NULL};
+use crate::descriptor::{
+    Completion, DescKind, Descriptor, ANY_TAG, COMPLETION_INLINE, FLAG_LOCAL, PROC_NULL,
+};
 
 /// A standard-mode or ready send of at most `inline_max` bytes to a rank carries its bytes
 /// in the descriptor and completes now, as the scheduler records (`COMPLETION_INLINE`).
@@ -35,6 +37,34 @@ pub(crate) fn carry(d: &mut Descriptor, inline_max: u64) -> Option<Completion> {
         flags: COMPLETION_INLINE,
         ..Completion::default()
     })
+}
+
+/// A send or receive whose peer is `MPI_PROC_NULL` (scheduler version 4) completes when it
+/// is posted: flag it [`FLAG_LOCAL`] (the scheduler then records the same completion and
+/// delivers nothing). Returns whether `d` became local.
+pub(crate) fn make_local(d: &mut Descriptor) -> bool {
+    let p2p = matches!(
+        d.kind(),
+        Some(DescKind::Send | DescKind::Ssend | DescKind::Rsend | DescKind::Recv)
+    );
+    if !p2p || d.peer != PROC_NULL {
+        return false;
+    }
+    d.flags |= FLAG_LOCAL;
+    true
+}
+
+/// The completion of a local `MPI_PROC_NULL` call, as the scheduler records it: source
+/// `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, no bytes (the standard's status for such calls).
+pub(crate) fn local_completion(d: &Descriptor) -> Completion {
+    Completion {
+        request: d.request,
+        source: PROC_NULL,
+        tag: ANY_TAG,
+        bytes: 0,
+        flags: COMPLETION_INLINE,
+        ..Completion::default()
+    }
 }
 
 /// A delivered completion that carries its receive's bytes (`COMPLETION_PAYLOAD`): write

@@ -21,7 +21,7 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 7: the header's `mirrored` word (a node's own segment watched by its slot mirror).
 /// 8: `DmaWork::dst_pid` (pushes by the sender's DMA Helper): a rank of layout 7 would take
 /// a push for a pull and copy into its own memory, so it must refuse to attach.
-pub const LAYOUT_VERSION: u32 = 8;
+pub const LAYOUT_VERSION: u32 = 9;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -235,10 +235,18 @@ pub struct JobHeader {
     pub mmds_resolution: AtomicU32,
     /// Largest send the ranks carry inline in its descriptor (`descriptor::FLAG_INLINE`,
     /// scheduler version 3); 0 = never (older layouts read their padding here: 0). Set by
-    /// the launcher before any rank starts ([`set_inline_max`]), from the scheduler version
+    /// the launcher before any rank starts ([`set_send_limits`]), from the scheduler version
     /// of the job (a replay of an older recording turns it off).
     pub inline_max: AtomicU32,
-    _p0: [u8; 16],
+    /// Largest standard-mode send the scheduler completes eagerly in the slice it is
+    /// exchanged in (`SchedConfig::eager_max`); 0 = off. Set with `inline_max`
+    /// ([`set_send_limits`]); a rank blocked in such a send asks for the slice at once
+    /// ([`ring_urgent`]). Layout 9.
+    pub eager_max: AtomicU32,
+    /// Non-zero: ranks complete `MPI_PROC_NULL` sends and receives themselves
+    /// (`descriptor::FLAG_LOCAL`, scheduler version 4). Set with `inline_max`. Layout 9.
+    pub local_null: AtomicU32,
+    _p0: [u8; 8],
     /// Ranks currently computing (not blocked, not finalized, not exited). The adaptive
     /// Strobe Sender starts a slice early when it reaches zero.
     pub computing: AtomicU32,
@@ -257,7 +265,12 @@ pub struct JobHeader {
     /// `engine/mirror.rs`): every change of a rank's state then also rings the doorbell
     /// while `stretched` is set, for the node's slot mirror, the doorbell's only sleeper.
     pub mirrored: AtomicU32,
-    _p2: [u8; 48],
+    /// Non-zero when a rank waits in a call the next slice completes whatever the other
+    /// ranks do (a blocking standard-mode send of at most `eager_max` bytes): the adaptive
+    /// Strobe Sender starts that slice at once, as if no rank computed. Cleared when a
+    /// slice begins (layout 9; padding before).
+    pub urgent: AtomicU32,
+    _p2: [u8; 44],
     /// Non-zero once the job is being torn down: ranks stop waiting and exit.
     pub shutdown: AtomicU32,
     _p3: [u8; 60],
@@ -310,6 +323,17 @@ impl RankSlot {
     /// Wake the rank (bump `wake`); a system call only if it sleeps rather than polls.
     pub fn wake_rank(&self) {
         crate::futex::bump_and_wake(&self.wake, &self.wake_sleepers);
+    }
+
+    /// [`Self::wake_rank`] in two steps: bump `wake` now; true when the rank sleeps and
+    /// needs [`Self::wake_sleeper`] (a system call).
+    pub fn bump_wake(&self) -> bool {
+        crate::futex::bump(&self.wake, &self.wake_sleepers)
+    }
+
+    /// Wake the rank sleeping on `wake` (after [`Self::bump_wake`]).
+    pub fn wake_sleeper(&self) {
+        crate::futex::wake_all(&self.wake);
     }
 
     /// Sleep while `wake` still reads `seen`, at most `timeout` (counted, see [`Self::wake_rank`]).
@@ -737,10 +761,36 @@ pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bo
     false
 }
 
-/// Tell the ranks of `seg` the largest send to carry inline (0: none), before they start.
-pub fn set_inline_max(seg: &JobSegment, max: u64) {
-    let max = max.min(crate::descriptor::INLINE_MAX) as u32;
-    seg.header().inline_max.store(max, Ordering::Release);
+/// Tell the ranks of `seg` the largest send to carry inline (0: none), the largest the
+/// scheduler completes eagerly (0: none) and whether they complete `MPI_PROC_NULL` calls
+/// themselves, before they start.
+pub fn set_send_limits(seg: &JobSegment, inline_max: u64, eager_max: u64, local_null: bool) {
+    let inline_max = inline_max.min(crate::descriptor::INLINE_MAX) as u32;
+    let h = seg.header();
+    h.local_null.store(u32::from(local_null), Ordering::Release);
+    h.inline_max.store(inline_max, Ordering::Release);
+    h.eager_max
+        .store(eager_max.min(u64::from(u32::MAX)) as u32, Ordering::Release);
+}
+
+/// A rank blocked in a call the next slice completes by itself (see `JobHeader::urgent`):
+/// ask the Strobe Sender for that slice now.
+pub fn ring_urgent(seg: &JobSegment) {
+    seg.header().urgent.store(1, Ordering::Release);
+    ring_doorbell(seg);
+}
+
+/// Whether a rank asked for the next slice at once ([`ring_urgent`]).
+pub fn urgent(seg: &JobSegment) -> bool {
+    seg.header().urgent.load(Ordering::Acquire) != 0
+}
+
+/// A slice begins: the ranks it serves are served (a later request starts the next one).
+pub fn clear_urgent(seg: &JobSegment) {
+    let h = seg.header();
+    if h.urgent.load(Ordering::Relaxed) != 0 {
+        h.urgent.store(0, Ordering::Release);
+    }
 }
 
 /// After a post: if the Strobe Sender stretched its timer and sleeps, wake it (once: the

@@ -371,6 +371,8 @@ struct ControlJobSpec {
   replay @19 :Bool;              # a replay: a replayPackage message follows the job spec
   inlineMax @20 :UInt64;         # largest send carried in its descriptor (0: none, as
                                  # when replaying a scheduler version 1 or 2 recording)
+  localNull @21 :Bool;           # ranks complete MPI_PROC_NULL sends and receives
+                                 # themselves (scheduler version 4; false replaying older)
 }
 
 # The end of a daemon's share of a replay, as its slice source saw it (sent before its

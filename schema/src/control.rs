@@ -29,6 +29,9 @@ pub struct JobSpec {
     /// The largest standard send carried inline in its descriptor (0: none; a replay of a
     /// recording made before scheduler version 3).
     pub inline_max: u64,
+    /// Ranks complete `MPI_PROC_NULL` sends and receives themselves (scheduler version 4;
+    /// false in a replay of an older recording).
+    pub local_null: bool,
     pub tag_output: bool,
     /// 0: none.
     pub timeout_ms: u64,
@@ -187,6 +190,7 @@ fn set_spec(mut j: g::control_job_spec::Builder<'_>, s: &JobSpec) {
     j.set_direct_copy_min(s.direct_copy_min);
     j.set_eager_max(s.eager_max);
     j.set_inline_max(s.inline_max);
+    j.set_local_null(s.local_null);
     j.set_tag_output(s.tag_output);
     j.set_timeout_ms(s.timeout_ms);
     j.set_mmds_resolution(s.mmds_resolution);
@@ -223,6 +227,7 @@ fn get_spec(j: g::control_job_spec::Reader<'_>) -> Result<JobSpec, SchemaError> 
         direct_copy_min: j.get_direct_copy_min(),
         eager_max: j.get_eager_max(),
         inline_max: j.get_inline_max(),
+        local_null: j.get_local_null(),
         tag_output: j.get_tag_output(),
         timeout_ms: j.get_timeout_ms(),
         mmds_resolution: j.get_mmds_resolution(),
@@ -412,6 +417,7 @@ mod tests {
                 direct_copy_min: 2 << 20,
                 eager_max: 16384,
                 inline_max: 56,
+                local_null: true,
                 tag_output: true,
                 timeout_ms: 5000,
                 mmds_resolution: 4,

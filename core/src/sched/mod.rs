@@ -33,7 +33,11 @@ pub mod visit;
 /// `descriptor::INLINE_MAX` bytes carries them in its descriptor and completes when it is
 /// posted); the ranks choose it, so a version-1 or -2 recording replays with the ranks
 /// told not to ([`SchedConfig::inline_max_for_version`]).
-pub const SCHEDULER_VERSION: u32 = 3;
+/// Version 4 adds local completions of `MPI_PROC_NULL` sends and receives
+/// (`descriptor::FLAG_LOCAL`: the rank completes them when it posts; their recorded
+/// completion is flagged `COMPLETION_INLINE`); again the ranks choose, and an older
+/// recording replays with them told not to ([`SchedConfig::local_null_for_version`]).
+pub const SCHEDULER_VERSION: u32 = 4;
 
 /// The oldest scheduler version whose recordings this scheduler still reproduces.
 pub const OLDEST_SCHEDULER_VERSION: u32 = 1;
@@ -101,6 +105,13 @@ impl SchedConfig {
             0
         }
     }
+
+    /// Whether ranks complete `MPI_PROC_NULL` sends and receives themselves under a
+    /// scheduler version (`descriptor::FLAG_LOCAL`): from version 4.
+    pub fn local_null_for_version(version: u32) -> bool {
+        version >= 4
+    }
+
     pub fn nodes(&self) -> u32 {
         self.node_of_rank.iter().copied().max().map_or(1, |m| m + 1)
     }

@@ -96,9 +96,11 @@ impl P2p {
         let inline = d.is_inline();
         // An inline send's completion is the rank's already: every answer is flagged so,
         // recorded, and never delivered (the API checked destination and tag before it
-        // posted, so only a malformed descriptor meets an error here).
+        // posted, so only a malformed descriptor meets an error here). So is a local one's
+        // (`FLAG_LOCAL`: `MPI_PROC_NULL`, completed by the rank).
+        let local = d.is_local();
         let mark = |c: &mut Completion| {
-            if inline {
+            if inline || local {
                 c.flags |= COMPLETION_INLINE;
             }
         };
@@ -111,12 +113,17 @@ impl P2p {
             return out.complete(d, RtError::Comm, mark);
         };
         if d.peer == PROC_NULL {
-            return out.complete(d, RtError::Ok, |c| {
+            let fill = |c: &mut Completion| {
                 set_status(c, PROC_NULL, ANY_TAG, 0);
                 mark(c);
-            });
+            };
+            return match local {
+                true => out.complete_quietly(d, fill),
+                false => out.complete(d, RtError::Ok, fill),
+            };
         }
-        if d.tag < 0 {
+        if local || d.tag < 0 {
+            // Only a `MPI_PROC_NULL` send completes locally: a malformed descriptor.
             return out.complete(d, RtError::Arg, mark);
         }
         let Some(dest) = view.world_of(d.peer) else {
@@ -147,11 +154,28 @@ impl P2p {
         live: &mut BTreeMap<DescRef, Descriptor>,
         out: &mut Out,
     ) {
+        // A local receive (`FLAG_LOCAL`) completed on the rank already: see `post_send`.
+        let local = d.is_local();
+        let mark = |c: &mut Completion| {
+            if local {
+                c.flags |= COMPLETION_INLINE;
+            }
+        };
         let Some(view) = comms.get(d.comm, d.rank) else {
-            return out.complete(d, RtError::Comm, |_| {});
+            return out.complete(d, RtError::Comm, mark);
         };
         if d.peer == PROC_NULL {
-            return out.complete(d, RtError::Ok, |c| set_status(c, PROC_NULL, ANY_TAG, 0));
+            let fill = |c: &mut Completion| {
+                set_status(c, PROC_NULL, ANY_TAG, 0);
+                mark(c);
+            };
+            return match local {
+                true => out.complete_quietly(d, fill),
+                false => out.complete(d, RtError::Ok, fill),
+            };
+        }
+        if local {
+            return out.complete(d, RtError::Arg, mark);
         }
         if d.peer != ANY_SOURCE && view.world_of(d.peer).is_none() {
             return out.complete(d, RtError::Rank, |_| {});

@@ -783,3 +783,52 @@ fn a_malformed_inline_descriptor_is_an_argument_error() {
     assert_eq!(SchedConfig::inline_max_for_version(2), 0);
     assert_eq!(SchedConfig::inline_max_for_version(3), INLINE_MAX);
 }
+
+#[test]
+fn local_proc_null_calls_complete_where_exchanged_and_wake_nobody() {
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let mut send = j.send(0, PROC_NULL, 7, 4096);
+    send.flags |= FLAG_LOCAL | FLAG_BLOCKING;
+    let mut ssend = j.send(0, PROC_NULL, 7, 8);
+    ssend.kind = DescKind::Ssend as u8;
+    ssend.flags |= FLAG_LOCAL;
+    let mut recv = j.recv(1, PROC_NULL, 9, 64);
+    recv.flags |= FLAG_LOCAL;
+    let plain = j.recv(1, PROC_NULL, 9, 64);
+    let out = j.slice(vec![send, ssend, recv, plain]);
+    for d in [send, ssend, recv] {
+        let (src, tag, bytes, err, flags, ..) = completion(&out, d.id()).expect("completion");
+        assert_eq!(
+            (src, tag, bytes, err, flags),
+            (PROC_NULL, ANY_TAG, 0, RtError::Ok, COMPLETION_INLINE)
+        );
+    }
+    assert_eq!(
+        completion(&out, plain.id()).unwrap().4,
+        0,
+        "without the flag: delivered as before (scheduler version 3)"
+    );
+    assert_eq!(
+        out.wake,
+        vec![1],
+        "only the unflagged receive wakes its rank"
+    );
+    assert_eq!(j.sched.live_descriptors(), 0);
+}
+
+#[test]
+fn a_local_descriptor_with_a_real_peer_is_an_argument_error() {
+    let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
+    let mut send = j.send(0, 1, 1, 8);
+    send.flags |= FLAG_LOCAL;
+    let mut recv = j.recv(1, 0, 1, 8);
+    recv.flags |= FLAG_LOCAL;
+    let out = j.slice(vec![send, recv]);
+    for d in [send, recv] {
+        let (.., err, flags, _, _) = completion(&out, d.id()).unwrap();
+        assert_eq!((err, flags), (RtError::Arg, COMPLETION_INLINE));
+    }
+    assert!(matches(&out).is_empty());
+    assert!(!SchedConfig::local_null_for_version(3));
+    assert!(SchedConfig::local_null_for_version(4));
+}

@@ -98,6 +98,9 @@ impl Job {
             inline_max: strobe_core::sched::SchedConfig::inline_max_for_version(
                 self.scheduler_version,
             ),
+            local_null: strobe_core::sched::SchedConfig::local_null_for_version(
+                self.scheduler_version,
+            ),
             // The recorded placement (validated on opening: one node < `nodes` per rank).
             // A replay with another `--nodes` replaces it (decisions do not depend on it).
             placement: self.placement.as_deref().map(std::sync::Arc::from),

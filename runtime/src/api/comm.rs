@@ -17,6 +17,18 @@ pub struct Comm {
 }
 
 impl Comm {
+    /// The world rank of member `rank` of this (intra)communicator; `None` for a rank it
+    /// does not have (or an intercommunicator's remote group: a hint, never a decision).
+    pub(super) fn world_of(&self, rank: i32) -> Option<u32> {
+        if self.members.len() != self.size as usize {
+            return None;
+        }
+        usize::try_from(rank)
+            .ok()
+            .and_then(|r| self.members.get(r))
+            .copied()
+    }
+
     /// My rank in this communicator.
     pub fn rank(&self) -> i32 {
         self.rank as i32

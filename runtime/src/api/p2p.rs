@@ -70,7 +70,8 @@ impl Comm {
         tag: i32,
     ) -> Result<()> {
         let d = self.send_desc(kind, buf, dest, tag)?;
-        self.call(d).map(|_| ())
+        let c = ctx().call_send(d, self.world_of(dest));
+        finish(&c).map(|_| ())
     }
 
     /// `MPI_Send` (returns once the data has moved to the receiver).
@@ -116,7 +117,7 @@ impl Comm {
         let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Isend, nbytes(buf));
         let d = self.send_desc(DescKind::Send, buf, dest, tag)?;
-        Ok(s.adopt(ctx().post(d), DescKind::Send))
+        Ok(s.adopt(ctx().post_send(d, self.world_of(dest)), DescKind::Send))
     }
     /// `MPI_Issend`.
     #[track_caller]
@@ -130,7 +131,7 @@ impl Comm {
         let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Issend, nbytes(buf));
         let d = self.send_desc(DescKind::Ssend, buf, dest, tag)?;
-        Ok(s.adopt(ctx().post(d), DescKind::Ssend))
+        Ok(s.adopt(ctx().post_send(d, self.world_of(dest)), DescKind::Ssend))
     }
     /// `MPI_Irsend`.
     #[track_caller]
@@ -144,7 +145,7 @@ impl Comm {
         let _site = crate::callsite::enter_rust(std::panic::Location::caller());
         let _mmds = mmds::enter_bytes(Primitive::Irsend, nbytes(buf));
         let d = self.send_desc(DescKind::Rsend, buf, dest, tag)?;
-        Ok(s.adopt(ctx().post(d), DescKind::Rsend))
+        Ok(s.adopt(ctx().post_send(d, self.world_of(dest)), DescKind::Rsend))
     }
     /// `MPI_Irecv`: the request borrows `buf` mutably for the whole scope `s`.
     #[track_caller]
@@ -183,7 +184,7 @@ impl Comm {
         };
         let _mmds = mmds::enter_bytes(primitive, nbytes(buf));
         let d = self.send_desc(kind, buf, dest, tag)?;
-        Ok(ctx().post(d))
+        Ok(ctx().post_send(d, self.world_of(dest)))
     }
 
     /// The raw path of `MPI_Irecv`, for the C ABI (see [`Comm::post_send_unscoped`]).
@@ -220,7 +221,7 @@ impl Comm {
         let rd = self.recv_desc(DescKind::Recv, recv, source, rtag)?;
         let c = ctx();
         scope(|s| {
-            let sr = s.adopt(c.post(sd), DescKind::Send);
+            let sr = s.adopt(c.post_send(sd, self.world_of(dest)), DescKind::Send);
             let rr = s.adopt(c.post(rd), DescKind::Recv);
             let mut st = wait_all(vec![sr, rr])?;
             Ok(st.pop().expect("two statuses"))

@@ -183,6 +183,7 @@ fn job_spec(cfg: &MachineConfig) -> Result<JobSpec, DaemonError> {
         direct_copy_min: e.direct_copy_min,
         eager_max: e.eager_max,
         inline_max: e.inline_max,
+        local_null: e.local_null,
         tag_output: l.tag_output,
         timeout_ms: l.timeout.map_or(0, |t| t.as_millis() as u64),
         mmds_resolution: l.mmds_resolution,

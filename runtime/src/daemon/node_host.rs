@@ -176,6 +176,7 @@ fn engine_config(spec: &JobSpec) -> EngineConfig {
         // From the Machine Manager's engine config: 0 when replaying a recording made
         // before scheduler version 3, so its sends are not inlined.
         inline_max: spec.inline_max,
+        local_null: spec.local_null,
         placement: Some(spec.placement.clone().into()),
     }
 }
@@ -622,7 +623,7 @@ impl Daemon {
         let fd = seg.inheritable_fd()?;
         let seg_len = seg.len();
         crate::mmds::set_resolution(&seg, spec.mmds_resolution);
-        crate::segment::set_inline_max(&seg, cfg.inline_max);
+        crate::segment::set_send_limits(&seg, cfg.inline_max, cfg.eager_max, cfg.local_null);
         let shared = Arc::new(JobShared::new(seg));
         let (mut sink, wire) = node_sink(spec, self.setup.node, &self.writer)?;
         let sink_ref = sink.clone();

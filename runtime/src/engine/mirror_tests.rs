@@ -23,6 +23,7 @@ fn config() -> EngineConfig {
         direct_copy_min: u64::MAX,
         eager_max: 0,
         inline_max: 0,
+        local_null: false,
         placement: None,
     }
 }

@@ -66,6 +66,10 @@ pub struct EngineConfig {
     /// none). Like `eager_max`, fixed by a recording's scheduler version
     /// (`SchedConfig::inline_max_for_version`); [`DEFAULT_INLINE_MAX`] for new jobs.
     pub inline_max: u64,
+    /// Ranks complete `MPI_PROC_NULL` sends and receives themselves
+    /// (`descriptor::FLAG_LOCAL`). Fixed by a recording's scheduler version
+    /// (`SchedConfig::local_null_for_version`); true for new jobs.
+    pub local_null: bool,
     /// The node of each rank (`placement[rank]`), as the launcher placed them (`--ppn`,
     /// `--map-by`); `None`: contiguous blocks ([`EngineConfig::node_of_rank`]).
     pub placement: Option<Arc<[u32]>>,

@@ -488,6 +488,9 @@ impl NodeManager {
     /// deadlock detection), post limits and outcomes.
     fn begin_slice(&mut self, slice: u64, reason: StartReason, getts: Duration) -> SliceWork {
         let t0 = Instant::now();
+        // Before DEM drains the queues: a rank that asks after this is served by the
+        // next slice, one that asked before by this one.
+        crate::segment::clear_urgent(&self.shared.seg);
         self.raise_post_limits(slice);
         // The job-wide blocked list is also taken now: taken after the slice, it would name
         // calls ranks entered during the slice. Replay takes both from the recording, once
@@ -710,8 +713,12 @@ impl NodeManager {
         }
         let backlog =
             self.shared.backlog.swap(false, Ordering::AcqRel) | self.shared.remote.backlog();
-        let quiet =
-            w.posted.is_empty() && w.dec.is_empty() && self.sched.is_quiescent() && !backlog;
+        // Nothing left to do: no descriptor waits for a match, no transfer is in flight,
+        // no completion waits for queue space. The next slice can then only have work if
+        // a rank posts, and posting rings the stretched Strobe Sender, so the timer stops
+        // now rather than after one more, empty, slice (which took a core from a
+        // computing rank every compute phase: the barrier of a synthetic benchmark).
+        let quiet = self.sched.is_quiescent() && !backlog;
         let digest = w.digest;
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
         let sites = self.blocked_sites(&w.site_words);

@@ -65,6 +65,12 @@ impl NodeManager {
             let mut c = Completion::default();
             self.write_carried(desc, addr, &data, &mut c);
         }
+        // Ranks that poll see their word change at once; sleeping ones need a system
+        // call, made only after every word is bumped: a woken rank may preempt this thread
+        // on its core, and a rank still polling on the other core would then wait for its
+        // completion until the woken one's time slice ends (measured: barrier slices of
+        // 0.4 ms on average, up to 5 ms, at 10 ms granularity on 2 cores).
+        let mut sleepers = Vec::new();
         for i in 0..self.local_ranks.len() {
             let q = &self.queues[i];
             let pending = std::mem::take(&mut self.overflow[i]);
@@ -86,9 +92,13 @@ impl NodeManager {
             if delivered {
                 let rank = self.local_ranks[i];
                 resume_computing(&self.shared.seg, rank);
-                let slot = self.shared.seg.slot(rank);
-                slot.wake_rank();
+                if self.shared.seg.slot(rank).bump_wake() {
+                    sleepers.push(rank);
+                }
             }
+        }
+        for rank in sleepers {
+            self.shared.seg.slot(rank).wake_sleeper();
         }
     }
 

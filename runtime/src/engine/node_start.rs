@@ -33,7 +33,7 @@ impl NodeManager {
         let bell = h.doorbell.load(Ordering::Acquire);
         // Only the adaptive strobe can start early, so only it reads `computing`.
         let now = self.now_ns();
-        if early && self.shared.computing_total() == 0 {
+        if early && self.nothing_to_wait_for() {
             m.handle(Event::NoRankComputing { now });
         }
         if stretched {
@@ -49,7 +49,7 @@ impl NodeManager {
         let deadline = self.shared.started + Duration::from_nanos(deadline);
         // Only the adaptive strobe polls the doorbell; the fixed strobe sleeps until its timer.
         let spin = if early {
-            futex::spin_budget()
+            self.doorbell_spin()
         } else {
             Duration::ZERO
         }
@@ -57,6 +57,27 @@ impl NodeManager {
         if !self.spin_on_doorbell(bell, spin) {
             futex::wait_counted(&h.doorbell, bell, &h.doorbell_sleepers, Some(deadline));
         }
+    }
+
+    /// Adaptive strobe: waiting longer for the next slice cannot help. No rank computes
+    /// (every rank blocked, finalized or exited), or one waits in a call the next slice
+    /// completes whatever the others do (`segment::ring_urgent`: a small standard-mode
+    /// send). Either way the slice starts now and is recorded as `early`.
+    fn nothing_to_wait_for(&self) -> bool {
+        self.shared.computing_total() == 0 || crate::segment::urgent(&self.shared.seg)
+    }
+
+    /// How long the Strobe Sender polls its doorbell before it sleeps: the spin policy's
+    /// budget while some rank waits for a slice (the doorbell may ring within
+    /// microseconds: a ping-pong), none while every rank computes. Then the doorbell
+    /// rings only when a rank posts or blocks, typically a whole computation phase later,
+    /// and polling would only take the core from a computing rank (on a host with as many
+    /// ranks as cores, each poll is time the program loses: the synthetic benchmarks).
+    fn doorbell_spin(&self) -> Duration {
+        if self.shared.computing_total() >= self.cfg.ranks {
+            return Duration::ZERO;
+        }
+        futex::spin_budget()
     }
 
     /// Poll the doorbell for up to `spin`; true when it rang. With a slot mirror, also
@@ -92,7 +113,7 @@ impl NodeManager {
         let posted =
             self.watch.iter().any(|q| !q.descriptors.is_empty()) || self.shared.remote.queued();
         if !posted && !self.shared.stop.load(Ordering::Acquire) {
-            let spin = futex::spin_budget().min(STRETCH_LIMIT);
+            let spin = self.doorbell_spin().min(STRETCH_LIMIT);
             if !futex::spin_while_eq(&h.doorbell, bell, spin) {
                 futex::wait_counted(
                     &h.doorbell,
@@ -104,7 +125,7 @@ impl NodeManager {
         }
         h.stretched.store(0, Ordering::Release);
         let now = self.now_ns();
-        if early && self.shared.computing_total() == 0 {
+        if early && self.nothing_to_wait_for() {
             m.handle(Event::NoRankComputing { now });
         }
         m.handle(Event::Doorbell { now });

@@ -18,6 +18,7 @@ fn config(nodes: u32) -> EngineConfig {
         direct_copy_min: DEFAULT_DIRECT_COPY_MIN,
         eager_max: super::DEFAULT_EAGER_MAX,
         inline_max: super::DEFAULT_INLINE_MAX,
+        local_null: true,
         placement: None,
     }
 }
