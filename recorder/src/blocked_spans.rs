@@ -1,10 +1,14 @@
 //! Blocked sets as spans (`blocked_span`, format 6): the writer keeps each rank's open
-//! span (call, first and last slice) in memory, extends it while the rank stays blocked in
-//! the same call in consecutive recorded slices, and writes a row when the span changes
-//! hands: when it closes, and at every commit for spans still open (an upsert keyed by
-//! rank and first slice), so a committed batch always holds the blocked sets of its slices.
-//! A 1,000-rank job blocked for thousands of slices writes a few rows per rank, not one per
-//! rank and slice.
+//! span (call, first and last slice) in memory and extends it while the rank stays blocked
+//! in the same call in consecutive recorded slices. Each span is written at most twice
+//! (`migrations::OPEN_SPANS_VERSION`): once at the first commit after it opened, with
+//! `last_slice` NULL ("still open"), and once when it closes, its `last_slice` set (a span
+//! that opens and closes between two commits is written once, closed). A committed batch
+//! therefore always holds the blocked sets of its slices: an open span reads as blocked
+//! through the recording's last slice. When the recording is finished (or leaves the
+//! schedule log's window) every open span is closed at its last slice, so a finished file
+//! has no open span. A 1,000-rank job blocked for thousands of slices writes a few rows
+//! per rank, and nothing per commit for the spans that stay open.
 //!
 //! Call sites (`call_site`, `blocked_site`): a span also ends where the rank's call site
 //! changes; each distinct site gets one `call_site` row (interned here) and each span with
@@ -29,10 +33,8 @@ struct Span {
     /// strings, 1,000 times a slice in a 1,000-rank job. Held, so its address cannot be
     /// reused by another site while the span is open.
     site_arc: Option<Arc<CallSite>>,
-    /// Changed since it was last written.
-    dirty: bool,
-    /// Its `blocked_site` row is written (once: it never changes during the span).
-    site_written: bool,
+    /// Its row is in the file, open (`last_slice` NULL): closing it is an update.
+    written: bool,
 }
 
 #[derive(Default)]
@@ -84,7 +86,6 @@ impl BlockedSpans {
             match &mut self.open[i] {
                 Some(s) if s.call == call && s.site == site && s.last + 1 == slice => {
                     s.last = slice;
-                    s.dirty = true;
                 }
                 slot => {
                     let fresh = Span {
@@ -93,8 +94,7 @@ impl BlockedSpans {
                         call,
                         site,
                         site_arc,
-                        dirty: true,
-                        site_written: false,
+                        written: false,
                     };
                     match slot.replace(fresh) {
                         Some(old) => self.closed.push((rank, old)),
@@ -121,6 +121,11 @@ impl BlockedSpans {
         self.n_open
     }
 
+    /// Whether a flush would write anything.
+    pub fn pending(&self) -> bool {
+        !self.closed.is_empty() || !self.new_sites.is_empty()
+    }
+
     fn site_id(&mut self, site: Arc<CallSite>) -> i64 {
         let next = self.site_ids.len() as i64 + 1;
         *self.site_ids.entry(Arc::clone(&site)).or_insert_with(|| {
@@ -129,8 +134,24 @@ impl BlockedSpans {
         })
     }
 
-    /// Write every span closed or changed since the last flush (inside the writer's open
-    /// transaction).
+    /// Close every open span at its last slice: the recording is finished, or left the
+    /// schedule log's window (a slice without a blocked set follows).
+    pub fn close_all(&mut self) {
+        if self.n_open == 0 {
+            return;
+        }
+        for (rank, slot) in self.open.iter_mut().enumerate() {
+            if let Some(s) = slot.take() {
+                self.closed.push((rank as u32, s));
+            }
+        }
+        self.n_open = 0;
+    }
+
+    /// Write what changed since the last flush (inside the writer's open transaction):
+    /// new call sites, the spans closed (an insert, or an update of the open row written
+    /// before), and the spans opened (an insert with `last_slice` NULL). The spans that
+    /// stay open cost nothing.
     pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         let mut site = conn.prepare_cached(
             "INSERT INTO call_site (id, object, offset, function, file, line)
@@ -147,29 +168,32 @@ impl BlockedSpans {
             ])?;
         }
         let mut where_ = conn.prepare_cached(
-            "INSERT OR IGNORE INTO blocked_site (rank, first_slice, site) VALUES (?1, ?2, ?3)",
+            "INSERT INTO blocked_site (rank, first_slice, site) VALUES (?1, ?2, ?3)",
         )?;
-        let mut st = conn.prepare_cached(
+        let mut insert = conn.prepare_cached(
             "INSERT INTO blocked_span (rank, first_slice, last_slice, call)
-             VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (rank, first_slice) DO UPDATE SET last_slice = excluded.last_slice",
+             VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        let mut close = conn.prepare_cached(
+            "UPDATE blocked_span SET last_slice = ?3 WHERE rank = ?1 AND first_slice = ?2",
         )?;
         for (rank, s) in self.closed.drain(..) {
-            if s.dirty {
-                st.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
-            }
-            if let Some(id) = s.site.filter(|_| !s.site_written) {
-                where_.execute(params![rank, s.first as i64, id])?;
+            if s.written {
+                close.execute(params![rank, s.first as i64, s.last as i64])?;
+            } else {
+                insert.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
+                if let Some(id) = s.site {
+                    where_.execute(params![rank, s.first as i64, id])?;
+                }
             }
         }
         for (rank, slot) in self.open.iter_mut().enumerate() {
-            if let Some(s) = slot.as_mut().filter(|s| s.dirty) {
-                st.execute(params![rank, s.first as i64, s.last as i64, s.call.name()])?;
-                if let Some(id) = s.site.filter(|_| !s.site_written) {
+            if let Some(s) = slot.as_mut().filter(|s| !s.written) {
+                insert.execute(params![rank, s.first as i64, None::<i64>, s.call.name()])?;
+                if let Some(id) = s.site {
                     where_.execute(params![rank, s.first as i64, id])?;
                 }
-                s.dirty = false;
-                s.site_written = true;
+                s.written = true;
             }
         }
         Ok(())

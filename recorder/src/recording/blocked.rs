@@ -1,5 +1,12 @@
 //! The blocked ranks, read from the blocked spans (`blocked_span`): one slice's blocked set,
 //! the terminal UI's blocked-process grid, and a blocked rank's call site.
+//!
+//! Open spans (`last_slice` NULL, `migrations::OPEN_SPANS_VERSION`): a recording still
+//! being written, or cut short (strobe killed), has spans that had not closed at its last
+//! commit. Each reads as blocked through the recording's last slice ([`Recording::last_slice`]
+//! as of the last refresh). They are at most one per rank, the first entries of the
+//! `blocked_span_last` index; the queries below read them in a separate arm, so the closed
+//! spans keep their index ranges. A finished recording has none.
 
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
@@ -38,6 +45,24 @@ pub struct BlockedGrid {
 }
 
 impl Recording {
+    /// The longest closed span's length (`last_slice - first_slice`; 0 without any) and
+    /// the number of open spans (`last_slice` NULL), from two index lookups.
+    fn span_shape(&self) -> Result<(u64, u64), RecordError> {
+        let (longest, open): (Option<i64>, i64) = self
+            .conn
+            .prepare_cached(
+                "SELECT (SELECT max(last_slice - first_slice) FROM blocked_span),
+                        (SELECT count(*) FROM blocked_span WHERE last_slice IS NULL)",
+            )?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((longest.unwrap_or(0).max(0) as u64, open.max(0) as u64))
+    }
+
+    /// The slice an open span (`last_slice` NULL) reads as ending at: the recording's last.
+    fn open_end(&self) -> i64 {
+        self.last_slice as i64
+    }
+
     /// The cheapest way to fill the blocked grid for slices `first..end` with `samples`
     /// samples, from two index lookups: the spans ending in a probe of [`SPAN_PROBE`]
     /// slices in the middle (their density) and the longest span. Costs are in index
@@ -56,13 +81,10 @@ impl Recording {
                 "SELECT count(*) FROM blocked_span WHERE last_slice >= ?1 AND last_slice < ?2",
             )?
             .query_row(params![lo as i64, (lo + SPAN_PROBE) as i64], |r| r.get(0))?;
-        let longest: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT max(last_slice - first_slice) FROM blocked_span")?
-            .query_row([], |r| r.get(0))?;
-        let (probed, longest) = (probed.max(0) as u64, longest.unwrap_or(0).max(0) as u64);
+        let (longest, open) = self.span_shape()?;
+        let probed = probed.max(0) as u64;
         let ranks = self.job.ranks as u64;
-        let exact = probed * len.div_ceil(SPAN_PROBE) + ranks;
+        let exact = probed * len.div_ceil(SPAN_PROBE) + ranks + open;
         // The window's split: spans longer than `k` are read per sample by length; pick
         // the `k` (a power of two minus one, up to the longest) that reads the least.
         let mut best = (u64::MAX, longest);
@@ -76,7 +98,7 @@ impl Recording {
                      WHERE last_slice - first_slice > ?1 LIMIT 100000)",
                 )?
                 .query_row([k_eff as i64], |r| r.get(0))?;
-            let per_sample = (probed * (k_eff + 1)).div_ceil(SPAN_PROBE) + 1 + longer as u64;
+            let per_sample = (probed * (k_eff + 1)).div_ceil(SPAN_PROBE) + 1 + longer as u64 + open;
             if per_sample < best.0 {
                 best = (per_sample, k_eff);
             }
@@ -101,12 +123,10 @@ impl Recording {
     /// contain one slice are found either in the window of spans ending at most the longest
     /// span's length after it (cheap when spans are short), or by one primary-key lookup
     /// per rank (cheap when they are long), whichever an index probe says reads less.
+    /// Open spans (at most one per rank) are read apart, from the start of the
+    /// `blocked_span_last` index.
     pub fn blocked_at(&self, slice: u64) -> Result<Vec<(u32, String)>, RecordError> {
-        let longest: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT max(last_slice - first_slice) FROM blocked_span")?
-            .query_row([], |r| r.get(0))?;
-        let longest = longest.unwrap_or(0).max(0) as u64;
+        let (longest, open) = self.span_shape()?;
         let probe = longest.min(SPAN_PROBE);
         let probed: i64 = self
             .conn
@@ -114,16 +134,20 @@ impl Recording {
                 "SELECT count(*) FROM blocked_span WHERE last_slice BETWEEN ?1 AND ?1 + ?2",
             )?
             .query_row(params![slice as i64, probe as i64], |r| r.get(0))?;
-        let window = probed.max(0) as u64 * (longest + 1).div_ceil(probe + 1);
+        let window = probed.max(0) as u64 * (longest + 1).div_ceil(probe + 1) + open;
         let mut out: Vec<(u32, String)> = Vec::new();
         if window <= SEEK_COST * self.job.ranks as u64 {
             let mut st = self.conn.prepare_cached(
                 "SELECT rank, call FROM blocked_span
-                 WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1",
+                 WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1
+                 UNION ALL
+                 SELECT rank, call FROM blocked_span
+                 WHERE last_slice IS NULL AND first_slice <= ?1 AND ?1 <= ?3",
             )?;
-            let rows = st.query_map(params![slice as i64, longest as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
+            let rows = st.query_map(
+                params![slice as i64, longest as i64, self.open_end()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
             for row in rows {
                 out.push(row?);
             }
@@ -134,10 +158,12 @@ impl Recording {
                  WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
             )?;
             for rank in 0..self.job.ranks {
-                let span: Option<(i64, String)> = st
+                let span: Option<(Option<i64>, String)> = st
                     .query_row(params![rank, slice as i64], |r| Ok((r.get(0)?, r.get(1)?)))
                     .optional()?;
-                if let Some((_, call)) = span.filter(|s| s.0 >= slice as i64) {
+                let reaches =
+                    |s: &(Option<i64>, String)| s.0.unwrap_or(self.open_end()) >= slice as i64;
+                if let Some((_, call)) = span.filter(reaches) {
                     out.push((rank, call));
                 }
             }
@@ -218,12 +244,17 @@ impl Recording {
         };
         match strategy {
             GridStrategy::Exact => {
-                // Every span overlapping the screen, split over the columns it covers.
+                // Every span overlapping the screen, split over the columns it covers (an
+                // open one ends at the recording's last slice).
                 let mut st = self.conn.prepare_cached(
                     "SELECT rank, call, max(first_slice, ?1), min(last_slice, ?2 - 1)
-                     FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2",
+                     FROM blocked_span WHERE last_slice >= ?1 AND first_slice < ?2
+                     UNION ALL
+                     SELECT rank, call, max(first_slice, ?1), min(?3, ?2 - 1)
+                     FROM blocked_span WHERE last_slice IS NULL AND first_slice < ?2
+                       AND ?3 >= ?1",
                 )?;
-                let mut rows = st.query(params![first as i64, end as i64])?;
+                let mut rows = st.query(params![first as i64, end as i64, self.open_end()])?;
                 while let Some(r) = rows.next()? {
                     let (rank, call): (i64, String) = (r.get(0)?, r.get(1)?);
                     let (lo, hi): (i64, i64) = (r.get(2)?, r.get(3)?);
@@ -240,8 +271,9 @@ impl Recording {
             GridStrategy::Window(k) => {
                 // Each sample's spans: those of length up to `k` ending at most `k` slices
                 // after it (an index range over `blocked_span_last`, which covers the
-                // query), and the longer ones (a range over `blocked_span_length`, named:
-                // the planner would otherwise scan every later span by last slice).
+                // query), the longer ones (a range over `blocked_span_length`, named: the
+                // planner would otherwise scan every later span by last slice), and the
+                // open ones (the start of `blocked_span_last`).
                 let mut st = self.conn.prepare_cached(
                     "SELECT rank, call FROM blocked_span
                      WHERE last_slice BETWEEN ?1 AND ?1 + ?2 AND first_slice <= ?1
@@ -249,10 +281,13 @@ impl Recording {
                      UNION ALL
                      SELECT rank, call FROM blocked_span INDEXED BY blocked_span_length
                      WHERE last_slice - first_slice > ?2 AND first_slice <= ?1
-                       AND last_slice >= ?1",
+                       AND last_slice >= ?1
+                     UNION ALL
+                     SELECT rank, call FROM blocked_span
+                     WHERE last_slice IS NULL AND first_slice <= ?1 AND ?1 <= ?3",
                 )?;
                 for (s, col) in self.grid_samples(first, per_col, cols) {
-                    let mut rows = st.query(params![s, k as i64])?;
+                    let mut rows = st.query(params![s, k as i64, self.open_end()])?;
                     while let Some(r) = rows.next()? {
                         add(&mut grid, col, r.get(0)?, r.get(1)?, 1);
                     }
@@ -260,8 +295,9 @@ impl Recording {
             }
             GridStrategy::Seek => {
                 // Per rank, the span at or before a sample is one primary-key lookup, and
-                // it answers every later sample it covers.
+                // it answers every later sample it covers (an open one reaches the last).
                 let samples = self.grid_samples(first, per_col, cols);
+                let open_end = self.open_end();
                 let mut st = self.conn.prepare_cached(
                     "SELECT first_slice, last_slice, call FROM blocked_span
                      WHERE rank = ?1 AND first_slice <= ?2 ORDER BY first_slice DESC LIMIT 1",
@@ -272,7 +308,8 @@ impl Recording {
                         if !span.as_ref().is_some_and(|(f, l, _)| *f <= s && s <= *l) {
                             span = st
                                 .query_row(params![rank, s], |r| {
-                                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                                    let last: Option<i64> = r.get(1)?;
+                                    Ok((r.get(0)?, last.unwrap_or(open_end), r.get(2)?))
                                 })
                                 .optional()?;
                         }
@@ -314,9 +351,9 @@ impl Recording {
                        ORDER BY first_slice DESC LIMIT 1) b
                  JOIN blocked_site s ON s.rank = b.rank AND s.first_slice = b.first_slice
                  JOIN call_site c ON c.id = s.site
-                 WHERE b.last_slice >= ?2",
+                 WHERE ifnull(b.last_slice, ?3) >= ?2",
             )?
-            .query_row(params![rank, slice as i64], |r| {
+            .query_row(params![rank, slice as i64, self.open_end()], |r| {
                 Ok(strobe_runtime::symbolize::CallSite {
                     object: r.get(0)?,
                     offset: r.get::<_, i64>(1)? as u64,

@@ -240,12 +240,13 @@ impl Recording {
         let (op, order) = if forward { (">", "") } else { ("<", "DESC") };
         let mut best: Option<u64> = None;
         // Blocked calls are spans: the nearest slice of a matching span beyond `from`.
+        // An open span (`last_slice` NULL) reaches the recording's last slice.
         let spans = if forward {
             "SELECT min(max(first_slice, ?1 + 1)) FROM blocked_span
-             WHERE last_slice > ?1 AND call LIKE ?2"
+             WHERE ifnull(last_slice, (SELECT max(slice) FROM slice)) > ?1 AND call LIKE ?2"
         } else {
-            "SELECT max(min(last_slice, ?1 - 1)) FROM blocked_span
-             WHERE first_slice < ?1 AND call LIKE ?2"
+            "SELECT max(min(ifnull(last_slice, (SELECT max(slice) FROM slice)), ?1 - 1))
+             FROM blocked_span WHERE first_slice < ?1 AND call LIKE ?2"
         };
         let descriptors = format!(
             "SELECT slice FROM descriptor WHERE slice {op} ?1 AND kind LIKE ?2
