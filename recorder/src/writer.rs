@@ -69,9 +69,21 @@ impl ReplayInputs {
         let mut blocked_ranks: Vec<u32> = blocked.iter().map(|&(r, _)| r).collect();
         blocked_ranks.sort_unstable();
         ReplayInputs {
+            blocked_ranks,
+            ..ReplayInputs::of_schedule(descriptors, decisions)
+        }
+    }
+
+    /// Without the blocked ranks: a slice with a schedule has them in the writer's mirror
+    /// (`blocked_delta.rs`), kept sorted.
+    pub fn of_schedule(
+        descriptors: &[Descriptor],
+        decisions: &[strobe_runtime::sched::Decision],
+    ) -> ReplayInputs {
+        ReplayInputs {
             posted: crate::replay_log::posted_per_rank(descriptors),
             blocking: crate::replay_log::blocking_of(descriptors),
-            blocked_ranks,
+            blocked_ranks: Vec::new(),
             completed: crate::replay_log::completions_of(decisions),
         }
     }
@@ -175,24 +187,27 @@ pub(crate) fn run(
                 b.pending += 1;
                 b.last = s.slice;
                 slices += 1;
-                let full = s.schedule.as_ref().map(|sch| mirror.apply(&sch.blocked));
-                let derived = s.schedule.as_ref().zip(full.as_ref()).map(|(sch, (b, _))| {
-                    ReplayInputs::of(&sch.descriptors, &sch.decisions.decisions, b)
-                });
-                let r = derived.as_ref().unwrap_or(&s.replay);
-                enc.slice(
-                    s.slice,
-                    &r.posted,
-                    &r.blocking,
-                    &r.blocked_ranks,
-                    &r.completed,
-                );
-                match &full {
-                    Some((blocked, sites)) => spans.slice(s.slice, blocked, sites),
-                    // Out of the schedule log's window: no open span reaches this slice
-                    // (in a file cut short, an open span would read as blocked to the end).
-                    None => spans.close_all(),
-                }
+                let derived = match &s.schedule {
+                    Some(sch) => {
+                        mirror.apply(&sch.blocked);
+                        spans.update(s.slice, &sch.blocked, &mirror);
+                        Some(ReplayInputs::of_schedule(
+                            &sch.descriptors,
+                            &sch.decisions.decisions,
+                        ))
+                    }
+                    None => {
+                        // Out of the schedule log's window: no open span reaches this
+                        // slice (in a file cut short, it would read as blocked to the end).
+                        spans.close_all();
+                        None
+                    }
+                };
+                let (r, blocked_ranks) = match &derived {
+                    Some(r) => (r, mirror.ranks()),
+                    None => (&s.replay, &s.replay.blocked_ranks[..]),
+                };
+                enc.slice(s.slice, &r.posted, &r.blocking, blocked_ranks, &r.completed);
                 write_slice(&conn, s, &mut messages)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),

@@ -356,3 +356,35 @@ fn an_open_span_before_another_of_its_rank_is_damage() {
     let e = Recording::open(&p).err().expect("refused");
     assert!(matches!(e, crate::RecordError::Corrupt(_)), "{e}");
 }
+
+/// A schedule log window that starts late (the first blocked set is whole) and a gap (a
+/// slice without a blocked set closes every span; the next set starts them again).
+#[test]
+fn spans_restart_after_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Connection::open(dir.path().join("g.db")).unwrap();
+    migrations::migrate(&mut c).unwrap();
+    let recv = BlockedCall::Posted(DescKind::Recv);
+    let wait = BlockedCall::Call(Primitive::Wait);
+    let mut spans = BlockedSpans::default();
+    let none: &[(u32, std::sync::Arc<strobe_runtime::symbolize::CallSite>)] = &[];
+    spans.slice(5, &[(0, recv), (2, wait)], none);
+    spans.slice(6, &[(0, recv), (2, wait)], none);
+    spans.flush(&c).unwrap();
+    spans.close_all();
+    spans.slice(9, &[(0, recv), (2, wait)], none);
+    spans.slice(10, &[(0, recv)], none);
+    spans.close_all();
+    spans.flush(&c).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT rank, first_slice, last_slice FROM blocked_span ORDER BY rank, first_slice",
+        )
+        .unwrap();
+    let got: Vec<(i64, i64, i64)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(got, [(0, 5, 6), (0, 9, 10), (2, 5, 6), (2, 9, 9)]);
+}
