@@ -37,7 +37,7 @@ fn truth(slice: u64) -> Vec<(u32, BlockedCall)> {
     if slice >= 30 {
         v.push((4, wait));
     }
-    if slice % 2 == 0 {
+    if slice.is_multiple_of(2) {
         v.push((5, barrier));
     }
     v
