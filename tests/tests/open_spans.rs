@@ -54,7 +54,10 @@ fn a_killed_recording_reads_its_open_spans_through_its_last_slice() {
         if open.is_some_and(|(open, slices)| open == 3 && slices >= 300) {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "no open spans: {open:?}");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no open spans: {open:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(200));
