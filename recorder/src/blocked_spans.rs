@@ -1,6 +1,6 @@
 //! Blocked sets as spans (`blocked_span`, format 6): the writer keeps each rank's open
-//! span (call, first and last slice) in memory and extends it while the rank stays blocked
-//! in the same call in consecutive recorded slices. Each span is written at most twice
+//! span (call, site, first slice) in memory; it goes on while the rank stays blocked in
+//! the same call at the same site in consecutive recorded slices. Each span is written at most twice
 //! (`migrations::OPEN_SPANS_VERSION`): once at the first commit after it opened, with
 //! `last_slice` NULL ("still open"), and once when it closes, its `last_slice` set (a span
 //! that opens and closes between two commits is written once, closed). A committed batch
@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 use strobe_runtime::segment::BlockedCall;
+use strobe_runtime::symbolize::CallSite;
 
 use crate::blocked_delta::{BlockedMirror, Change};
-use strobe_runtime::symbolize::CallSite;
 
 #[derive(Clone)]
 struct Span {
