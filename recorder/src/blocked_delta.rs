@@ -5,7 +5,8 @@
 //! largest cost on the slice path of a 1,000-rank token ring. Both sides keep a mirror of
 //! the last set sent: the slice path compares against it (a pointer comparison per site,
 //! no allocation unless something changed) and sends the changes; the writer applies
-//! them and hands the whole set to the blocked spans and the replay log as before.
+//! them, hands the changes to the blocked spans (which cost the ranks that changed) and the
+//! blocked ranks, kept sorted, to the replay log.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ pub(crate) type Change = (u32, Option<Entry>);
 
 /// A whole blocked set, ranks ascending, and the known call sites in the same order
 /// (borrowed from the mirror).
+#[cfg(test)]
 pub(crate) type FullSet<'a> = (Vec<(u32, BlockedCall)>, Vec<(u32, &'a Arc<CallSite>)>);
 
 /// The last blocked set sent, indexed by rank (ranks are dense).
@@ -29,7 +31,8 @@ pub(crate) struct BlockedMirror {
     /// The slice (a counter) in which each rank was last seen blocked by [`Self::diff`].
     seen: Vec<u64>,
     round: u64,
-    /// The ranks blocked in the mirror, in no particular order.
+    /// The ranks blocked in the mirror: in no particular order on the slice path
+    /// ([`Self::diff`]), ascending on the writer ([`Self::apply`]).
     listed: Vec<u32>,
 }
 
@@ -94,26 +97,46 @@ impl BlockedMirror {
         out
     }
 
-    /// The writer: apply the slice path's changes; returns the whole set, ranks ascending,
-    /// and the known sites in the same order.
-    pub fn apply(&mut self, changes: &[Change]) -> FullSet<'_> {
+    /// The writer: apply the slice path's changes (the ranks stay sorted: a binary search
+    /// per change, no pass over the whole set).
+    pub fn apply(&mut self, changes: &[Change]) {
         for (rank, state) in changes {
             let i = self.slot(*rank);
             let was = std::mem::replace(&mut self.by_rank[i], state.clone());
             match (was.is_some(), state.is_some()) {
-                (false, true) => self.listed.push(*rank),
-                (true, false) => self.listed.retain(|r| r != rank),
+                (false, true) => {
+                    let at = self.listed.partition_point(|r| r < rank);
+                    self.listed.insert(at, *rank);
+                }
+                (true, false) => {
+                    if let Ok(at) = self.listed.binary_search(rank) {
+                        self.listed.remove(at);
+                    }
+                }
                 _ => {}
             }
         }
-        self.listed.sort_unstable();
+    }
+
+    /// The writer: the blocked ranks, ascending.
+    pub fn ranks(&self) -> &[u32] {
+        &self.listed
+    }
+
+    /// A rank's state: its call and site, if blocked.
+    pub fn get(&self, rank: u32) -> Option<&Entry> {
+        self.by_rank.get(rank as usize).and_then(Option::as_ref)
+    }
+
+    /// The writer: the whole set, ranks ascending, and the known sites in the same order.
+    #[cfg(test)]
+    pub fn full_set(&self) -> FullSet<'_> {
         let mut blocked = Vec::with_capacity(self.listed.len());
         let mut sites = Vec::new();
         for &r in &self.listed {
             if let Some((call, site)) = &self.by_rank[r as usize] {
                 blocked.push((r, *call));
                 if let Some(s) = site {
-                    // Borrowed: no reference count touched per rank and slice.
                     sites.push((r, s));
                 }
             }
@@ -171,7 +194,8 @@ mod tests {
             }
             let changes = slice_path.diff(&blocked, &with_sites);
             total_changes += changes.len();
-            let (got, got_sites) = writer.apply(&changes);
+            writer.apply(&changes);
+            let (got, got_sites) = writer.full_set();
             blocked.sort_unstable_by_key(|b| b.0);
             with_sites.sort_unstable_by_key(|s| s.0);
             assert_eq!(got, blocked);

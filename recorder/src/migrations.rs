@@ -605,6 +605,87 @@ CREATE VIEW schedule_bytes AS
     FROM slice_schedule;
 "#;
 
+/// Open blocked spans written once (issue 14): `blocked_span.last_slice` may be NULL, "still
+/// open". The writer inserts a span once when it opens, with `last_slice` NULL, and sets
+/// `last_slice` once when it closes (at the latest when the recording is finished), instead
+/// of rewriting every open span at every commit. A recording cut short (strobe killed) keeps
+/// its open spans NULL: they read as blocked through the recording's last slice (the
+/// highest `slice` row), which the `blocked` view and the reading API do. SQLite cannot drop
+/// a NOT NULL constraint in place, so the table is rebuilt (rows unchanged) with its indexes,
+/// the site trigger, and the views and triggers over it. Self-contained.
+const V_OPEN_SPANS: &str = r#"
+CREATE TABLE blocked_span_open (
+    rank         INTEGER NOT NULL,
+    first_slice  INTEGER NOT NULL,
+    last_slice   INTEGER,
+    call         TEXT NOT NULL,
+    PRIMARY KEY (rank, first_slice)
+) WITHOUT ROWID;
+INSERT INTO blocked_span_open (rank, first_slice, last_slice, call)
+SELECT rank, first_slice, last_slice, call FROM blocked_span;
+
+DROP VIEW blocked_where;
+DROP VIEW blocked_per_slice;
+DROP VIEW blocked;
+DROP TABLE blocked_span;
+ALTER TABLE blocked_span_open RENAME TO blocked_span;
+
+-- NULL sorts first: the open spans are the start of `blocked_span_last`.
+CREATE INDEX blocked_span_last ON blocked_span(last_slice, first_slice, call);
+CREATE INDEX blocked_span_length ON blocked_span(last_slice - first_slice);
+
+CREATE TRIGGER blocked_span_site_delete AFTER DELETE ON blocked_span
+BEGIN
+    DELETE FROM blocked_site WHERE rank = OLD.rank AND first_slice = OLD.first_slice;
+END;
+
+-- Closed spans over their slices, open ones over every slice from their first on.
+CREATE VIEW blocked AS
+    SELECT s.slice AS slice, b.rank AS rank, b.call AS call
+    FROM blocked_span b JOIN slice s ON s.slice BETWEEN b.first_slice AND b.last_slice
+    UNION ALL
+    SELECT s.slice, b.rank, b.call
+    FROM blocked_span b JOIN slice s ON s.slice >= b.first_slice
+    WHERE b.last_slice IS NULL;
+
+CREATE VIEW blocked_per_slice AS
+    SELECT slice, count(*) AS n_blocked, group_concat(rank || ':' || call, ' ') AS ranks
+    FROM blocked GROUP BY slice;
+
+CREATE VIEW blocked_where AS
+    SELECT b.rank, b.first_slice, b.last_slice, b.call,
+           c.file, c.line, c.function, c.object, c.offset
+    FROM blocked_span b
+    LEFT JOIN blocked_site s ON s.rank = b.rank AND s.first_slice = b.first_slice
+    LEFT JOIN call_site c ON c.id = s.site;
+
+CREATE TRIGGER blocked_insert INSTEAD OF INSERT ON blocked
+BEGIN
+    UPDATE blocked_span SET last_slice = NEW.slice
+    WHERE rank = NEW.rank AND call = NEW.call AND last_slice = NEW.slice - 1;
+    INSERT INTO blocked_span (rank, first_slice, last_slice, call)
+    SELECT NEW.rank, NEW.slice, NEW.slice, NEW.call
+    WHERE NOT EXISTS (SELECT 1 FROM blocked_span
+                      WHERE rank = NEW.rank AND call = NEW.call
+                        AND (last_slice = NEW.slice
+                             OR (last_slice IS NULL AND first_slice <= NEW.slice)));
+END;
+
+CREATE TRIGGER blocked_delete INSTEAD OF DELETE ON blocked
+BEGIN
+    INSERT INTO blocked_span (rank, first_slice, last_slice, call)
+    SELECT rank, OLD.slice + 1, last_slice, call FROM blocked_span
+    WHERE rank = OLD.rank AND first_slice <= OLD.slice
+      AND (last_slice > OLD.slice OR last_slice IS NULL);
+    UPDATE blocked_span SET last_slice = OLD.slice - 1
+    WHERE rank = OLD.rank AND first_slice <= OLD.slice
+      AND (last_slice >= OLD.slice OR last_slice IS NULL);
+    DELETE FROM blocked_span WHERE rank = OLD.rank
+      AND (last_slice < first_slice
+           OR (last_slice IS NULL AND first_slice > (SELECT max(slice) FROM slice)));
+END;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -622,7 +703,12 @@ pub const MIGRATIONS: &[&str] = &[
     V_TRANSPORT,
     V_COMPACT_SCHEDULE,
     V_PACKED_SCHEDULE,
+    V_OPEN_SPANS,
 ];
+
+/// The first format whose blocked spans may be open (`blocked_span.last_slice` NULL): the
+/// position of [`V_OPEN_SPANS`].
+pub const OPEN_SPANS_VERSION: i64 = version_of(V_OPEN_SPANS);
 
 /// The first format whose schedule-log blobs may be packed: the position of
 /// [`V_PACKED_SCHEDULE`].

@@ -69,9 +69,21 @@ impl ReplayInputs {
         let mut blocked_ranks: Vec<u32> = blocked.iter().map(|&(r, _)| r).collect();
         blocked_ranks.sort_unstable();
         ReplayInputs {
+            blocked_ranks,
+            ..ReplayInputs::of_schedule(descriptors, decisions)
+        }
+    }
+
+    /// Without the blocked ranks: a slice with a schedule has them in the writer's mirror
+    /// (`blocked_delta.rs`), kept sorted.
+    pub fn of_schedule(
+        descriptors: &[Descriptor],
+        decisions: &[strobe_runtime::sched::Decision],
+    ) -> ReplayInputs {
+        ReplayInputs {
             posted: crate::replay_log::posted_per_rank(descriptors),
             blocking: crate::replay_log::blocking_of(descriptors),
-            blocked_ranks,
+            blocked_ranks: Vec::new(),
             completed: crate::replay_log::completions_of(decisions),
         }
     }
@@ -113,10 +125,10 @@ const MANY_OPEN_SPANS: usize = 256;
 /// a killed strobe loses at most the last 20 to 50 ms).
 const LONG_COMMIT_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Every commit upserts each open blocked span (its `last_slice` moves, and with it both
-/// span indexes): with 1,000 ranks blocked that is 1,000 row updates per commit, most of
-/// the writer's CPU in a 1,000-rank token ring at one commit per 20 ms. With many spans
-/// open, commits come every 50 ms instead (still within the documented bound).
+/// Commits used to upsert every open blocked span (format 15 and before); an open span is
+/// now written once (`blocked_spans.rs`), but a commit still has a fixed cost (a WAL frame
+/// for every page it touched), so with many ranks blocked (a big job, where the writer's
+/// CPU is the ranks') commits stay 50 ms apart, within the documented bound.
 fn commit_interval(interval: Duration, spans: &BlockedSpans) -> Duration {
     if spans.open_count() >= MANY_OPEN_SPANS {
         interval.max(LONG_COMMIT_INTERVAL)
@@ -175,21 +187,27 @@ pub(crate) fn run(
                 b.pending += 1;
                 b.last = s.slice;
                 slices += 1;
-                let full = s.schedule.as_ref().map(|sch| mirror.apply(&sch.blocked));
-                let derived = s.schedule.as_ref().zip(full.as_ref()).map(|(sch, (b, _))| {
-                    ReplayInputs::of(&sch.descriptors, &sch.decisions.decisions, b)
-                });
-                let r = derived.as_ref().unwrap_or(&s.replay);
-                enc.slice(
-                    s.slice,
-                    &r.posted,
-                    &r.blocking,
-                    &r.blocked_ranks,
-                    &r.completed,
-                );
-                if let Some((blocked, sites)) = &full {
-                    spans.slice(s.slice, blocked, sites);
-                }
+                let derived = match &s.schedule {
+                    Some(sch) => {
+                        mirror.apply(&sch.blocked);
+                        spans.update(s.slice, &sch.blocked, &mirror);
+                        Some(ReplayInputs::of_schedule(
+                            &sch.descriptors,
+                            &sch.decisions.decisions,
+                        ))
+                    }
+                    None => {
+                        // Out of the schedule log's window: no open span reaches this
+                        // slice (in a file cut short, it would read as blocked to the end).
+                        spans.close_all();
+                        None
+                    }
+                };
+                let (r, blocked_ranks) = match &derived {
+                    Some(r) => (r, mirror.ranks()),
+                    None => (&s.replay, &s.replay.blocked_ranks[..]),
+                };
+                enc.slice(s.slice, &r.posted, &r.blocking, blocked_ranks, &r.completed);
                 write_slice(&conn, s, &mut messages)
             }
             Msg::Node(slice, m) => write_node(&conn, *slice, m),
@@ -208,6 +226,15 @@ pub(crate) fn run(
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
         if b.pending >= batch_slices || due {
             commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
+        }
+    }
+    // The recording is finished: its open spans are closed at their last slice, so a
+    // finished file has none (only a recording cut short reads them as open).
+    spans.close_all();
+    if b.open_since.is_none() && error.is_none() && spans.pending() {
+        match conn.execute_batch("BEGIN") {
+            Ok(()) => b.open_since = Some(Instant::now()),
+            Err(e) => error = Some(e.into()),
         }
     }
     if b.open_since.is_some() {

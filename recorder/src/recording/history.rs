@@ -124,12 +124,14 @@ impl Recording {
         forward: bool,
     ) -> Result<Option<u64>, RecordError> {
         let (op, order) = if forward { (">", "") } else { ("<", "DESC") };
+        // An open span (`last_slice` NULL) reaches the recording's last slice.
         let spans = if forward {
             "SELECT min(max(first_slice, ?1 + 1)) FROM blocked_span
-             WHERE rank = ?3 AND last_slice > ?1 AND call LIKE ?2"
+             WHERE rank = ?3 AND ifnull(last_slice, (SELECT max(slice) FROM slice)) > ?1
+               AND call LIKE ?2"
         } else {
-            "SELECT max(min(last_slice, ?1 - 1)) FROM blocked_span
-             WHERE rank = ?3 AND first_slice < ?1 AND call LIKE ?2"
+            "SELECT max(min(ifnull(last_slice, (SELECT max(slice) FROM slice)), ?1 - 1))
+             FROM blocked_span WHERE rank = ?3 AND first_slice < ?1 AND call LIKE ?2"
         };
         let descriptors = format!(
             "SELECT slice FROM descriptor WHERE rank = ?3 AND slice {op} ?1 AND kind LIKE ?2

@@ -12,6 +12,7 @@
 //!   [`Recording::replay_log`] what a replay needs, [`Recording::stats`] what
 //!   `strobe stats` shows; `browse.rs` holds the terminal UI's queries.
 
+mod blocked;
 mod browse;
 mod checks;
 mod explored;
@@ -33,10 +34,8 @@ use crate::read::{check_header, open_connection, quick_check};
 use crate::replay_log::ReplayLog;
 use crate::RecordError;
 
-pub use browse::{
-    BlockedGrid, BlockedRank, Column, GridStrategy, Notable, ProcessStats, RankTotals, SliceDetail,
-    GRID_SAMPLES,
-};
+pub use blocked::{BlockedGrid, GridStrategy, GRID_SAMPLES};
+pub use browse::{BlockedRank, Column, Notable, ProcessStats, RankTotals, SliceDetail};
 pub use checks::CheckRow;
 pub use explored::{store_explored, Explored};
 pub use history::{MatchEntry, MatchHistory};

@@ -243,7 +243,12 @@ impl Recording {
 
     fn blocked_calls(&self) -> Result<Vec<BlockedCall>, RecordError> {
         let mut st = self.conn.prepare(
-            "SELECT call, sum(last_slice - first_slice + 1) AS n, count(DISTINCT rank)
+            // An open span (`last_slice` NULL: a recording cut short) reaches the last
+            // slice.
+            "SELECT call,
+                    sum(ifnull(last_slice, (SELECT max(slice) FROM slice)) - first_slice + 1)
+                      AS n,
+                    count(DISTINCT rank)
              FROM blocked_span GROUP BY call ORDER BY n DESC, call",
         )?;
         let rows = st

@@ -303,16 +303,19 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
          OR typeof(rank) != 'integer' OR slice < 1 LIMIT 1",
     ),
     // Format 6: spans must be well-formed and never overlap for one rank (the old table's
-    // primary key (slice, rank) made a rank blocked twice in one slice impossible).
+    // primary key (slice, rank) made a rank blocked twice in one slice impossible). An
+    // open span (`last_slice` NULL, `migrations::OPEN_SPANS_VERSION`) is its rank's last.
     (
         "the blocked_span table",
         "SELECT rank FROM blocked_span WHERE typeof(call) != 'text' OR rank < 0
          OR typeof(rank) != 'integer' OR typeof(first_slice) != 'integer'
-         OR typeof(last_slice) != 'integer' OR first_slice < 1 OR last_slice < first_slice
+         OR typeof(last_slice) NOT IN ('integer', 'null') OR first_slice < 1
+         OR last_slice < first_slice
          UNION ALL
          SELECT rank FROM (SELECT rank, first_slice,
-                lag(last_slice) OVER (PARTITION BY rank ORDER BY first_slice) AS prev
-                FROM blocked_span) WHERE first_slice <= prev
+                lag(last_slice) OVER w AS prev, lag(first_slice) OVER w AS prev_first
+                FROM blocked_span WINDOW w AS (PARTITION BY rank ORDER BY first_slice))
+         WHERE first_slice <= prev OR (prev IS NULL AND prev_first IS NOT NULL)
          LIMIT 1",
     ),
     // Payload capture (`--capture-payloads`): what a lone rank is fed. Kinds are

@@ -106,11 +106,13 @@ fn the_writer_folds_consecutive_slices_into_spans() {
             .map(|r| (r.1 as u32, call(r.2)))
             .collect();
         spans.slice::<std::sync::Arc<strobe_runtime::symbolize::CallSite>>(slice as u64, &set, &[]);
-        // A commit in the middle of open spans: they are written, then extended.
+        // A commit in the middle of open spans: they are written open, then closed.
         if slice == 2 || slice == 5 {
             spans.flush(&c).unwrap();
         }
     }
+    // The recording is finished: every open span is closed at its last slice.
+    spans.close_all();
     spans.flush(&c).unwrap();
     assert_eq!(rows(&c, SPANS), expected_spans());
     assert_eq!(rows(&c, EXPANDED), expected_rows());
