@@ -4,8 +4,11 @@
 //! are node 0's), and the `node_slice` view fills them from `slice`.
 //!
 //! A node's metrics reach the writer before the slice's row (the node reports when its
-//! slice ends; node 0 then sends the slice), so rows wait here for their slice, at most
-//! until the next commit: then they are written whole (still exact, only larger).
+//! slice ends; node 0 then sends the slice), so rows wait here for their slice, across
+//! commits (so what is stored never depends on when a commit fell; a crash loses a
+//! waiting row with its slice, which was not committed either). Rows that cannot wait
+//! (more than [`RECENT`] of them) or whose slice never came are written whole: still
+//! exact, only larger.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -87,7 +90,12 @@ impl NodeRows {
         Ok(())
     }
 
-    /// Write every waiting row whole (at a commit, and at the end).
+    /// Whether rows wait for their slice.
+    pub fn waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Write every waiting row whole (at the end).
     pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         for (s, m) in std::mem::take(&mut self.waiting) {
             write(conn, s, &m, None)?;

@@ -153,7 +153,7 @@ pub(crate) fn run(
                 if b.open_since
                     .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans))
                 {
-                    commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+                    commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
                 }
                 std::thread::sleep(WRITER_NAP);
                 continue;
@@ -207,11 +207,25 @@ pub(crate) fn run(
             .open_since
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
         if b.pending >= batch_slices || due {
-            commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+            commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+        }
+    }
+    // Node rows still waiting for a slice that never came are written whole. (They wait
+    // across commits: what is stored then never depends on when a commit fell.)
+    if nodes.waiting() && error.is_none() {
+        let open = if b.open_since.is_some() {
+            Ok(())
+        } else {
+            conn.execute_batch("BEGIN").map(|()| {
+                b.open_since = Some(Instant::now());
+            })
+        };
+        if let Err(e) = open.and_then(|()| nodes.flush(&conn)) {
+            error = Some(e.into());
         }
     }
     if b.open_since.is_some() {
-        commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+        commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
     }
     WriterDone {
         conn,
@@ -225,7 +239,6 @@ fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
     spans: &mut BlockedSpans,
-    nodes: &mut NodeRows,
     b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
@@ -237,9 +250,6 @@ fn commit(
                 error.get_or_insert(e.into());
             }
             if let Err(e) = spans.flush(conn) {
-                error.get_or_insert(e.into());
-            }
-            if let Err(e) = nodes.flush(conn) {
                 error.get_or_insert(e.into());
             }
         }
