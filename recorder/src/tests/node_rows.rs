@@ -15,7 +15,7 @@ use crate::{open_recording, RecordOptions, Recorder};
 /// (and, every third slice, the same ones) after it.
 fn metrics(i: u64, node: u32) -> LocalMetrics {
     let g = record(i).global;
-    let same = node == 0 || i % 3 == 0;
+    let same = node == 0 || i.is_multiple_of(3);
     let us = |same_v: Duration, own: u64| {
         if same {
             same_v
