@@ -1,18 +1,21 @@
 //! The per-row schedule log on demand: `descriptor` and `decision` rows expanded from the
 //! compact `slice_schedule` blobs, column for column as the writer of formats 1 to 12 wrote
-//! them (docs/recording.md, "descriptor", "decision"). New recordings hold only the blobs
-//! (about 400 bytes a message less); `strobe export FILE --format sqlite -o COPY.db`
-//! writes a copy with these rows filled in, for SQL of one's own.
+//! them (docs/recording.md, "descriptor", "decision"), and the `message` rows as the
+//! writer of formats 14 and 15 wrote them (`messages.rs`). New recordings hold only the
+//! blobs (about 440 bytes a message less); `strobe export FILE --format sqlite -o COPY.db`
+//! writes a copy with these rows filled in, for SQL of one's own (`message_life`).
 
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::{DescKind, DescRef, Descriptor, RtError};
 pub use strobe_runtime::sched::error_name;
 use strobe_runtime::sched::{Decision, DecisionKind, DecisionVisitor};
 
+use crate::messages::MessageLog;
 use crate::{compact, RecordError};
 
-/// Fill `descriptor` and `decision` from every `slice_schedule` row of the (writable)
-/// file `conn`, in one transaction. Returns the rows written (descriptors, decisions).
+/// Fill `descriptor`, `decision` and `message` from every `slice_schedule` row of the
+/// (writable) file `conn`, in one transaction (`message` rows a file already has are
+/// written again, the same). Returns the rows written (descriptors, decisions).
 /// A file without `slice_schedule` (older formats) already has its rows: nothing to do.
 pub fn expand_schedule(conn: &mut Connection) -> Result<(u64, u64), RecordError> {
     let has: bool = conn.query_row(
@@ -25,6 +28,7 @@ pub fn expand_schedule(conn: &mut Connection) -> Result<(u64, u64), RecordError>
     }
     let tx = conn.transaction()?;
     let (mut nd, mut nc) = (0u64, 0u64);
+    let mut messages = MessageLog::default();
     {
         let mut st =
             tx.prepare("SELECT slice, descriptors, decisions FROM slice_schedule ORDER BY slice")?;
@@ -35,21 +39,26 @@ pub fn expand_schedule(conn: &mut Connection) -> Result<(u64, u64), RecordError>
             let slice = r.get::<_, i64>(0)?.max(0) as u64;
             let bad =
                 |e: String| RecordError::Corrupt(format!("the schedule of slice {slice}: {e}"));
+            let mut descriptors = Vec::new();
             if let Some(b) = r.get::<_, Option<Vec<u8>>>(1)? {
-                for d in compact::decode_descriptors(&b).map_err(bad)? {
-                    write_descriptor(&mut ins_desc, slice, &d)?;
+                descriptors = compact::decode_descriptors(&b).map_err(bad)?;
+                for d in &descriptors {
+                    write_descriptor(&mut ins_desc, slice, d)?;
                     nd += 1;
                 }
             }
+            let mut decisions = Vec::new();
             if let Some(b) = r.get::<_, Option<Vec<u8>>>(2)? {
-                let (decisions, _) = compact::decode_decisions(&b).map_err(bad)?;
+                decisions = compact::decode_decisions(&b).map_err(bad)?.0;
                 for (idx, d) in decisions.iter().enumerate() {
                     write_decision(&mut ins_dec, slice, idx, d)?;
                     nc += 1;
                 }
             }
+            messages.slice(&tx, slice, &descriptors, &decisions)?;
         }
     }
+    messages.flush(&tx)?;
     tx.commit()?;
     Ok((nd, nc))
 }
@@ -229,8 +238,8 @@ fn write_decision(
 }
 
 /// `strobe export FILE --format sqlite -o COPY.db`: a copy of the recording `src` (which
-/// is only read) at `dst`, a new file, with `descriptor` and `decision` filled in from the
-/// compact schedule. Returns the rows written (descriptors, decisions).
+/// is only read) at `dst`, a new file, with `descriptor`, `decision` and `message` filled
+/// in from the compact schedule. Returns the rows written (descriptors, decisions).
 pub fn export_expanded(
     src: &std::path::Path,
     dst: &std::path::Path,

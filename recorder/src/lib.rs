@@ -14,6 +14,7 @@ pub mod file;
 mod messages;
 pub mod migrations;
 pub mod mmds_stats;
+mod node_rows;
 pub mod privacy;
 pub mod read;
 pub mod recording;

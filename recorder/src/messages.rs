@@ -1,14 +1,14 @@
-//! The writer's `message` rows (format `COMPACT_SCHEDULE_VERSION`): one row per matched
-//! message with what the History tab and the `message_life` view ask in SQL, so the
-//! schedule log's blobs need not be decoded to answer them.
+//! The `message` rows (one per matched message, what the `message_life` view reads), as
+//! the writer of formats 14 and 15 wrote them. From format `DERIVED_ROWS_VERSION` on the
+//! writer no longer does (the rows were 40% of a message-heavy file and hold nothing the
+//! `slice_schedule` blobs do not): `strobe export --format sqlite` fills them in
+//! (`expand.rs`), slice by slice in order, through this log.
 //!
-//! A message's row is complete when both its send and its receive completed; the writer
-//! keeps open messages in memory, writes a row when it completes and, at every commit,
-//! the rows of messages still open (an upsert, like the blocked spans), so what a crash
-//! leaves and what a live reader sees has a row for every match committed. Slices are
-//! stored relative to the match (`recv_age` = matched - the slice that handled the
-//! receive, `send_done` = the send's completion - matched, ...): small integers cost one
-//! byte or none.
+//! A message's row is complete when both its send and its receive completed; the log
+//! keeps open messages in memory, writes a row when it completes and, at the end, the
+//! rows of messages still open. Slices are stored relative to the match (`recv_age` =
+//! matched - the slice that handled the receive, `send_done` = the send's completion -
+//! matched, ...): small integers cost one byte or none.
 
 use std::collections::{BTreeMap, HashMap};
 

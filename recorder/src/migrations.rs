@@ -686,6 +686,98 @@ BEGIN
 END;
 "#;
 
+/// Derived rows left out (issue 14: at most 64 bytes a message with everything on).
+/// The writer no longer writes `message` rows: all they hold is in the `slice_schedule`
+/// blobs (the History tab decodes those, `strobe export --format sqlite` writes the rows
+/// back, and `message_life` reads them there); the table stays, and a migrated file keeps
+/// its rows. And `node_slice` becomes a view over `node_metrics`, whose `letts_ns`,
+/// `ltdem_ns`, `ltmsm_ns`, `ltts_ns` and `bpts` are NULL where they equal the slice's
+/// `getts_ns`, `gtdem_ns`, `gtmsm_ns`, `gtts_ns` and `n_blocked` (always, on one node):
+/// the view fills them from `slice`, so `node_slice` reads as before. Existing rows are
+/// copied whole. INSTEAD OF triggers keep `INSERT INTO node_slice` and `DELETE FROM
+/// node_slice` working; the chart summary's trigger moves to `node_metrics`.
+const V_DERIVED_ROWS: &str = r#"
+CREATE TABLE node_metrics (
+    slice          INTEGER NOT NULL,
+    node           INTEGER NOT NULL,
+    letts_ns       INTEGER,
+    ltdem_ns       INTEGER,
+    ltmsm_ns       INTEGER,
+    ltts_ns        INTEGER,
+    np2pdem        INTEGER NOT NULL,
+    np2pmsm        INTEGER NOT NULL,
+    ncolldem       INTEGER NOT NULL,
+    ncollmsm       INTEGER NOT NULL,
+    bpts           INTEGER,
+    t_drain_ns     INTEGER NOT NULL,
+    t_schedule_ns  INTEGER NOT NULL,
+    t_p2p_ns       INTEGER NOT NULL,
+    t_bbm_ns       INTEGER NOT NULL,
+    t_rm_ns        INTEGER NOT NULL,
+    t_deliver_ns   INTEGER NOT NULL,
+    PRIMARY KEY (slice, node)
+) WITHOUT ROWID;
+
+INSERT INTO node_metrics SELECT slice, node, letts_ns, ltdem_ns, ltmsm_ns, ltts_ns, np2pdem,
+    np2pmsm, ncolldem, ncollmsm, bpts, t_drain_ns, t_schedule_ns, t_p2p_ns, t_bbm_ns,
+    t_rm_ns, t_deliver_ns FROM node_slice;
+DROP TABLE node_slice;
+
+CREATE VIEW node_slice AS
+    SELECT n.slice AS slice, n.node AS node,
+           coalesce(n.letts_ns, s.getts_ns) AS letts_ns,
+           coalesce(n.ltdem_ns, s.gtdem_ns) AS ltdem_ns,
+           coalesce(n.ltmsm_ns, s.gtmsm_ns) AS ltmsm_ns,
+           coalesce(n.ltts_ns, s.gtts_ns) AS ltts_ns,
+           n.np2pdem AS np2pdem, n.np2pmsm AS np2pmsm, n.ncolldem AS ncolldem,
+           n.ncollmsm AS ncollmsm, coalesce(n.bpts, s.n_blocked) AS bpts,
+           n.t_drain_ns AS t_drain_ns, n.t_schedule_ns AS t_schedule_ns,
+           n.t_p2p_ns AS t_p2p_ns, n.t_bbm_ns AS t_bbm_ns, n.t_rm_ns AS t_rm_ns,
+           n.t_deliver_ns AS t_deliver_ns
+    FROM node_metrics n LEFT JOIN slice s ON s.slice = n.slice;
+
+CREATE TRIGGER node_slice_insert INSTEAD OF INSERT ON node_slice
+BEGIN
+    INSERT INTO node_metrics VALUES (NEW.slice, NEW.node, NEW.letts_ns, NEW.ltdem_ns,
+        NEW.ltmsm_ns, NEW.ltts_ns, NEW.np2pdem, NEW.np2pmsm, NEW.ncolldem, NEW.ncollmsm,
+        NEW.bpts, NEW.t_drain_ns, NEW.t_schedule_ns, NEW.t_p2p_ns, NEW.t_bbm_ns, NEW.t_rm_ns,
+        NEW.t_deliver_ns);
+END;
+
+CREATE TRIGGER node_slice_delete INSTEAD OF DELETE ON node_slice
+BEGIN
+    DELETE FROM node_metrics WHERE slice = OLD.slice AND node = OLD.node;
+END;
+
+CREATE TRIGGER summary_node_insert AFTER INSERT ON node_metrics
+BEGIN
+    INSERT INTO summary_node VALUES (64, (NEW.slice - 1) / 64,
+        NEW.ncolldem, NEW.ncolldem, NEW.ncollmsm, NEW.ncollmsm,
+        NEW.np2pdem, NEW.np2pdem, NEW.np2pmsm, NEW.np2pmsm)
+    ON CONFLICT (span, block) DO UPDATE SET
+        ncolldem_lo = min(ncolldem_lo, excluded.ncolldem_lo),
+        ncolldem_hi = max(ncolldem_hi, excluded.ncolldem_hi),
+        ncollmsm_lo = min(ncollmsm_lo, excluded.ncollmsm_lo),
+        ncollmsm_hi = max(ncollmsm_hi, excluded.ncollmsm_hi),
+        np2pdem_lo = min(np2pdem_lo, excluded.np2pdem_lo),
+        np2pdem_hi = max(np2pdem_hi, excluded.np2pdem_hi),
+        np2pmsm_lo = min(np2pmsm_lo, excluded.np2pmsm_lo),
+        np2pmsm_hi = max(np2pmsm_hi, excluded.np2pmsm_hi);
+    INSERT INTO summary_node VALUES (4096, (NEW.slice - 1) / 4096,
+        NEW.ncolldem, NEW.ncolldem, NEW.ncollmsm, NEW.ncollmsm,
+        NEW.np2pdem, NEW.np2pdem, NEW.np2pmsm, NEW.np2pmsm)
+    ON CONFLICT (span, block) DO UPDATE SET
+        ncolldem_lo = min(ncolldem_lo, excluded.ncolldem_lo),
+        ncolldem_hi = max(ncolldem_hi, excluded.ncolldem_hi),
+        ncollmsm_lo = min(ncollmsm_lo, excluded.ncollmsm_lo),
+        ncollmsm_hi = max(ncollmsm_hi, excluded.ncollmsm_hi),
+        np2pdem_lo = min(np2pdem_lo, excluded.np2pdem_lo),
+        np2pdem_hi = max(np2pdem_hi, excluded.np2pdem_hi),
+        np2pmsm_lo = min(np2pmsm_lo, excluded.np2pmsm_lo),
+        np2pmsm_hi = max(np2pmsm_hi, excluded.np2pmsm_hi);
+END;
+"#;
+
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
     V1,
@@ -704,6 +796,7 @@ pub const MIGRATIONS: &[&str] = &[
     V_COMPACT_SCHEDULE,
     V_PACKED_SCHEDULE,
     V_OPEN_SPANS,
+    V_DERIVED_ROWS,
 ];
 
 /// The first format whose blocked spans may be open (`blocked_span.last_slice` NULL): the
@@ -713,6 +806,10 @@ pub const OPEN_SPANS_VERSION: i64 = version_of(V_OPEN_SPANS);
 /// The first format whose schedule-log blobs may be packed: the position of
 /// [`V_PACKED_SCHEDULE`].
 pub const PACKED_SCHEDULE_VERSION: i64 = version_of(V_PACKED_SCHEDULE);
+
+/// The first format without `message` rows and with `node_slice` as a view over
+/// `node_metrics`: the position of [`V_DERIVED_ROWS`].
+pub const DERIVED_ROWS_VERSION: i64 = version_of(V_DERIVED_ROWS);
 
 /// The first format with `job.transport`: the position of [`V_TRANSPORT`].
 pub const TRANSPORT_VERSION: i64 = version_of(V_TRANSPORT);

@@ -58,7 +58,7 @@ pub fn generate(path: &Path, slices: u64, ranks: u32, nodes: u32) -> Result<(), 
     tx.execute(
         "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?1),
                         n(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM n WHERE k + 1 < ?2)
-         INSERT INTO node_slice SELECT i, k, 480000, 20000, 40000, 90000,
+         INSERT INTO node_metrics SELECT i, k, 480000, 20000, 40000, 90000,
             (i + k) % 3, (i + k) % 2,
             CASE WHEN i % 97 = 0 THEN ?3 ELSE 0 END, CASE WHEN i % 97 = 0 THEN 1 ELSE 0 END,
             1, 1000, 2000, 3000, 4000, 5000, 6000

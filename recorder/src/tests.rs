@@ -475,6 +475,7 @@ mod checksum;
 mod compact_schedule;
 mod decision_rows;
 mod match_history;
+mod node_rows;
 mod open_spans;
 mod payloads;
 

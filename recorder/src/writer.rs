@@ -16,7 +16,7 @@ use strobe_runtime::segment::BlockedCall;
 
 use crate::blocked_spans::BlockedSpans;
 use crate::compact;
-use crate::messages::MessageLog;
+use crate::node_rows::NodeRows;
 use crate::replay_log::ReplayLogEncoder;
 use crate::RecordError;
 
@@ -152,7 +152,7 @@ pub(crate) fn run(
     let mut enc = ReplayLogEncoder::default();
     let mut spans = BlockedSpans::default();
     let mut mirror = crate::blocked_delta::BlockedMirror::default();
-    let mut messages = MessageLog::default();
+    let mut nodes = NodeRows::default();
     loop {
         // Poll, never park: a parked receiver makes every send on the slice path pay a
         // futex wake (several microseconds, at up to 100k slices a second). The writer
@@ -165,7 +165,7 @@ pub(crate) fn run(
                 if b.open_since
                     .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans))
                 {
-                    commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
+                    commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
                 }
                 std::thread::sleep(WRITER_NAP);
                 continue;
@@ -208,9 +208,9 @@ pub(crate) fn run(
                     None => (&s.replay, &s.replay.blocked_ranks[..]),
                 };
                 enc.slice(s.slice, &r.posted, &r.blocking, blocked_ranks, &r.completed);
-                write_slice(&conn, s, &mut messages)
+                write_slice(&conn, s, &mut nodes)
             }
-            Msg::Node(slice, m) => write_node(&conn, *slice, m),
+            Msg::Node(slice, m) => nodes.node(&conn, *slice, m),
             Msg::Mmds(ranks) => write_mmds(&conn, ranks),
             Msg::Outcomes(rank, recs) => {
                 enc.outcomes(*rank, recs);
@@ -225,7 +225,21 @@ pub(crate) fn run(
             .open_since
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
         if b.pending >= batch_slices || due {
-            commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
+            commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+        }
+    }
+    // Node rows still waiting for a slice that never came are written whole. (They wait
+    // across commits: what is stored then never depends on when a commit fell.)
+    if nodes.waiting() && error.is_none() {
+        let open = if b.open_since.is_some() {
+            Ok(())
+        } else {
+            conn.execute_batch("BEGIN").map(|()| {
+                b.open_since = Some(Instant::now());
+            })
+        };
+        if let Err(e) = open.and_then(|()| nodes.flush(&conn)) {
+            error = Some(e.into());
         }
     }
     // The recording is finished: its open spans are closed at their last slice, so a
@@ -238,7 +252,7 @@ pub(crate) fn run(
         }
     }
     if b.open_since.is_some() {
-        commit(&conn, &mut enc, &mut spans, &messages, &mut b, &mut error);
+        commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
     }
     WriterDone {
         conn,
@@ -252,7 +266,6 @@ fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
     spans: &mut BlockedSpans,
-    messages: &MessageLog,
     b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
@@ -264,9 +277,6 @@ fn commit(
                 error.get_or_insert(e.into());
             }
             if let Err(e) = spans.flush(conn) {
-                error.get_or_insert(e.into());
-            }
-            if let Err(e) = messages.flush(conn) {
                 error.get_or_insert(e.into());
             }
         }
@@ -320,7 +330,7 @@ fn write_payload(conn: &Connection, p: &strobe_runtime::engine::Payload) -> rusq
     Ok(())
 }
 
-fn write_slice(conn: &Connection, s: &SliceMsg, messages: &mut MessageLog) -> rusqlite::Result<()> {
+fn write_slice(conn: &Connection, s: &SliceMsg, nodes: &mut NodeRows) -> rusqlite::Result<()> {
     // A slice in which nothing happened, outside both windows, has no row: its digest is
     // the empty digest and its blocked set is in the replay log, so the replay-log-only
     // recording of a long computation costs nothing per slice (docs/recording.md).
@@ -358,11 +368,12 @@ fn write_slice(conn: &Connection, s: &SliceMsg, messages: &mut MessageLog) -> ru
         // The u64 digest's bit pattern: SQLite integers are signed 64-bit.
         s.digest as i64,
     ])?;
+    nodes.slice(conn, s.slice, s.global.as_ref(), s.n_blocked)?;
     let Some(sch) = &s.schedule else {
         return Ok(());
     };
-    write_schedule(conn, s.slice, sch)?;
-    messages.slice(conn, s.slice, &sch.descriptors, &sch.decisions.decisions)
+    // No `message` rows (format `DERIVED_ROWS_VERSION`): they are derived from these blobs.
+    write_schedule(conn, s.slice, sch)
 }
 
 /// The slice's descriptors and decision set as two compact blobs, one `slice_schedule`
@@ -381,35 +392,6 @@ fn write_schedule(conn: &Connection, slice: u64, sch: &Schedule) -> rusqlite::Re
         "INSERT INTO slice_schedule (slice, descriptors, decisions) VALUES (?1, ?2, ?3)",
     )?
     .execute(params![slice as i64, descriptors, decisions])?;
-    Ok(())
-}
-
-fn write_node(conn: &Connection, slice: u64, m: &LocalMetrics) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO node_slice (slice, node, letts_ns, ltdem_ns, ltmsm_ns, ltts_ns, np2pdem,
-            np2pmsm, ncolldem, ncollmsm, bpts, t_drain_ns, t_schedule_ns, t_p2p_ns, t_bbm_ns,
-            t_rm_ns, t_deliver_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-    )?
-    .execute(params![
-        slice as i64,
-        m.node,
-        ns(m.letts),
-        ns(m.ltdem),
-        ns(m.ltmsm),
-        ns(m.ltts),
-        m.np2pdem,
-        m.np2pmsm,
-        m.ncolldem,
-        m.ncollmsm,
-        m.bpts,
-        ns(m.t_drain),
-        ns(m.t_schedule),
-        ns(m.t_p2p),
-        ns(m.t_bbm),
-        ns(m.t_rm),
-        ns(m.t_deliver),
-    ])?;
     Ok(())
 }
 

@@ -258,3 +258,38 @@ fn a_damaged_file_is_refused_with_exit_2() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(!out.exists(), "nothing written for a damaged recording");
 }
+
+/// Format 16 writes no `message` rows: the History tab reads the blobs, and `strobe export
+/// --format sqlite` writes the rows into its copy, where `message_life` answers and the
+/// History tab's query gives what the blobs gave.
+#[test]
+fn sqlite_export_fills_the_message_rows_the_history_derives() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c("heisenbug", dir.path());
+    let db = dir.path().join("run.db");
+    record_heisenbug(&db, &prog, true, 5);
+    let rows = dir.path().join("rows.db");
+    export(&db, "sqlite", &rows);
+    let count = |p: &Path, sql: &str| -> i64 {
+        let c = strobe_recorder::open_recording(p).unwrap();
+        c.query_row(sql, [], |r| r.get(0)).unwrap()
+    };
+    let matches = count(&db, "SELECT sum(n_matches) FROM slice");
+    assert!(matches > 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM message"), 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM message_life"), 0);
+    assert_eq!(count(&rows, "SELECT count(*) FROM message"), matches);
+    assert_eq!(count(&rows, "SELECT count(*) FROM message_life"), matches);
+    let (from_blobs, from_rows) = (
+        Recording::open(&db).unwrap(),
+        Recording::open(&rows).unwrap(),
+    );
+    let mut seen = 0;
+    for rank in 0..from_blobs.job().ranks {
+        let a = from_blobs.match_history(rank, usize::MAX).unwrap().unwrap();
+        let b = from_rows.match_history(rank, usize::MAX).unwrap().unwrap();
+        assert_eq!(a, b, "rank {rank}");
+        seen += a.entries.len();
+    }
+    assert_eq!(seen as i64, matches);
+}

@@ -116,8 +116,9 @@ fn through_the_wire(name: &str, ranks: &str, extra: &[&str]) {
         );
     }
     // From format 14 the decisions live in `slice_schedule` blobs (the `decision` table
-    // stays empty in new recordings).
-    for table in ["slice", "node_slice", "slice_schedule", "mmds_rank"] {
+    // stays empty in new recordings); from format 17 the view `node_slice` reads the
+    // table `node_metrics`.
+    for table in ["slice", "node_metrics", "slice_schedule", "mmds_rank"] {
         assert!(!w[table].is_empty(), "{name}: no rows in {table}");
     }
     if extra.contains(&"--capture-payloads") {

@@ -577,15 +577,18 @@ fn recorded_descriptors(db: &std::path::Path) -> Option<u64> {
     rec.totals().ok().map(|t| t.descriptors)
 }
 
-/// Point-to-point messages a recording with the schedule log on holds (its `message`
-/// table: one row per matched send and receive).
+/// Point-to-point messages a recording with the schedule log on holds: its match
+/// decisions (`slice.n_matches`, one per matched send and receive; the `message` rows of
+/// formats 14 and 15 counted the same, and newer files have none unless exported).
 fn recorded_messages(db: &std::path::Path) -> Option<u64> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .ok()?;
-    conn.query_row("SELECT count(*) FROM message", [], |r| r.get::<_, i64>(0))
-        .ok()
-        .map(|n| n.max(0) as u64)
+    conn.query_row("SELECT coalesce(sum(n_matches), 0) FROM slice", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .ok()
+    .map(|n| n.max(0) as u64)
 }
 
 /// `strobe run` versus `strobe record` (replay log only, and everything) versus `strobe

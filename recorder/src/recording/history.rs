@@ -1,7 +1,9 @@
 //! One rank's match history: every receive the rank posted that a send matched, in the
 //! order the scheduler matched them, with the sender, tag and size it matched and the
 //! slice. Read from the `message` rows (or, in older files, the `decision` rows and the
-//! `descriptor` table) in one query;
+//! `descriptor` table) in one query, or, in files of format `DERIVED_ROWS_VERSION` on
+//! (which hold no `message` rows unless exported), from the blobs in one pass
+//! (`history_blobs.rs`);
 //! the key view for wildcard (`MPI_ANY_SOURCE`) bugs (the TUI's History tab).
 
 use rusqlite::{params, OptionalExtension};
@@ -70,6 +72,13 @@ impl Recording {
             partial: self.job.schedule_log != Layer::On,
             ..MatchHistory::default()
         };
+        if self.messages_derived()? {
+            let want = limit.saturating_add(1);
+            hist.entries = self.match_history_from_blobs(rank, want)?;
+            hist.truncated = hist.entries.len() > limit;
+            hist.entries.truncate(limit);
+            return Ok(Some(hist));
+        }
         // One query over the `message` rows (one per matched message, written with the
         // compact schedule) and, for older layouts, the `decision` rows joined to both
         // descriptors by primary key: decoding every slice's blob took 135 s on a
@@ -112,6 +121,22 @@ impl Recording {
             hist.entries.push(match_entry(row)?);
         }
         Ok(Some(hist))
+    }
+
+    /// Whether the file's `message` rows are to be derived from the blobs: format
+    /// `DERIVED_ROWS_VERSION` on writes none, unless `strobe export --format sqlite`
+    /// (or a test) filled them in.
+    fn messages_derived(&self) -> Result<bool, RecordError> {
+        if !self.has_schedule || self.format < crate::migrations::DERIVED_ROWS_VERSION {
+            return Ok(false);
+        }
+        // A file migrated from before format 14 has no blobs: its `decision` rows answer.
+        let derive: i64 = self.conn.query_row(
+            "SELECT NOT EXISTS (SELECT 1 FROM message) AND EXISTS (SELECT 1 FROM slice_schedule)",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(derive != 0)
     }
 
     /// The first slice after (or before) `from` where `rank` is blocked in a call, or

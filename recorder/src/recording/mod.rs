@@ -17,6 +17,7 @@ mod browse;
 mod checks;
 mod explored;
 mod history;
+mod history_blobs;
 mod job;
 mod payloads;
 mod schedule;

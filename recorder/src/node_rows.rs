@@ -1,0 +1,141 @@
+//! The writer's `node_metrics` rows (format `DERIVED_ROWS_VERSION`): a node's LETTS,
+//! LTDEM, LTMSM, LTTS and BPTS are stored as NULL when they equal the slice's GETTS,
+//! GTDEM, GTMSM, GTTS and blocked count (always so on one node, where the global values
+//! are node 0's), and the `node_slice` view fills them from `slice`.
+//!
+//! A node's metrics reach the writer before the slice's row (the node reports when its
+//! slice ends; node 0 then sends the slice), so rows wait here for their slice, across
+//! commits (so what is stored never depends on when a commit fell; a crash loses a
+//! waiting row with its slice, which was not committed either). Rows that cannot wait
+//! (more than [`RECENT`] of them) or whose slice never came are written whole: still
+//! exact, only larger.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rusqlite::{params, Connection};
+use strobe_runtime::engine::{GlobalMetrics, LocalMetrics};
+
+/// What a node row may leave to its slice: GETTS, GTDEM, GTMSM, GTTS (ns), blocked ranks.
+type Global = [i64; 5];
+
+/// How many recent slices' global values are kept for rows that arrive late (other
+/// nodes'), and how many rows may wait for their slice.
+const RECENT: usize = 64;
+
+#[derive(Default)]
+pub(crate) struct NodeRows {
+    waiting: Vec<(u64, LocalMetrics)>,
+    recent: VecDeque<(u64, Global)>,
+}
+
+fn ns(d: Duration) -> i64 {
+    d.as_nanos() as i64
+}
+
+impl NodeRows {
+    /// One node's metrics of `slice`.
+    pub fn node(
+        &mut self,
+        conn: &Connection,
+        slice: u64,
+        m: &LocalMetrics,
+    ) -> rusqlite::Result<()> {
+        if let Some(&(_, g)) = self.recent.iter().find(|(s, _)| *s == slice) {
+            return write(conn, slice, m, Some(&g));
+        }
+        if self.waiting.len() >= RECENT {
+            return write(conn, slice, m, None);
+        }
+        self.waiting.push((slice, *m));
+        Ok(())
+    }
+
+    /// The slice's row was written with these values: write the rows waiting for it (and
+    /// whole, any waiting for an earlier slice).
+    pub fn slice(
+        &mut self,
+        conn: &Connection,
+        slice: u64,
+        global: Option<&GlobalMetrics>,
+        n_blocked: u32,
+    ) -> rusqlite::Result<()> {
+        let g = global.map(|g| {
+            [
+                ns(g.getts),
+                ns(g.gtdem),
+                ns(g.gtmsm),
+                ns(g.gtts),
+                i64::from(n_blocked),
+            ]
+        });
+        if let Some(g) = g {
+            if self.recent.len() == RECENT {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((slice, g));
+        }
+        if self.waiting.iter().any(|(s, _)| *s <= slice) {
+            let waiting = std::mem::take(&mut self.waiting);
+            for (s, m) in waiting {
+                if s == slice {
+                    write(conn, s, &m, g.as_ref())?;
+                } else if s < slice {
+                    write(conn, s, &m, None)?;
+                } else {
+                    self.waiting.push((s, m));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether rows wait for their slice.
+    pub fn waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Write every waiting row whole (at the end).
+    pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        for (s, m) in std::mem::take(&mut self.waiting) {
+            write(conn, s, &m, None)?;
+        }
+        Ok(())
+    }
+}
+
+fn write(
+    conn: &Connection,
+    slice: u64,
+    m: &LocalMetrics,
+    global: Option<&Global>,
+) -> rusqlite::Result<()> {
+    // NULL where the slice's row holds the same value.
+    let own = |i: usize, v: i64| (global.map(|g| g[i]) != Some(v)).then_some(v);
+    conn.prepare_cached(
+        "INSERT INTO node_metrics (slice, node, letts_ns, ltdem_ns, ltmsm_ns, ltts_ns, np2pdem,
+            np2pmsm, ncolldem, ncollmsm, bpts, t_drain_ns, t_schedule_ns, t_p2p_ns, t_bbm_ns,
+            t_rm_ns, t_deliver_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        slice as i64,
+        m.node,
+        own(0, ns(m.letts)),
+        own(1, ns(m.ltdem)),
+        own(2, ns(m.ltmsm)),
+        own(3, ns(m.ltts)),
+        m.np2pdem,
+        m.np2pmsm,
+        m.ncolldem,
+        m.ncollmsm,
+        own(4, i64::from(m.bpts)),
+        ns(m.t_drain),
+        ns(m.t_schedule),
+        ns(m.t_p2p),
+        ns(m.t_bbm),
+        ns(m.t_rm),
+        ns(m.t_deliver),
+    ])?;
+    Ok(())
+}
