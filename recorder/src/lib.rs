@@ -19,6 +19,7 @@ pub mod privacy;
 pub mod read;
 pub mod recording;
 pub mod replay_log;
+pub mod summaries;
 pub mod synthetic;
 pub mod window;
 mod writer;

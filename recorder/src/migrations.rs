@@ -516,7 +516,9 @@ ALTER TABLE job ADD COLUMN transport TEXT;
 
 #[path = "migrations_compact.rs"]
 mod compact_formats;
-use compact_formats::{V_COMPACT_SCHEDULE, V_DERIVED_ROWS, V_OPEN_SPANS, V_PACKED_SCHEDULE};
+use compact_formats::{
+    V_COMPACT_SCHEDULE, V_DERIVED_ROWS, V_OPEN_SPANS, V_PACKED_SCHEDULE, V_WRITER_SUMMARIES,
+};
 
 /// The ordered migration scripts; the schema version is their count.
 pub const MIGRATIONS: &[&str] = &[
@@ -537,6 +539,7 @@ pub const MIGRATIONS: &[&str] = &[
     V_PACKED_SCHEDULE,
     V_OPEN_SPANS,
     V_DERIVED_ROWS,
+    V_WRITER_SUMMARIES,
 ];
 
 /// The first format whose blocked spans may be open (`blocked_span.last_slice` NULL): the
@@ -550,6 +553,10 @@ pub const PACKED_SCHEDULE_VERSION: i64 = version_of(V_PACKED_SCHEDULE);
 /// The first format without `message` rows and with `node_slice` as a view over
 /// `node_metrics`: the position of [`V_DERIVED_ROWS`].
 pub const DERIVED_ROWS_VERSION: i64 = version_of(V_DERIVED_ROWS);
+
+/// The first format whose chart summaries are kept by the writer, not by triggers
+/// (`summaries.rs`): the position of [`V_WRITER_SUMMARIES`].
+pub const WRITER_SUMMARIES_VERSION: i64 = version_of(V_WRITER_SUMMARIES);
 
 /// The first format with `job.transport`: the position of [`V_TRANSPORT`].
 pub const TRANSPORT_VERSION: i64 = version_of(V_TRANSPORT);
@@ -627,6 +634,12 @@ pub fn version(conn: &Connection) -> Result<i64, RecordError> {
 /// Bring the file up to [`CURRENT_VERSION`], one script per transaction, so a failure leaves
 /// the file at a well-defined earlier version. Running it again is a no-op.
 pub fn migrate(conn: &mut Connection) -> Result<i64, RecordError> {
+    migrate_to(conn, CURRENT_VERSION)
+}
+
+/// Bring the file up to `target` (at most [`CURRENT_VERSION`]): [`migrate`], or an older
+/// format for the tests that compare a format with the one before it.
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<i64, RecordError> {
     let found = version(conn)?;
     if found > CURRENT_VERSION {
         return Err(RecordError::TooNew {
@@ -639,12 +652,18 @@ pub fn migrate(conn: &mut Connection) -> Result<i64, RecordError> {
             "negative schema version {found}"
         )));
     }
-    for (i, script) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+    let target = target.clamp(0, CURRENT_VERSION) as usize;
+    for (i, script) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target)
+        .skip(found as usize)
+    {
         let tx = conn.transaction()?;
         tx.execute_batch(script)?;
         // PRAGMA does not take bound parameters; the value is our own integer.
         tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
         tx.commit()?;
     }
-    Ok(CURRENT_VERSION)
+    Ok(version(conn)?.max(target as i64))
 }

@@ -27,6 +27,8 @@ const RECENT: usize = 64;
 pub(crate) struct NodeRows {
     waiting: Vec<(u64, LocalMetrics)>,
     recent: VecDeque<(u64, Global)>,
+    /// The slices of the rows written since the writer last refreshed the summaries.
+    pub touched: crate::summaries::Touched,
 }
 
 fn ns(d: Duration) -> i64 {
@@ -42,9 +44,11 @@ impl NodeRows {
         m: &LocalMetrics,
     ) -> rusqlite::Result<()> {
         if let Some(&(_, g)) = self.recent.iter().find(|(s, _)| *s == slice) {
+            self.touched.add(slice);
             return write(conn, slice, m, Some(&g));
         }
         if self.waiting.len() >= RECENT {
+            self.touched.add(slice);
             return write(conn, slice, m, None);
         }
         self.waiting.push((slice, *m));
@@ -78,6 +82,9 @@ impl NodeRows {
         if self.waiting.iter().any(|(s, _)| *s <= slice) {
             let waiting = std::mem::take(&mut self.waiting);
             for (s, m) in waiting {
+                if s <= slice {
+                    self.touched.add(s);
+                }
                 if s == slice {
                     write(conn, s, &m, g.as_ref())?;
                 } else if s < slice {
@@ -98,6 +105,7 @@ impl NodeRows {
     /// Write every waiting row whole (at the end).
     pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         for (s, m) in std::mem::take(&mut self.waiting) {
+            self.touched.add(s);
             write(conn, s, &m, None)?;
         }
         Ok(())

@@ -117,6 +117,8 @@ struct Batch {
     last: u64,
     /// The last slice committed.
     committed: u64,
+    /// The slices whose `slice` rows this transaction wrote (node rows: `NodeRows`).
+    touched: crate::summaries::Touched,
 }
 
 /// With this many blocked spans open, a commit is stretched to [`LONG_COMMIT_INTERVAL`].
@@ -165,7 +167,7 @@ pub(crate) fn run(
                 if b.open_since
                     .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans))
                 {
-                    commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+                    commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
                 }
                 std::thread::sleep(WRITER_NAP);
                 continue;
@@ -208,6 +210,7 @@ pub(crate) fn run(
                     None => (&s.replay, &s.replay.blocked_ranks[..]),
                 };
                 enc.slice(s.slice, &r.posted, &r.blocking, blocked_ranks, &r.completed);
+                b.touched.add(s.slice);
                 write_slice(&conn, s, &mut nodes)
             }
             Msg::Node(slice, m) => nodes.node(&conn, *slice, m),
@@ -225,7 +228,7 @@ pub(crate) fn run(
             .open_since
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
         if b.pending >= batch_slices || due {
-            commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+            commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
         }
     }
     // Node rows still waiting for a slice that never came are written whole. (They wait
@@ -252,7 +255,7 @@ pub(crate) fn run(
         }
     }
     if b.open_since.is_some() {
-        commit(&conn, &mut enc, &mut spans, &mut b, &mut error);
+        commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
     }
     WriterDone {
         conn,
@@ -266,12 +269,20 @@ fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
     spans: &mut BlockedSpans,
+    nodes: &mut NodeRows,
     b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
     if b.open_since.take().is_some() {
         // The replay log goes into the same transaction as its slices: a crash never
-        // leaves slices whose replay log is missing.
+        // leaves slices whose replay log is missing. So do the chart summaries of the
+        // blocks this transaction touched (`summaries.rs`).
+        b.touched.merge(std::mem::take(&mut nodes.touched));
+        if let Some((first, last)) = b.touched.take().filter(|_| error.is_none()) {
+            if let Err(e) = crate::summaries::refresh(conn, first, last) {
+                error.get_or_insert(e.into());
+            }
+        }
         if error.is_none() {
             if let Err(e) = enc.flush(conn) {
                 error.get_or_insert(e.into());

@@ -169,9 +169,28 @@ impl Recording {
                     <= max
             }
         };
-        if full {
-            quick_check(&conn)?;
-        }
+        // The three whole-file checks run at once, each on a connection of its own (a
+        // 1,000-rank recording of 15 MB: 70 ms of `quick_check`, 130 of value checks, 115
+        // of checksum, one after the other 315 ms before a first frame); their errors are
+        // still reported in this order: damaged pages, then impossible values, then a
+        // checksum mismatch.
+        let checks = full.then(|| {
+            std::thread::scope(|s| {
+                let tables = s.spawn(|| validate::tables(&open_connection(path)?));
+                let sum = s.spawn(|| crate::checksum::verify(&open_connection(path)?));
+                let pages = quick_check(&conn);
+                let lost = || RecordError::Corrupt("a check of the file failed".into());
+                let tables = tables.join().unwrap_or_else(|_| Err(lost()));
+                (pages, tables, sum.join().unwrap_or_else(|_| Err(lost())))
+            })
+        });
+        let (tables_ok, checksum) = match checks {
+            Some((pages, tables, sum)) => {
+                pages?;
+                (Some(tables), Some(sum))
+            }
+            None => (None, None),
+        };
         let format = crate::migrations::version(&conn)?;
         let table = |name: &str| -> Result<bool, RecordError> {
             Ok(conn.query_row(
@@ -188,18 +207,12 @@ impl Recording {
         let has_decision_sets = table("slice_decisions")?;
         let has_schedule = table("slice_schedule")?;
         let job = Job::read(&conn)?;
-        if full {
-            // One pass over the slice and schedule-log tables: an impossible value is
-            // refused here rather than printed (a huge file is checked row by row as read).
-            validate::tables(&conn)?;
-        }
+        // One pass over the slice and schedule-log tables: an impossible value is refused
+        // here rather than printed (a huge file is checked row by row as read).
+        tables_ok.transpose()?;
         // After validation, so a value strobe never writes is named as such; then the
         // checksum catches what validation cannot see (checksum.rs).
-        let checksum = if full {
-            crate::checksum::verify(&conn)?
-        } else {
-            ChecksumState::NotChecked
-        };
+        let checksum = checksum.transpose()?.unwrap_or(ChecksumState::NotChecked);
         let mut rec = Recording {
             conn,
             path: path.to_path_buf(),
