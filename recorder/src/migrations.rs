@@ -653,12 +653,23 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<i64, Reco
         )));
     }
     let target = target.clamp(0, CURRENT_VERSION) as usize;
-    for (i, script) in MIGRATIONS
+    let scripts = MIGRATIONS
         .iter()
         .enumerate()
         .take(target)
-        .skip(found as usize)
-    {
+        .skip(found as usize);
+    if found == 0 {
+        // A new file: every script in one transaction (one commit instead of one per
+        // format: `strobe record`'s start-up), all or nothing as each one is.
+        let tx = conn.transaction()?;
+        for (_, script) in scripts {
+            tx.execute_batch(script)?;
+        }
+        tx.execute_batch(&format!("PRAGMA user_version = {target}"))?;
+        tx.commit()?;
+        return Ok(target as i64);
+    }
+    for (i, script) in scripts {
         let tx = conn.transaction()?;
         tx.execute_batch(script)?;
         // PRAGMA does not take bound parameters; the value is our own integer.
