@@ -27,8 +27,8 @@ const RECENT: usize = 64;
 pub(crate) struct NodeRows {
     waiting: Vec<(u64, LocalMetrics)>,
     recent: VecDeque<(u64, Global)>,
-    /// The slices of the rows written since the writer last refreshed the summaries.
-    pub touched: crate::summaries::Touched,
+    /// The chart summaries of the rows written since the writer's last commit.
+    pub summaries: crate::summaries::Pending,
 }
 
 fn ns(d: Duration) -> i64 {
@@ -44,11 +44,11 @@ impl NodeRows {
         m: &LocalMetrics,
     ) -> rusqlite::Result<()> {
         if let Some(&(_, g)) = self.recent.iter().find(|(s, _)| *s == slice) {
-            self.touched.add(slice);
+            self.summaries.node(slice, counts(m));
             return write(conn, slice, m, Some(&g));
         }
         if self.waiting.len() >= RECENT {
-            self.touched.add(slice);
+            self.summaries.node(slice, counts(m));
             return write(conn, slice, m, None);
         }
         self.waiting.push((slice, *m));
@@ -83,7 +83,7 @@ impl NodeRows {
             let waiting = std::mem::take(&mut self.waiting);
             for (s, m) in waiting {
                 if s <= slice {
-                    self.touched.add(s);
+                    self.summaries.node(s, counts(&m));
                 }
                 if s == slice {
                     write(conn, s, &m, g.as_ref())?;
@@ -105,11 +105,16 @@ impl NodeRows {
     /// Write every waiting row whole (at the end).
     pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         for (s, m) in std::mem::take(&mut self.waiting) {
-            self.touched.add(s);
+            self.summaries.node(s, counts(&m));
             write(conn, s, &m, None)?;
         }
         Ok(())
     }
+}
+
+/// The counters the chart summary keeps (`summary_node`'s column order).
+fn counts(m: &LocalMetrics) -> [i64; 4] {
+    [m.ncolldem, m.ncollmsm, m.np2pdem, m.np2pmsm].map(i64::from)
 }
 
 fn write(

@@ -117,8 +117,9 @@ struct Batch {
     last: u64,
     /// The last slice committed.
     committed: u64,
-    /// The slices whose `slice` rows this transaction wrote (node rows: `NodeRows`).
-    touched: crate::summaries::Touched,
+    /// The chart summaries of the `slice` rows this transaction wrote (node rows':
+    /// `NodeRows`).
+    summaries: crate::summaries::Pending,
 }
 
 /// With this many blocked spans open, a commit is stretched to [`LONG_COMMIT_INTERVAL`].
@@ -210,7 +211,11 @@ pub(crate) fn run(
                     None => (&s.replay, &s.replay.blocked_ranks[..]),
                 };
                 enc.slice(s.slice, &r.posted, &r.blocking, blocked_ranks, &r.completed);
-                b.touched.add(s.slice);
+                b.summaries.slice(
+                    s.slice,
+                    s.reason == StartReason::First,
+                    s.global.map(|g| ns(g.getts)),
+                );
                 write_slice(&conn, s, &mut nodes)
             }
             Msg::Node(slice, m) => nodes.node(&conn, *slice, m),
@@ -277,9 +282,9 @@ fn commit(
         // The replay log goes into the same transaction as its slices: a crash never
         // leaves slices whose replay log is missing. So do the chart summaries of the
         // blocks this transaction touched (`summaries.rs`).
-        b.touched.merge(std::mem::take(&mut nodes.touched));
-        if let Some((first, last)) = b.touched.take().filter(|_| error.is_none()) {
-            if let Err(e) = crate::summaries::refresh(conn, first, last) {
+        b.summaries.merge(std::mem::take(&mut nodes.summaries));
+        if error.is_none() {
+            if let Err(e) = b.summaries.flush(conn) {
                 error.get_or_insert(e.into());
             }
         }
