@@ -267,10 +267,10 @@ BEGIN
 END;
 "#;
 
-/// Format 18: the chart summaries are kept by the writer (`summaries.rs`), which refreshes
-/// the blocks a transaction touched before it commits, instead of by four upserts per
-/// slice in triggers (ten times the cost of the slice's own rows on the writer thread).
-/// Existing summaries are complete and stay.
+/// Format 18: the chart summaries are kept by the writer (`summaries.rs`), which merges the
+/// min and max of the blocks a transaction touched into them before it commits, instead of
+/// by four upserts per slice in triggers (ten times the cost of the slice's own rows on
+/// the writer thread). Existing summaries are complete and stay.
 pub(super) const V_WRITER_SUMMARIES: &str = r#"
 DROP TRIGGER IF EXISTS summary_getts_insert;
 DROP TRIGGER IF EXISTS summary_node_insert;
