@@ -291,7 +291,6 @@ impl RankCtx {
         } else if !local {
             // The adaptive strobe may sleep after a quiet slice until somebody posts (a
             // local call needs no slice soon: it waits in the queue for the next one).
-            crate::segment::mark_posted(&self.seg);
             ring_if_stretched(&self.seg);
         }
         d.request
@@ -497,7 +496,7 @@ impl RankCtx {
             // blocked set of the next slice): tell it even if others still compute.
             if leave_computing(&self.seg, self.rank, RankState::Blocked) || self.replaying() {
                 ring_doorbell(&self.seg);
-            } else if urgent || crate::segment::block_wants_slice(&self.seg) {
+            } else if urgent {
                 crate::segment::ring_urgent(&self.seg);
             }
             // Re-check after announcing the block: a completion may have landed in between,
