@@ -44,12 +44,10 @@ impl NodeRows {
         m: &LocalMetrics,
     ) -> rusqlite::Result<()> {
         if let Some(&(_, g)) = self.recent.iter().find(|(s, _)| *s == slice) {
-            self.summaries.node(slice, counts(m));
-            return write(conn, slice, m, Some(&g));
+            return self.write(conn, slice, m, Some(&g));
         }
         if self.waiting.len() >= RECENT {
-            self.summaries.node(slice, counts(m));
-            return write(conn, slice, m, None);
+            return self.write(conn, slice, m, None);
         }
         self.waiting.push((slice, *m));
         Ok(())
@@ -82,13 +80,10 @@ impl NodeRows {
         if self.waiting.iter().any(|(s, _)| *s <= slice) {
             let waiting = std::mem::take(&mut self.waiting);
             for (s, m) in waiting {
-                if s <= slice {
-                    self.summaries.node(s, counts(&m));
-                }
                 if s == slice {
-                    write(conn, s, &m, g.as_ref())?;
+                    self.write(conn, s, &m, g.as_ref())?;
                 } else if s < slice {
-                    write(conn, s, &m, None)?;
+                    self.write(conn, s, &m, None)?;
                 } else {
                     self.waiting.push((s, m));
                 }
@@ -105,10 +100,21 @@ impl NodeRows {
     /// Write every waiting row whole (at the end).
     pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         for (s, m) in std::mem::take(&mut self.waiting) {
-            self.summaries.node(s, counts(&m));
-            write(conn, s, &m, None)?;
+            self.write(conn, s, &m, None)?;
         }
         Ok(())
+    }
+
+    /// Write one row and note it in the chart summaries of the open transaction.
+    fn write(
+        &mut self,
+        conn: &Connection,
+        slice: u64,
+        m: &LocalMetrics,
+        global: Option<&Global>,
+    ) -> rusqlite::Result<()> {
+        self.summaries.node(slice, counts(m));
+        write(conn, slice, m, global)
     }
 }
 
