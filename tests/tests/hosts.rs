@@ -165,6 +165,9 @@ fn peer_killed_mid_transfer_is_an_error() {
         }
     };
     assert!(matches!(err, TransportError::Io(_)), "{err:?}");
+    // Whichever thread noticed (the sender's write, the reader), the endpoint is broken
+    // by the time the caller sees the error.
+    assert!(ep.failure().is_some(), "{err}");
     // A blocked Test-Event wakes up with the failure too.
     assert!(matches!(
         ep.test_event(EventId(0), Wait::Block),

@@ -223,11 +223,23 @@ impl Shared {
             Unanswered::Failed(e) => e,
             Unanswered::TimedOut(why) => {
                 tracing::warn!("{why}");
-                self.peer(node).close(&why);
                 self.set_broken(why.clone());
+                self.peer(node).close(&why);
                 TransportError::Io(why)
             }
         })
+    }
+
+    /// Passes on the outcome of a send to `node`. A write that failed breaks the endpoint
+    /// at once, as a lost reader or an unanswered request does: the caller sees the error
+    /// and every later wait fails too, whichever thread noticed first.
+    fn sent<T>(&self, node: NodeId, r: Result<T, TransportError>) -> Result<T, TransportError> {
+        if r.is_err() {
+            if let Some(why) = self.peer(node).send_failure() {
+                self.set_broken(why.to_string());
+            }
+        }
+        r
     }
 
     fn request_id(&self) -> u64 {
@@ -275,7 +287,8 @@ impl Shared {
         let mut waits = Vec::with_capacity(dest.len());
         for n in dest.iter().filter(|&n| n != self.node) {
             let id = self.request_id();
-            waits.push((n, self.peer(n).request(id, &message(id), payload)?));
+            let rx = self.sent(n, self.peer(n).request(id, &message(id), payload))?;
+            waits.push((n, rx));
         }
         let mut all = if dest.contains(self.node) {
             local()
@@ -554,7 +567,7 @@ impl Transport for TcpEndpoint {
             remote_event: remote.map(|e| e.0),
         };
         for n in dest.iter().filter(|&n| n != s.node) {
-            s.peer(n).post(&message, data)?;
+            s.sent(n, s.peer(n).post(&message, data))?;
         }
         if dest.contains(s.node) {
             s.memory.write(offset, data);
@@ -593,7 +606,7 @@ impl Transport for TcpEndpoint {
             dest: dest.iter().collect(),
             write: write.map(|(w, v)| (w as u64, v)),
         };
-        let rx = s.peer(COORDINATOR).request(id, &request, &[])?;
+        let rx = s.sent(COORDINATOR, s.peer(COORDINATOR).request(id, &request, &[]))?;
         // The coordinator may first run other nodes' requests: allow for a queue.
         s.await_answer(rx, COORDINATOR, s.request_timeout * 2)
     }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::io::{BufReader, Read as _};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use strobe_schema::{LinkCmp, LinkMessage};
@@ -46,6 +46,9 @@ pub struct Peer {
     control: TcpStream,
     pending: Mutex<Pending>,
     answers: Mutex<Sender<Option<Vec<u8>>>>,
+    /// Set when a write on this link failed (a reset, or the TCP user timeout of a peer
+    /// that vanished): unlike a peer that said goodbye, that breaks the whole fabric.
+    send_failure: OnceLock<String>,
 }
 
 /// A remote Compare-And-Write waiting for the coordinator (node 0).
@@ -98,6 +101,7 @@ impl Peer {
                 closed: None,
             }),
             answers: Mutex::new(tx),
+            send_failure: OnceLock::new(),
         };
         Ok((Arc::new(peer), rx))
     }
@@ -119,9 +123,15 @@ impl Peer {
         frame::write_parts(&mut *w, &head, payload).map_err(|e| {
             drop(w);
             let why = format!("link to node {}: send failed: {e}", self.node);
+            let _ = self.send_failure.set(why.clone());
             self.close(&why);
             TransportError::Io(why)
         })
+    }
+
+    /// Why a write on this link failed, if one did.
+    pub fn send_failure(&self) -> Option<&str> {
+        self.send_failure.get().map(String::as_str)
     }
 
     /// Sends a request and returns where its answer will arrive.
@@ -263,8 +273,10 @@ pub fn reader_loop(shared: Arc<Shared>, peer: Arc<Peer>, stream: TcpStream) {
         Some(reason) => {
             let why = format!("link to node {} lost: {reason}", peer.node);
             tracing::warn!("{why}");
+            // Broken first: a sender that finds the link closed then finds the endpoint
+            // broken too.
+            shared.set_broken(why.clone());
             peer.close(&why);
-            shared.set_broken(why);
         }
     }
 }
