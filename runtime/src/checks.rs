@@ -400,8 +400,9 @@ impl State {
 
     /// The call sites of this slice's blocking descriptors. Only a blocking call has a
     /// site here: node 0 resolves the site of each rank blocked at the slice start (the
-    /// call it is in), and a blocking descriptor handled now is the call its rank is blocked
-    /// in. A finding about a non-blocking call (`MPI_Irecv`, `MPI_Isend`) has no site: its
+    /// call it is in; a blocking descriptor handled now is the call its rank is blocked
+    /// in) and of each rank that posted a blocking descriptor and had not blocked yet (the
+    /// site it published with the post). A finding about a non-blocking call (`MPI_Irecv`, `MPI_Isend`) has no site: its
     /// rank has moved on by the time the slice sees it, and resolving a site at every post
     /// would cost a stack walk per call (docs/debugging.md, "Correctness checks").
     fn note_sites(&mut self, rec: &SliceRecord) {
@@ -413,10 +414,13 @@ impl State {
         self.sites.retain(|id, _| unmatched.contains(id));
         for d in rec.descriptors.iter().filter(|d| d.blocking()) {
             let Some(kind) = d.kind() else { continue };
+            // Blocked in this call, or not blocked yet: then the site is the one its rank
+            // published with the descriptor (`SliceRecord::sites`).
             let in_it = rec
                 .blocked
                 .iter()
-                .any(|&(r, call)| r == d.rank && call == BlockedCall::Posted(kind));
+                .find(|&&(r, _)| r == d.rank)
+                .is_none_or(|&(_, call)| call == BlockedCall::Posted(kind));
             let site = rec.sites.iter().find(|(r, _)| *r == d.rank);
             if let (true, Some((_, site))) = (in_it, site) {
                 self.sites.insert(d.id(), site.short());

@@ -258,6 +258,15 @@ impl RankCtx {
         if inline.is_none() && g.replay.is_none() && self.next_slice_completes(&d) {
             g.self_completing.insert(d.request);
         }
+        if inline.is_none() && g.replay.is_none() && d.blocking() {
+            // A blocking call's site, published before its descriptor: a slice may exchange
+            // the descriptor before this rank announces the block (another rank's block or
+            // urgent request starts it), and its checks still name the call's line. The
+            // walk is the one the block would do (the site is cached for the call).
+            self.seg
+                .slot(self.rank)
+                .set_site(crate::callsite::current());
+        }
         loop {
             match g.queues.descriptors.push(&d) {
                 Ok(()) => break,
@@ -291,6 +300,7 @@ impl RankCtx {
         } else if !local {
             // The adaptive strobe may sleep after a quiet slice until somebody posts (a
             // local call needs no slice soon: it waits in the queue for the next one).
+            crate::segment::mark_posted(&self.seg);
             ring_if_stretched(&self.seg);
         }
         d.request
@@ -496,7 +506,7 @@ impl RankCtx {
             // blocked set of the next slice): tell it even if others still compute.
             if leave_computing(&self.seg, self.rank, RankState::Blocked) || self.replaying() {
                 ring_doorbell(&self.seg);
-            } else if urgent {
+            } else if urgent || crate::segment::block_wants_slice(&self.seg) {
                 crate::segment::ring_urgent(&self.seg);
             }
             // Re-check after announcing the block: a completion may have landed in between,

@@ -577,6 +577,7 @@ impl NodeManager {
             w.all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
             w.site_words = self.site_words(w.all_blocked.as_ref().unwrap_or(&w.blocked));
         }
+        self.add_post_sites(&mut w.site_words, &w.posted);
         w.local.bpts = w.blocked.len() as u32;
         w.dec = self.sched.schedule(w.slice, &w.posted)?;
         w.local.t_schedule = ts.elapsed();

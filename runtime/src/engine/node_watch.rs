@@ -33,6 +33,45 @@ impl NodeManager {
             .collect()
     }
 
+    /// Node 0: the sites of the blocking calls this slice exchanges whose ranks were not
+    /// blocked when it began (they posted, then the slice started before they announced
+    /// the block). A rank publishes a blocking call's site before its descriptor
+    /// (`RankCtx::post`) and cannot leave the call before a slice completes it, so the
+    /// word read now is that call's. They go after the blocked ranks' (whose order
+    /// `SliceRecord::sites` keeps).
+    pub(super) fn add_post_sites(
+        &self,
+        words: &mut Vec<(u32, i32, crate::callsite::SiteWords)>,
+        posted: &[Descriptor],
+    ) {
+        if self.node != 0 {
+            return;
+        }
+        let seg = &self.shared.seg;
+        let mut added: Vec<(u32, i32, crate::callsite::SiteWords)> = posted
+            .iter()
+            .filter(|d| d.blocking() && !d.is_inline() && self.may_symbolize(d.rank))
+            .map(|d| {
+                let slot = seg.slot(d.rank);
+                (d.rank, slot.pid.load(Ordering::Acquire) as i32, slot.site())
+            })
+            .collect();
+        if added.is_empty() {
+            return;
+        }
+        added.sort_by_key(|&(r, _, _)| r);
+        added.dedup_by_key(|&mut (r, _, _)| r);
+        // The blocked ranks' words are ascending when taken live (no copy then).
+        if words.is_sorted_by_key(|&(r, _, _)| r) {
+            added.retain(|&(r, _, _)| words.binary_search_by_key(&r, |&(w, _, _)| w).is_err());
+        } else {
+            let mut listed: Vec<u32> = words.iter().map(|&(r, _, _)| r).collect();
+            listed.sort_unstable();
+            added.retain(|&(r, _, _)| listed.binary_search(&r).is_err());
+        }
+        words.extend(added);
+    }
+
     /// The call sites of the blocked ranks (node 0), resolved while the ranks are alive.
     pub(super) fn blocked_sites(
         &mut self,

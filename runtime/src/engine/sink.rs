@@ -75,7 +75,9 @@ pub struct SliceRecord {
     pub blocked: Vec<(u32, BlockedCall)>,
     /// Where in the program those ranks made their calls (the call each was blocked in
     /// when the blocked set was taken), for those whose call site is known, in `blocked`'s
-    /// order.
+    /// order; then the sites of ranks not in `blocked` whose blocking call's descriptor
+    /// this slice exchanged (published with the post: the slice began before they
+    /// announced the block).
     pub sites: Vec<(u32, std::sync::Arc<crate::symbolize::CallSite>)>,
 }
 
