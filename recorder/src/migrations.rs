@@ -638,8 +638,18 @@ pub fn migrate(conn: &mut Connection) -> Result<i64, RecordError> {
 }
 
 /// Bring the file up to `target` (at most [`CURRENT_VERSION`]): [`migrate`], or an older
-/// format for the tests that compare a format with the one before it.
+/// format for the tests that compare a format with the one before it. A new file at the
+/// current format gets the schema in one script ([`crate::fresh_schema`]).
 pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<i64, RecordError> {
+    if target >= CURRENT_VERSION && version(conn)? == 0 {
+        return crate::fresh_schema::create(conn);
+    }
+    migrate_with_scripts(conn, target)
+}
+
+/// [`migrate_to`] by the scripts alone, whatever the file's version (what
+/// `fresh_schema.sql` is generated from and checked against).
+pub(crate) fn migrate_with_scripts(conn: &mut Connection, target: i64) -> Result<i64, RecordError> {
     let found = version(conn)?;
     if found > CURRENT_VERSION {
         return Err(RecordError::TooNew {
