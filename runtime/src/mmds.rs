@@ -88,6 +88,11 @@ pub struct MmdsBlock {
     /// Shortest computation interval plus one (0: none yet) and the longest.
     pub granularity_min_plus1: AtomicU64,
     pub granularity_max_ns: AtomicU64,
+    /// Bit `p` set: primitive slot `p` has counted a call. A snapshot reads only these
+    /// slots: each [`PrimitiveCounters`] spans two pages, and loading the count of every
+    /// slot of every rank faulted in (and, the segment being shared memory, allocated)
+    /// 64 pages per rank that no call touched: 177 ms at the end of a 1,000-rank job.
+    pub primitives_used: AtomicU64,
     /// Computation intervals (granularity) and communication intervals (overhead).
     pub granularity: Histogram,
     pub overhead: Histogram,
@@ -293,6 +298,11 @@ fn on_exit(a: &Attached, p: Primitive, entered: u64, now: u64, bytes: u64) {
     c.size.add(bytes, a.k);
     // The count last: a reader that sees it sees the rest of this call.
     c.count.store(n + 1, Ordering::Release);
+    if n == 0 {
+        // After the count: a reader that sees the bit sees a count.
+        b.primitives_used
+            .fetch_or(1u64 << p as usize, Ordering::Release);
+    }
     b.last_exit_ns.store(now, Ordering::Relaxed);
     b.last_event_ns.store(now, Ordering::Relaxed);
     if p == Primitive::Finalize {
@@ -379,7 +389,9 @@ pub fn snapshot(seg: &JobSegment, rank: u32) -> Option<RankMmds> {
     } else {
         b.last_event_ns.load(Ordering::Acquire)
     };
+    let used = b.primitives_used.load(Ordering::Acquire);
     let primitives = (0..PRIMITIVE_SLOTS)
+        .filter(|&slot| used & (1u64 << slot) != 0)
         .filter_map(|slot| {
             let c = &b.primitives[slot];
             let count = c.count.load(Ordering::Acquire);
@@ -452,6 +464,41 @@ mod tests {
         // Resolution 4: [512, 1024) in quarters.
         assert_eq!(bucket_bounds(bucket_index(1000, 2), 2), (896, 1024));
         assert_eq!(bucket_bounds(bucket_index(600, 2), 2), (512, 640));
+    }
+
+    #[test]
+    fn a_snapshot_reads_only_the_primitives_a_rank_called() {
+        let seg: &'static JobSegment =
+            Box::leak(Box::new(JobSegment::create(2, 1, 16, 16).expect("segment")));
+        set_resolution(seg, 4);
+        let b = seg.mmds(1);
+        b.init_ns.store(1, Ordering::Release);
+        let a = Attached { block: b, k: 2 };
+        on_exit(&a, Primitive::Send, 100, 300, 8);
+        on_exit(&a, Primitive::Send, 400, 450, 16);
+        on_exit(&a, Primitive::Finalize, 500, 600, 0);
+        assert_eq!(
+            b.primitives_used.load(Ordering::Acquire),
+            (1u64 << Primitive::Send as usize) | (1u64 << Primitive::Finalize as usize)
+        );
+        // A slot whose bit is clear is never read (its pages stay unmapped), even if it
+        // held a count.
+        b.primitives[Primitive::Recv as usize]
+            .count
+            .store(5, Ordering::Release);
+        let snap = snapshot(seg, 1).expect("attached rank");
+        let got: Vec<_> = snap
+            .primitives
+            .iter()
+            .map(|p| (p.primitive, p.count, p.bytes))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(Primitive::Finalize, 1, 0), (Primitive::Send, 2, 24)]
+        );
+        assert!(snap.finalized);
+        // Rank 0 never attached: no snapshot.
+        assert!(snapshot(seg, 0).is_none());
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 7: the header's `mirrored` word (a node's own segment watched by its slot mirror).
 /// 8: `DmaWork::dst_pid` (pushes by the sender's DMA Helper): a rank of layout 7 would take
 /// a push for a pull and copy into its own memory, so it must refuse to attach.
-pub const LAYOUT_VERSION: u32 = 10;
+/// 11: `MmdsBlock::primitives_used` (a snapshot reads only the primitives a rank called).
+pub const LAYOUT_VERSION: u32 = 11;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
