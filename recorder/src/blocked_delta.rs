@@ -56,13 +56,26 @@ impl BlockedMirror {
 
     /// The slice path: what changed from the last set to `blocked` (each rank once) with
     /// `sites` (some of those ranks, in `blocked`'s order). Updates the mirror.
+    #[cfg(test)]
     pub fn diff(
         &mut self,
         blocked: &[(u32, BlockedCall)],
         sites: &[(u32, Arc<CallSite>)],
     ) -> Vec<Change> {
-        self.round += 1;
         let mut out = Vec::new();
+        self.diff_into(blocked, sites, &mut out);
+        out
+    }
+
+    /// [`Self::diff`] into `out` (cleared first), keeping its capacity.
+    pub fn diff_into(
+        &mut self,
+        blocked: &[(u32, BlockedCall)],
+        sites: &[(u32, Arc<CallSite>)],
+        out: &mut Vec<Change>,
+    ) {
+        self.round += 1;
+        out.clear();
         let mut next_site = sites.iter().peekable();
         for &(rank, call) in blocked {
             // Sites of ranks that are not blocked come after those in `blocked`'s order
@@ -96,7 +109,6 @@ impl BlockedMirror {
             }
             kept
         });
-        out
     }
 
     /// The writer: apply the slice path's changes (the ranks stay sorted: a binary search

@@ -20,6 +20,7 @@ pub mod privacy;
 pub mod read;
 pub mod recording;
 pub mod replay_log;
+mod slice_pool;
 pub mod summaries;
 pub mod synthetic;
 pub mod window;
@@ -39,14 +40,13 @@ use sha2::{Digest, Sha256};
 use strobe_runtime::engine::{LocalMetrics, SliceRecord, SliceSink};
 use strobe_runtime::launcher::{JobOutcome, JobReport, LaunchConfig};
 use strobe_runtime::mmds::RankMmds;
-use strobe_runtime::sched::SliceDecisions;
 
 pub use read::open_recording;
 pub use recording::{Job, Recording, Totals};
 pub use window::Layer;
 pub use writer::error_name;
 
-use writer::{Msg, ReplayInputs, Schedule, SliceMsg, WriterDone};
+use writer::{Msg, WriterDone};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -254,6 +254,8 @@ pub struct Recorder {
     capture: OnceLock<Vec<bool>>,
     /// The last blocked set sent to the writer: the slice path sends only changes.
     blocked: Mutex<blocked_delta::BlockedMirror>,
+    /// Slice messages the writer has written, for the slice path to refill.
+    pool: slice_pool::SlicePool,
 }
 
 impl Recorder {
@@ -354,9 +356,11 @@ impl Recorder {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
         let batch = (opts.batch_slices.max(1), opts.batch_interval);
+        let pool = slice_pool::SlicePool::default();
+        let spent = pool.clone();
         let handle = std::thread::Builder::new()
             .name("strobe-recorder".into())
-            .spawn(move || writer::run(conn, rx, batch.0, batch.1))
+            .spawn(move || writer::run(conn, rx, spent, batch.0, batch.1))
             .map_err(|e| RecordError::Writer(e.to_string()))?;
         Ok(Recorder {
             path: path.to_path_buf(),
@@ -369,6 +373,7 @@ impl Recorder {
             reserve: Mutex::new(reserve),
             blocked: Mutex::new(Default::default()),
             capture: OnceLock::new(),
+            pool,
         })
     }
 
@@ -650,42 +655,38 @@ fn start_checkpointer(path: &Path) -> Result<(SyncSender<()>, JoinHandle<()>), R
 
 impl SliceSink for Recorder {
     fn slice(&self, rec: &SliceRecord) {
-        let metrics = self.opts.metrics.covers(rec.slice);
-        let schedule = self.opts.schedule_log.covers(rec.slice).then(|| Schedule {
+        // Refill a spent message: no allocation on the slice path once the pool is warm.
+        let mut m = self.pool.take();
+        m.slice = rec.slice;
+        m.reason = rec.reason;
+        m.start_ns = rec.start_ns;
+        m.global = self.opts.metrics.covers(rec.slice).then_some(rec.global);
+        m.n_descriptors = rec.descriptors.len() as u32;
+        m.counts = rec.decisions.counts();
+        m.n_blocked = rec.blocked.len() as u32;
+        m.digest = rec.digest;
+        if self.opts.schedule_log.covers(rec.slice) {
             // Only what the tables hold: the catalog carries addresses and is not copied.
-            descriptors: rec.descriptors.clone(),
-            decisions: SliceDecisions {
-                slice: rec.slice,
-                decisions: rec.decisions.decisions.clone(),
-                wake: rec.decisions.wake.clone(),
-                catalog: Vec::new(),
-            },
-            blocked: self
-                .blocked
-                .lock()
-                .expect("recorder lock")
-                .diff(&rec.blocked, &rec.sites),
-        });
-        // The replay log's inputs: with the schedule log on, the writer derives them from
-        // the copies above (no further allocation on the slice path); without it, only
-        // they are copied.
-        let replay = if schedule.is_some() {
-            ReplayInputs::default()
+            let sch = m.schedule.get_or_insert_with(Default::default);
+            sch.descriptors.clone_from(&rec.descriptors);
+            sch.decisions.slice = rec.slice;
+            sch.decisions.decisions.clone_from(&rec.decisions.decisions);
+            sch.decisions.wake.clone_from(&rec.decisions.wake);
+            sch.decisions.catalog.clear();
+            self.blocked.lock().expect("recorder lock").diff_into(
+                &rec.blocked,
+                &rec.sites,
+                &mut sch.blocked,
+            );
+            // The replay log's inputs: the writer derives them from the copies above.
+            m.replay.clear();
         } else {
-            ReplayInputs::of(&rec.descriptors, &rec.decisions.decisions, &rec.blocked)
-        };
-        self.send(Msg::Slice(Box::new(SliceMsg {
-            slice: rec.slice,
-            reason: rec.reason,
-            start_ns: rec.start_ns,
-            global: metrics.then_some(rec.global),
-            n_descriptors: rec.descriptors.len() as u32,
-            counts: rec.decisions.counts(),
-            n_blocked: rec.blocked.len() as u32,
-            digest: rec.digest,
-            schedule,
-            replay,
-        })));
+            // Without the schedule log, only the replay log's inputs are copied.
+            m.schedule = None;
+            m.replay
+                .fill(&rec.descriptors, &rec.decisions.decisions, &rec.blocked);
+        }
+        self.send(Msg::Slice(m));
     }
 
     fn outcomes(&self, rank: u32, recs: &[strobe_runtime::outcome::OutcomeRec]) {

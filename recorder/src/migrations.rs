@@ -517,7 +517,8 @@ ALTER TABLE job ADD COLUMN transport TEXT;
 #[path = "migrations_compact.rs"]
 mod compact_formats;
 use compact_formats::{
-    V_COMPACT_SCHEDULE, V_DERIVED_ROWS, V_OPEN_SPANS, V_PACKED_SCHEDULE, V_WRITER_SUMMARIES,
+    V_BLOCKED_EPISODES, V_COMPACT_SCHEDULE, V_DERIVED_ROWS, V_OPEN_SPANS, V_PACKED_SCHEDULE,
+    V_WRITER_SUMMARIES,
 };
 
 /// The ordered migration scripts; the schema version is their count.
@@ -540,6 +541,7 @@ pub const MIGRATIONS: &[&str] = &[
     V_OPEN_SPANS,
     V_DERIVED_ROWS,
     V_WRITER_SUMMARIES,
+    V_BLOCKED_EPISODES,
 ];
 
 /// The first format whose blocked spans may be open (`blocked_span.last_slice` NULL): the
@@ -557,6 +559,10 @@ pub const DERIVED_ROWS_VERSION: i64 = version_of(V_DERIVED_ROWS);
 /// The first format whose chart summaries are kept by the writer, not by triggers
 /// (`summaries.rs`): the position of [`V_WRITER_SUMMARIES`].
 pub const WRITER_SUMMARIES_VERSION: i64 = version_of(V_WRITER_SUMMARIES);
+
+/// The first format whose replay log writes blocked flips as episodes (stream 3): the
+/// position of [`V_BLOCKED_EPISODES`].
+pub const BLOCKED_EPISODES_VERSION: i64 = version_of(V_BLOCKED_EPISODES);
 
 /// The first format with `job.transport`: the position of [`V_TRANSPORT`].
 pub const TRANSPORT_VERSION: i64 = version_of(V_TRANSPORT);

@@ -275,3 +275,12 @@ pub(super) const V_WRITER_SUMMARIES: &str = r#"
 DROP TRIGGER IF EXISTS summary_getts_insert;
 DROP TRIGGER IF EXISTS summary_node_insert;
 "#;
+
+/// Format 19: the replay log's blocked flips are written as episodes (`replay_log` stream 3,
+/// `replay_log.rs`): one byte for the common one-slice episode instead of two. No table
+/// changes; the version tells an older strobe, which would take stream 3 for damage, that
+/// the file is newer than it. Files of format 18 and older keep stream 2 and read as before.
+pub(super) const V_BLOCKED_EPISODES: &str = r#"
+-- Format 19: replay_log stream 3 (blocked episodes); no schema change.
+SELECT 19;
+"#;

@@ -470,6 +470,7 @@ fn recorded_env_keeps_only_what_matters() {
     );
 }
 
+mod blocked_episodes;
 mod blocked_spans;
 mod checksum;
 mod compact_schedule;

@@ -45,8 +45,26 @@ pub(crate) struct SliceMsg {
     /// `None` outside the schedule log's window.
     pub schedule: Option<Schedule>,
     /// The replay log's inputs, empty when `schedule` is there: the writer then derives
-    /// them from it ([`ReplayInputs::of`]), off the slice path.
+    /// them from it ([`ReplayInputs::of_schedule`]), off the slice path.
     pub replay: ReplayInputs,
+}
+
+impl SliceMsg {
+    /// A message for the pool to hand out; the slice path fills every field.
+    pub fn empty() -> SliceMsg {
+        SliceMsg {
+            slice: 0,
+            reason: StartReason::Timer,
+            start_ns: 0,
+            global: None,
+            n_descriptors: 0,
+            counts: DecisionCounts::default(),
+            n_blocked: 0,
+            digest: 0,
+            schedule: None,
+            replay: ReplayInputs::default(),
+        }
+    }
 }
 
 /// What the replay log (always recorded) needs of a slice: descriptors handled per rank
@@ -61,17 +79,28 @@ pub(crate) struct ReplayInputs {
 }
 
 impl ReplayInputs {
-    pub fn of(
+    /// Refill from a slice (the slice path, without the schedule log), keeping every
+    /// vector's capacity: a pooled message ([`crate::slice_pool`]) allocates nothing.
+    pub fn fill(
+        &mut self,
         descriptors: &[Descriptor],
         decisions: &[strobe_runtime::sched::Decision],
         blocked: &[(u32, BlockedCall)],
-    ) -> ReplayInputs {
-        let mut blocked_ranks: Vec<u32> = blocked.iter().map(|&(r, _)| r).collect();
-        blocked_ranks.sort_unstable();
-        ReplayInputs {
-            blocked_ranks,
-            ..ReplayInputs::of_schedule(descriptors, decisions)
-        }
+    ) {
+        crate::replay_log::posted_per_rank_into(descriptors, &mut self.posted);
+        crate::replay_log::blocking_into(descriptors, &mut self.blocking);
+        crate::replay_log::completions_into(decisions, &mut self.completed);
+        self.blocked_ranks.clear();
+        self.blocked_ranks.extend(blocked.iter().map(|&(r, _)| r));
+        self.blocked_ranks.sort_unstable();
+    }
+
+    /// Empty, keeping the capacity.
+    pub fn clear(&mut self) {
+        self.posted.clear();
+        self.blocking.clear();
+        self.blocked_ranks.clear();
+        self.completed.clear();
     }
 
     /// Without the blocked ranks: a slice with a schedule has them in the writer's mirror
@@ -89,6 +118,7 @@ impl ReplayInputs {
     }
 }
 
+#[derive(Default)]
 pub(crate) struct Schedule {
     pub descriptors: Vec<Descriptor>,
     /// The decisions and the ranks woken (the catalog, which holds addresses, is empty).
@@ -146,6 +176,7 @@ const WRITER_NAP: Duration = Duration::from_millis(2);
 pub(crate) fn run(
     conn: Connection,
     rx: Receiver<Msg>,
+    pool: crate::slice_pool::SlicePool,
     batch_slices: usize,
     interval: Duration,
 ) -> WriterDone {
@@ -229,6 +260,9 @@ pub(crate) fn run(
         if let Err(e) = res {
             error = Some(e.into());
         }
+        if let Msg::Slice(s) = msg {
+            pool.give(s);
+        }
         let due = b
             .open_since
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
@@ -253,7 +287,8 @@ pub(crate) fn run(
     // The recording is finished: its open spans are closed at their last slice, so a
     // finished file has none (only a recording cut short reads them as open).
     spans.close_all();
-    if b.open_since.is_none() && error.is_none() && spans.pending() {
+    let episodes = enc.end_episodes();
+    if b.open_since.is_none() && error.is_none() && (spans.pending() || episodes) {
         match conn.execute_batch("BEGIN") {
             Ok(()) => b.open_since = Some(Instant::now()),
             Err(e) => error = Some(e.into()),
