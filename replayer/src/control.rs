@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use strobe_runtime::engine::Gate;
 use strobe_runtime::segment::{JobSegment, RankState};
@@ -206,6 +206,8 @@ struct State {
     no_travel: Option<String>,
     /// Re-executions of the job so far (time travels that went back).
     runs: u64,
+    /// A pause before this slice waits, since then, for computing ranks to reach a call.
+    settling: Option<(u64, Instant)>,
 }
 
 /// Where a time travel lands: held before `slice`, with `reason` as the pause's reason.
@@ -555,6 +557,9 @@ impl Controller {
         if reason.is_some() && !every_rank_spawned(seg) {
             return Gate::Wait;
         }
+        if reason.is_some() && !settled(seg, &mut st.settling, next) {
+            return Gate::Wait;
+        }
         if st.landing.as_ref().is_some_and(|l| l.slice > next) {
             // Re-executing towards a time travel's landing: what would stop before it
             // was already seen on the way there.
@@ -643,6 +648,32 @@ pub fn failure_slice(outcome: Option<&str>, last_slice: u64) -> Option<(u64, Str
             format!("held at the failure: the recorded job {what} in slice {last_slice}"),
         )
     })
+}
+
+/// How long a pause waits for ranks still computing to reach their next MPI call.
+const SETTLE: Duration = Duration::from_millis(250);
+
+/// Whether a pause before `next` may be taken now: no rank computes (each is held at, or
+/// blocked in, its next MPI call, or gone), or [`SETTLE`] has passed since the first ask.
+/// A pause taken at once showed a rank `computing` a few microseconds before it would be
+/// `held`, so two landings on the same slice (a `goto` back and a fresh `--until-slice`)
+/// differed by timing (`goto_back_lands_where_a_fresh_until_slice_holds_and_prints_nothing_twice`).
+/// A rank that computes for longer is shown computing, as before. A held rank rings the
+/// doorbell, so the gate is asked again as soon as the last one arrives.
+fn settled(seg: &JobSegment, settling: &mut Option<(u64, Instant)>, next: u64) -> bool {
+    let computing = (0..seg.ranks()).any(|r| seg.slot(r).state() == RankState::Computing);
+    let waited = match settling {
+        Some((s, since)) if *s == next => since.elapsed() >= SETTLE,
+        _ => {
+            *settling = Some((next, Instant::now()));
+            false
+        }
+    };
+    if !computing || waited {
+        *settling = None;
+        return true;
+    }
+    false
 }
 
 /// Whether the launcher has given every rank a pid (a rank that exited keeps its pid).
@@ -801,10 +832,44 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_waits_a_little_for_computing_ranks_to_reach_a_call() {
+        let seg = strobe_runtime::rank::create_segment(2, 1).unwrap();
+        for r in 0..2 {
+            seg.slot(r).pid.store(100 + r, Ordering::Release);
+        }
+        seg.slot(0).set_state(RankState::Held);
+        let c = Controller::new();
+        c.set_bounds(bounds());
+        c.add_break(Break::Slice(2)).unwrap();
+        assert_eq!(c.before_slice(1, &seg), Gate::Open);
+        // Rank 1 computes: no pause yet.
+        assert_eq!(c.before_slice(2, &seg), Gate::Wait);
+        assert!(c.status().paused.is_none());
+        // It reaches its call: the pause shows it held.
+        seg.slot(1).set_state(RankState::Held);
+        assert_eq!(c.before_slice(2, &seg), Gate::Wait);
+        let p = c.status().paused.expect("paused");
+        assert!(p.ranks.iter().all(|r| r.state == "held"), "{p:?}");
+        // A rank that computes on is shown computing after the grace.
+        c.resume();
+        assert_eq!(c.before_slice(2, &seg), Gate::Open);
+        c.add_break(Break::Slice(3)).unwrap();
+        seg.slot(1).set_state(RankState::Computing);
+        assert_eq!(c.before_slice(3, &seg), Gate::Wait);
+        assert!(c.status().paused.is_none());
+        std::thread::sleep(SETTLE);
+        assert_eq!(c.before_slice(3, &seg), Gate::Wait);
+        let p = c.status().paused.expect("paused after the grace");
+        assert_eq!(p.ranks[1].state, "computing");
+    }
+
+    #[test]
     fn time_travel_lands_before_the_slice_asked_for_and_keeps_breakpoints() {
         let seg = strobe_runtime::rank::create_segment(2, 1).unwrap();
         for r in 0..2 {
             seg.slot(r).pid.store(100 + r, Ordering::Release);
+            // Held at their next calls: a pause is taken at once (see `settled`).
+            seg.slot(r).set_state(RankState::Held);
         }
         let c = Controller::new();
         c.set_bounds(bounds());

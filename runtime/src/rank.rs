@@ -301,7 +301,9 @@ impl RankCtx {
             // The adaptive strobe may sleep after a quiet slice until somebody posts (a
             // local call needs no slice soon: it waits in the queue for the next one).
             crate::segment::mark_posted(&self.seg);
-            ring_if_stretched(&self.seg);
+            if !crate::segment::post_waits_for_a_wait(&self.seg, &d) {
+                ring_if_stretched(&self.seg);
+            }
         }
         d.request
     }
@@ -366,6 +368,14 @@ impl RankCtx {
         let slot = self.seg.slot(self.rank);
         let n = slot.pending_fails.load(Ordering::Relaxed) + 1;
         slot.pending_fails.store(n, Ordering::Relaxed);
+        // Polling is waiting: a receive posted while every rank computed did not ring the
+        // stretched strobe (`segment::post_waits_for_a_wait`); a test that finds nothing
+        // does, once per batch of posts (the slice clears `posted_since`, the ring clears
+        // `stretched`: one relaxed load each otherwise). Not in a replay, whose Strobe
+        // Sender has no timer to stretch.
+        if !self.replay_mode && crate::segment::block_wants_slice(&self.seg) {
+            ring_if_stretched(&self.seg);
+        }
         // A polling rank posts nothing and never blocks: publish where it polls at the
         // first failed test of a run and every 1024th after (one stack walk each, not one
         // per test), for the livelock report.

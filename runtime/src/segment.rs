@@ -823,6 +823,25 @@ pub fn block_wants_slice(seg: &JobSegment) -> bool {
     seg.header().posted_since.load(Ordering::Acquire) != 0
 }
 
+/// A post that need not wake the stretched Strobe Sender: a non-blocking receive (from a
+/// rank, not `MPI_PROC_NULL`) while every rank of a one-node job computes. Nobody waits
+/// for it yet: it completes nothing by itself (a send it could match completes eagerly or
+/// waits in a blocked or polling rank, and then some rank does not compute), and the slice
+/// that exchanges it comes when its rank, or another, blocks (`block_wants_slice`), polls
+/// in vain (`RankCtx::capture_fail`), or posts anything else. Ringing for it restarted the
+/// timer, and the timer slice that followed exchanged it while every rank computed, taking
+/// a core from one of them: a pre-posted `MPI_Irecv` per block of the SWEEP3D-like
+/// non-blocking wavefront. Several nodes ring as before (the other nodes' ranks are not
+/// counted here).
+pub fn post_waits_for_a_wait(seg: &JobSegment, d: &crate::descriptor::Descriptor) -> bool {
+    let h = seg.header();
+    d.kind() == Some(crate::descriptor::DescKind::Recv)
+        && !d.blocking()
+        && d.peer != crate::descriptor::PROC_NULL
+        && h.nodes == 1
+        && h.computing.load(Ordering::Acquire) >= h.ranks
+}
+
 /// After a post: if the Strobe Sender stretched its timer and sleeps, wake it (once: the
 /// first post clears the word). The fence pairs with the Strobe Sender's, which sets the
 /// word and then looks at the queues: either it sees this descriptor or this sees the word.

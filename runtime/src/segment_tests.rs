@@ -131,3 +131,40 @@ fn a_node_segment_never_touches_the_other_nodes_ranks_slots() {
     assert_eq!(seg.slot(0).state(), RankState::Blocked);
     assert!(JobSegment::create_for_node(4, 2, 16, 16, 0, &of[..3]).is_err());
 }
+
+#[test]
+fn only_a_receive_posted_while_every_rank_computes_leaves_the_strobe_asleep() {
+    use crate::descriptor::{Descriptor, FLAG_BLOCKING, PROC_NULL};
+    let d = |kind: DescKind, peer: i32, flags: u8| {
+        let mut d = Descriptor {
+            peer,
+            flags,
+            ..Descriptor::default()
+        };
+        d.kind = kind as u8;
+        d
+    };
+    let irecv = d(DescKind::Recv, 1, 0);
+    let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
+    assert!(post_waits_for_a_wait(&seg, &irecv));
+    // Anything else rings: a send, a blocking receive, a receive from MPI_PROC_NULL.
+    assert!(!post_waits_for_a_wait(&seg, &d(DescKind::Send, 1, 0)));
+    assert!(!post_waits_for_a_wait(
+        &seg,
+        &d(DescKind::Recv, 1, FLAG_BLOCKING)
+    ));
+    assert!(!post_waits_for_a_wait(
+        &seg,
+        &d(DescKind::Recv, PROC_NULL, 0)
+    ));
+    assert!(!post_waits_for_a_wait(&seg, &d(DescKind::Barrier, 0, 0)));
+    // A rank that does not compute may wait for the receive (a blocked synchronous send).
+    // (Not the last computing rank: rank 0 still computes.)
+    assert!(!leave_computing(&seg, 1, RankState::Blocked));
+    assert!(!post_waits_for_a_wait(&seg, &irecv));
+    assert!(resume_computing(&seg, 1));
+    assert!(post_waits_for_a_wait(&seg, &irecv));
+    // With several nodes the other nodes' ranks are not counted here: ring.
+    let two = JobSegment::create(2, 2, 16, 16).expect("segment");
+    assert!(!post_waits_for_a_wait(&two, &irecv));
+}
