@@ -463,6 +463,9 @@ impl Controller {
         st.pending.clear();
         st.step = false;
         st.run_to = None;
+        // A settle begun in the run that ends must not shorten the next run's (its clock
+        // would count from the old run).
+        st.settling = None;
         st.last_started = 0;
         Some(s)
     }
