@@ -560,10 +560,6 @@ pub const DERIVED_ROWS_VERSION: i64 = version_of(V_DERIVED_ROWS);
 /// (`summaries.rs`): the position of [`V_WRITER_SUMMARIES`].
 pub const WRITER_SUMMARIES_VERSION: i64 = version_of(V_WRITER_SUMMARIES);
 
-/// The first format whose replay log writes blocked flips as episodes (stream 3): the
-/// position of [`V_BLOCKED_EPISODES`].
-pub const BLOCKED_EPISODES_VERSION: i64 = version_of(V_BLOCKED_EPISODES);
-
 /// The first format with `job.transport`: the position of [`V_TRANSPORT`].
 pub const TRANSPORT_VERSION: i64 = version_of(V_TRANSPORT);
 
