@@ -19,7 +19,11 @@
 //! inside RM, run only when the job has several nodes and the slice has a reduction: every
 //! node must have read its reduction inputs before any node writes results. With several
 //! nodes, the microstrobe before a phase that moves no bytes between nodes in this slice
-//! is skipped ([`CrossNode`], reported with [`Event::Scheduled`]).
+//! is skipped ([`CrossNode`], reported with [`Event::Scheduled`]); DEM's is replaced by
+//! each node counting the batches that reached it ([`Command::MergeAndSchedule`]); and
+//! RM's is awaited by node 0 only (the other nodes' next step is the next strobe anyway).
+//! Across hosts each microstrobe is a message each way through the link threads, so a
+//! barrier's slice is now the strobe, the batches (one way) and RM's done signals.
 //!
 //! **Replica cross-check.** Every node runs a scheduler replica over the global batch, so
 //! every node computes the same decision digest. Each DEM batch carries the digest the
@@ -74,9 +78,8 @@ pub struct Usr {
 /// between nodes is skipped (MSM before P2P, P2P before BBM, BBM before RM): each node's
 /// work in such a phase touches only its own ranks, and the phase's staging rounds are
 /// what the microstrobe keeps apart from the previous phase's (their signals are counted,
-/// not tagged). DEM's and RM's microstrobes always run (every node needs every batch; the
-/// slice ends everywhere). Every node computes the same answer, so every node skips the
-/// same microstrobes.
+/// not tagged). DEM's and RM's have rules of their own (the module's documentation).
+/// Every node computes the same answer, so every node skips the same microstrobes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CrossNode {
     pub p2p: bool,
@@ -201,6 +204,8 @@ pub enum Command {
         replica: Option<ReplicaDigest>,
     },
     /// MSM, Buffer Receiver: merge every mailbox, run the scheduler; report `Scheduled`.
+    /// With several nodes no microstrobe closes DEM: the driver first waits until every
+    /// node's batch of this slice arrived (counted signals, one per node and slice).
     MergeAndSchedule { slice: u64 },
     /// P2P: the DMA Helper moves this node's chunks; report `PhaseWorkDone(P2p)`.
     RunP2p,
@@ -220,9 +225,14 @@ pub enum Command {
     /// Strobe Sender: wait for one node's phase-done signal; report `PhaseDoneSignal`.
     AwaitPhaseDoneSignal,
     /// Strobe Sender: the microstrobe `code` opened: consume the `drain_signals` phase-done
-    /// signals still owed for it (so none turns into a phantom retry later) and wake the
-    /// other nodes (`EV_MICRO`).
-    OpenMicrostrobe { code: u64, drain_signals: u32 },
+    /// signals still owed for it (so none turns into a phantom retry later) and, if
+    /// `wake_others`, wake the other nodes (`EV_MICRO`; not for RM's with several nodes,
+    /// which nobody waits for).
+    OpenMicrostrobe {
+        code: u64,
+        drain_signals: u32,
+        wake_others: bool,
+    },
     /// Other nodes: wait until the microstrobe `code` opens; report `MicrostrobeOpened`.
     AwaitMicrostrobe { code: u64 },
     /// The slice is over on this node (metrics, the slice record, deadlock detection).
@@ -407,6 +417,8 @@ impl SliceMachine {
                     self.queue.push_back(Command::OpenMicrostrobe {
                         code: code(self.slice, phase),
                         drain_signals: owed,
+                        // The other nodes do not wait for RM's microstrobe (`work_done`).
+                        wake_others: !(phase == Phase::Rm && self.cfg.nodes > 1),
                     });
                     self.advance(phase);
                 } else {
@@ -482,9 +494,24 @@ impl SliceMachine {
             self.advance(phase);
             return;
         }
+        if self.cfg.nodes > 1 && phase == Phase::Dem {
+            // Several nodes: MSM waits for every node's batch itself (the driver counts
+            // their arrivals, `Command::MergeAndSchedule`), which is all DEM's microstrobe
+            // would order: a node's batch of the next slice cannot arrive before this
+            // slice ended everywhere (it follows the next strobe).
+            self.advance(phase);
+            return;
+        }
         self.queue.push_back(Command::SignalPhaseDone {
             code: code(self.slice, phase),
         });
+        if self.cfg.nodes > 1 && phase == Phase::Rm && self.cfg.node != 0 {
+            // Nothing follows RM on this node but the next strobe, which node 0 sends only
+            // once every node signalled RM done: no need to wait for RM's microstrobe (a
+            // message and a wake-up per node and slice saved).
+            self.end_slice();
+            return;
+        }
         self.state = State::Syncing {
             phase,
             // Every other node signals EV_DONE exactly once per phase.

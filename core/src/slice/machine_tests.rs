@@ -17,6 +17,8 @@ struct Fabric {
     ev_done: u32,
     /// The DEM mailboxes: the digest each node's batch carried.
     mail: Vec<Option<ReplicaDigest>>,
+    /// The slice of each node's last batch (the runtime counts `EV_MAIL` signals).
+    mail_slice: Vec<u64>,
 }
 
 struct Node {
@@ -66,6 +68,7 @@ impl Job {
                 go: vec![0; k],
                 ev_done: 0,
                 mail: vec![None; k],
+                mail_slice: vec![0; k],
             },
             nodes: (0..nodes)
                 .map(|node| Node {
@@ -171,9 +174,14 @@ impl Job {
                 slice => n.m.handle(Event::StrobeReceived { slice }),
             },
             Command::BeginSlice { .. } => {}
-            Command::SendBatch { replica, .. } => {
+            Command::SendBatch { replica, slice } => {
                 f.mail[k] = replica;
+                f.mail_slice[k] = slice;
                 n.m.handle(Event::PhaseWorkDone(Phase::Dem));
+            }
+            // Several nodes: MSM starts once every node's batch of the slice arrived.
+            Command::MergeAndSchedule { slice } if f.mail_slice.iter().any(|&s| s != slice) => {
+                return false
             }
             Command::MergeAndSchedule { slice } => {
                 let replicas: Vec<ReplicaDigest> = f.mail.iter().flatten().copied().collect();
@@ -336,8 +344,8 @@ fn several_nodes_run_the_microphases_in_lockstep() {
     job.run();
     job.now = SLICE_NS;
     job.run();
+    // No microstrobe closes DEM with several nodes (MSM counts the batches instead).
     let all = [
-        Phase::Dem,
         Phase::Msm,
         Phase::P2p,
         Phase::Bbm,
@@ -353,20 +361,35 @@ fn several_nodes_run_the_microphases_in_lockstep() {
         both.extend(&codes);
         assert_eq!(phases_done(job.log(k)), both, "node {k}");
     }
-    // Node 0 opened every microstrobe, in order, each after every node signalled.
-    let opened: Vec<u64> = job
+    // Node 0 opened every microstrobe, in order, each after every node signalled; RM's
+    // ends the slice on node 0 and nobody else waits for it.
+    let opened: Vec<(u64, bool)> = job
         .log(0)
         .iter()
         .filter_map(|c| match c {
-            Command::OpenMicrostrobe { code, .. } => Some(*code),
+            Command::OpenMicrostrobe {
+                code, wake_others, ..
+            } => Some((*code, *wake_others)),
             _ => None,
         })
         .collect();
-    let expect: Vec<u64> = [1u64, 2]
+    let woke: Vec<(u64, bool)> = [1u64, 2]
         .iter()
-        .flat_map(|&s| all.iter().map(move |&p| code(s, p)))
+        .flat_map(|&s| all.iter().map(move |&p| (code(s, p), p != Phase::Rm)))
         .collect();
-    assert_eq!(opened, expect);
+    assert_eq!(opened, woke);
+    let expect: Vec<u64> = woke.iter().filter(|w| w.1).map(|w| w.0).collect();
+    for k in 1..3 {
+        let awaited: Vec<u64> = job
+            .log(k)
+            .iter()
+            .filter_map(|c| match c {
+                Command::AwaitMicrostrobe { code } => Some(*code),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(awaited, expect, "node {k}");
+    }
     assert!(job.log(1).iter().all(|c| !matches!(
         c,
         Command::AttemptMicrostrobe { .. } | Command::SendStrobe { .. }
@@ -376,7 +399,8 @@ fn several_nodes_run_the_microphases_in_lockstep() {
 #[test]
 fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
     // Only BBM moves bytes between nodes: the microstrobe before P2P (after MSM) and the
-    // one before RM (after BBM) are skipped; DEM's, P2P's (BBM follows) and RM's run.
+    // one before RM (after BBM) are skipped; P2P's (BBM follows) and RM's run (DEM has
+    // none with several nodes).
     let mut job = Job::new(3, StrobePolicy::Fixed, false);
     job.cross_node = CrossNode {
         p2p: false,
@@ -384,7 +408,7 @@ fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
         rm: false,
     };
     job.run();
-    let codes: Vec<u64> = [Phase::Dem, Phase::P2p, Phase::Rm]
+    let codes: Vec<u64> = [Phase::P2p, Phase::Rm]
         .iter()
         .map(|&p| p as u64)
         .collect();
@@ -396,7 +420,7 @@ fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
         );
         assert_eq!(phases_done(job.log(k)), codes, "node {k}");
     }
-    // Nothing crosses at all: only DEM's and RM's.
+    // Nothing crosses at all: only RM's done signals.
     let mut quiet = Job::new(2, StrobePolicy::Fixed, false);
     quiet.cross_node = CrossNode {
         p2p: false,
@@ -407,7 +431,7 @@ fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
     for k in 0..2 {
         assert_eq!(
             phases_done(quiet.log(k)),
-            [Phase::Dem as u64, Phase::Rm as u64],
+            [Phase::Rm as u64],
             "node {k}"
         );
     }
@@ -419,13 +443,23 @@ fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
 }
 
 #[test]
-fn a_late_node_holds_the_microstrobe_and_counts_retries() {
+fn a_late_node_holds_the_slice_and_counts_retries() {
     let mut job = Job::new(2, StrobePolicy::Fixed, false);
     job.nodes[1].hold = true;
     job.run();
-    // Node 0 finished DEM, tried the microstrobe once, failed, and waits for node 1.
+    // Node 0 finished DEM and cannot schedule without node 1's batch.
     let n0 = job.log(0);
     assert_eq!(work(n0), ["begin", "DEM"], "{n0:?}");
+    assert!(job.nodes[0].pending.is_some(), "MSM waits for the batch");
+    // Node 1 sends its batch, then is late again, in its MSM.
+    job.nodes[1].hold = false;
+    while !job.log(1).iter().any(|c| matches!(c, Command::SendBatch { .. })) {
+        job.step(1);
+    }
+    job.nodes[1].hold = true;
+    job.run();
+    let n0 = job.log(0);
+    assert_eq!(work(n0), ["begin", "DEM", "MSM"], "{n0:?}");
     let attempts = n0
         .iter()
         .filter(|c| matches!(c, Command::AttemptMicrostrobe { .. }))
@@ -435,21 +469,23 @@ fn a_late_node_holds_the_microstrobe_and_counts_retries() {
     // Time passing changes nothing: a late node is waited for, never skipped.
     job.now = 10 * SLICE_NS;
     assert!(!job.run());
-    assert!(!work(job.log(0)).contains(&"MSM"));
-    // Node 1 catches up: everything completes, and the retry is counted for DEM.
+    assert!(!work(job.log(0)).contains(&"P2P"));
+    // Node 1 catches up: everything completes; the retry is counted for MSM (no DEM
+    // microstrobe with several nodes, so no DEM retry).
     job.nodes[1].hold = false;
     job.stop = true; // after this slice
     job.run();
     let e = ends(job.log(0));
     assert_eq!(e.len(), 1);
-    assert!(e[0].1.dem >= 1, "{:?}", e[0].1);
+    assert_eq!(e[0].1.dem, 0, "{:?}", e[0].1);
+    assert!(e[0].1.msm >= 1, "{:?}", e[0].1);
     assert!(e[0].1.sts >= e[0].1.dem + e[0].1.msm);
     let failed = job
         .log(0)
         .iter()
         .filter(|c| matches!(c, Command::AttemptMicrostrobe { .. }))
         .count() as u32
-        - 5; // one successful attempt per microstrobe (no reduction: no RmRead)
+        - 4; // one successful attempt per microstrobe: MSM, P2P, BBM, RM
     assert_eq!(e[0].1.sts, failed);
     assert_eq!(work(job.log(1)), SLICE_WORK);
     assert_eq!(ends(job.log(1)), [(1, Usr::default())]);

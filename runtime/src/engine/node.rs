@@ -14,7 +14,7 @@ use crate::descriptor::{Completion, Descriptor};
 use crate::outcome::OutcomeRec;
 use crate::sched::{Decision, SchedConfig, Scheduler, SliceDecisions};
 use crate::segment::{BlockedCall, RankQueues, RankState};
-use crate::transport::{NodeSet, Transport};
+use crate::transport::{NodeSet, Transport, Wait};
 use strobe_core::slice::{Command, Event, MachineConfig, ReplicaDigest, SliceMachine, Usr};
 use tracing::{error, trace};
 
@@ -25,7 +25,15 @@ mod job_watch;
 #[path = "node_start.rs"]
 mod start;
 
-pub const EVENTS: u32 = remote::STAGE_EVENT_BASE + remote::STAGE_EVENTS;
+/// A DEM mailbox arrived (several nodes): every node signals it on every node, itself
+/// included, exactly once per slice, and a node's MSM consumes `nodes` of them before it
+/// reads the mailboxes. That count replaces DEM's microstrobe (`strobe_core::slice`), and
+/// lets the mailboxes travel without an acknowledgement (`xfer_and_signal_nowait`). Across
+/// hosts the acknowledged transfer and the microstrobe cost a round trip and a hop more
+/// per slice, each through the link threads' hand-offs.
+pub const EV_MAIL: crate::transport::EventId =
+    crate::transport::EventId(remote::STAGE_EVENT_BASE + remote::STAGE_EVENTS);
+pub const EVENTS: u32 = EV_MAIL.0 + 1;
 /// Global memory: variables in the first page, then one DEM mailbox per source node.
 const MAILBOX_BASE: usize = 4096;
 const MAILBOX_HEADER: usize = 64;
@@ -306,7 +314,8 @@ impl NodeManager {
                 Command::OpenMicrostrobe {
                     drain_signals,
                     code,
-                } => strobe::open_microstrobe(t, drain_signals, code)?,
+                    wake_others,
+                } => strobe::open_microstrobe(t, drain_signals, code, wake_others)?,
                 Command::AwaitMicrostrobe { code } => {
                     strobe::await_microstrobe(t, code)?;
                     m.handle(Event::MicrostrobeOpened);
@@ -363,6 +372,7 @@ impl NodeManager {
                 Phase::Dem
             }
             Command::MergeAndSchedule { .. } => {
+                self.await_mailboxes()?;
                 w.local.ltdem = w.t0.elapsed();
                 w.global.gtdem = w.local.ltdem;
                 let digest = self.merge_and_schedule(w)?;
@@ -559,7 +569,7 @@ impl NodeManager {
         mail.extend_from_slice(bytes);
         let all = NodeSet::all(self.cfg.nodes);
         self.t
-            .xfer_and_signal(&mail, &all, self.mailbox(self.node), None, None)?;
+            .xfer_and_signal_nowait(&mail, &all, self.mailbox(self.node), Some(EV_MAIL))?;
         Ok(())
     }
 
@@ -787,6 +797,17 @@ impl NodeManager {
 
     /// Buffer Receiver: read every node's batch and merge into canonical order; keep the
     /// replica digest each batch carried in `self.replicas`.
+    /// Several nodes: wait until every node's batch of this slice is in its mailbox (one
+    /// `EV_MAIL` per node and slice; this is what closes DEM, see `EV_MAIL`).
+    fn await_mailboxes(&self) -> Result<(), EngineError> {
+        if self.cfg.nodes > 1 {
+            for _ in 0..self.cfg.nodes {
+                self.t.test_event(EV_MAIL, Wait::BlockSpinning)?;
+            }
+        }
+        Ok(())
+    }
+
     fn collect_mail(&mut self) -> Result<Vec<Descriptor>, EngineError> {
         let mut all = std::mem::take(&mut self.own_batch);
         self.replicas.clear();

@@ -109,12 +109,18 @@ pub fn await_done_signal(t: &dyn Transport) -> Result<(), TransportError> {
 }
 
 /// Strobe Sender: the microstrobe opened. Consume the phase-done signals still owed for it
-/// (so stale signals never turn into phantom retries later) and wake the other nodes.
-pub fn open_microstrobe(t: &dyn Transport, owed: u32, code: u64) -> Result<(), TransportError> {
+/// (so stale signals never turn into phantom retries later) and, if `wake_others`, wake
+/// the other nodes.
+pub fn open_microstrobe(
+    t: &dyn Transport,
+    owed: u32,
+    code: u64,
+    wake_others: bool,
+) -> Result<(), TransportError> {
     for _ in 0..owed {
         await_done_signal(t)?;
     }
-    if t.nodes() > 1 {
+    if t.nodes() > 1 && wake_others {
         t.store_var(VAR_GO, code)?;
         t.xfer_and_signal_nowait(&[], &others(t), 0, Some(EV_MICRO))?;
     }
