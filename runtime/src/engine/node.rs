@@ -415,6 +415,8 @@ impl NodeManager {
                 let mut mem = self.memory();
                 mem.staged = Some(&store);
                 helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, true, &mut w.writes);
+                drop(mem);
+                self.staging.recycle(store);
                 Phase::RmRead
             }
             Command::WriteAndDeliver => {
@@ -647,6 +649,8 @@ impl NodeManager {
         );
         helpers::run_p2p(&w.dec, &mut mem, &mut w.errs, min, &mut self.carried);
         self.shared.eager.release_empty(&w.dec, mem.local);
+        drop(mem);
+        self.staging.recycle(store);
         await_direct(&self.shared, &waits, &direct, &mut w.errs);
         w.local.t_p2p = tp.elapsed();
         Ok(())
@@ -692,6 +696,8 @@ impl NodeManager {
         });
         helpers::run_collectives(&w.dec, &mut mem, &mut w.errs, false, &mut w.writes);
         let direct = mem.defer.take().map(|d| d.chunks).unwrap_or_default();
+        drop(mem);
+        self.staging.recycle(store);
         if direct.is_empty() {
             return Ok(());
         }

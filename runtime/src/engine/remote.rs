@@ -78,7 +78,9 @@ const FLAG_FAILED: u32 = 1 << 16;
 
 /// Bytes of one staging window: the per-slice receive budget, kept between 64 KiB (a
 /// round always holds a record) and 2 MiB (global memory is allocated per node per source
-/// node, and over TCP it is one buffer per endpoint).
+/// node, and over TCP it is one buffer per endpoint). Measured on 2 test hosts (8 x 1 MiB
+/// window): 1 MiB windows 992 MB/s, 2 MiB 1068-1136, 8 MiB 901-916: a large window
+/// loses the overlap of packing round k+1 with the transfer of round k.
 pub fn window_size(cfg: &EngineConfig) -> usize {
     (cfg.chunk_budget.min(2 << 20) as usize)
         .max(64 << 10)
@@ -131,8 +133,17 @@ enum Key {
 #[derive(Default, Debug)]
 struct Staged {
     total: u64,
+    /// The region's bytes are `data[..filled]`; what lies beyond is a reused buffer's old
+    /// contents (kept initialized so a piece is copied in without zeroing it first).
     data: Vec<u8>,
+    filled: usize,
     failed: bool,
+}
+
+impl Staged {
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.filled]
+    }
 }
 
 /// What arrived from the other nodes this phase, read by the helpers.
@@ -141,13 +152,22 @@ pub struct RemoteStore {
     regions: BTreeMap<Key, Staged>,
     /// Bytes received (metrics, tests).
     pub bytes: u64,
+    /// Emptied buffers of earlier phases' regions ([`Staging::recycle`]), reused for new
+    /// regions: a fresh buffer of a large message is page-faulted in and zeroed page by
+    /// page, which cost more than the copy into it (perf of a 1 MiB exchange across
+    /// hosts: `exc_page_fault` under `memset`, 13% of the node manager's samples).
+    spare: Vec<Vec<u8>>,
 }
+
+/// Most buffers [`Staging`] keeps for reuse, and the most bytes of capacity they may hold.
+const SPARE_BUFFERS: usize = 64;
+const SPARE_BYTES: usize = 64 << 20;
 
 impl RemoteStore {
     /// The bytes of `send`'s chunk at `offset`.
     pub fn chunk(&self, send: DescRef, offset: u64, len: u64) -> Result<&[u8], RtError> {
         match self.regions.get(&Key::Chunk { send, offset }) {
-            Some(s) if !s.failed && s.data.len() as u64 == len => Ok(&s.data),
+            Some(s) if !s.failed && s.filled as u64 == len => Ok(s.bytes()),
             _ => Err(RtError::Buffer),
         }
     }
@@ -168,10 +188,10 @@ impl RemoteStore {
             let Key::Mem { addr: start, .. } = *k else {
                 continue;
             };
-            let end = start + s.data.len() as u64;
+            let end = start + s.filled as u64;
             if addr + len <= end && !s.failed {
                 let from = (addr - start) as usize;
-                return Ok(&s.data[from..from + len as usize]);
+                return Ok(&s.bytes()[from..from + len as usize]);
             }
         }
         tracing::debug!(rank, addr, len, "remote read not staged");
@@ -188,21 +208,41 @@ impl RemoteStore {
         len: usize,
         failed: bool,
     ) -> Option<&mut [u8]> {
+        let spare = &mut self.spare;
         let s = self.regions.entry(key).or_insert_with(|| Staged {
             total,
             // One allocation for the whole region (bounded: `total` comes from a peer).
-            data: Vec::with_capacity(total.min(256 << 20) as usize),
+            data: take_spare(spare, total.min(256 << 20) as usize),
+            filled: 0,
             failed: false,
         });
         // Pieces of a region arrive in order, each continuing the previous one.
-        if s.total != total || off != s.data.len() as u64 || off + len as u64 > total {
+        if s.total != total || off != s.filled as u64 || off + len as u64 > total {
             return None;
         }
         s.failed |= failed;
-        let start = s.data.len();
-        s.data.resize(start + len, 0);
+        let start = s.filled;
+        if s.data.len() < start + len {
+            s.data.resize(start + len, 0);
+        }
+        s.filled = start + len;
         self.bytes += len as u64;
-        Some(&mut s.data[start..])
+        Some(&mut s.data[start..start + len])
+    }
+}
+
+/// A buffer for a region of `want` bytes: the smallest spare one at least that long (its
+/// old bytes stay until overwritten), else a new, empty one with that capacity.
+fn take_spare(spare: &mut Vec<Vec<u8>>, want: usize) -> Vec<u8> {
+    let best = spare
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.len() >= want)
+        .min_by_key(|(_, b)| b.len())
+        .map(|(i, _)| i);
+    match best {
+        Some(i) => spare.swap_remove(i),
+        None => Vec::with_capacity(want),
     }
 }
 
@@ -516,14 +556,19 @@ struct Packer<'p> {
 }
 
 impl Packer<'_> {
-    /// Fill `frame` with the next records, at most `window` bytes; returns whether more
-    /// rounds follow.
-    fn next_frame(&mut self, frame: &mut Vec<u8>, window: usize) -> bool {
-        frame.clear();
-        frame.resize(FRAME_HEADER, 0);
+    /// Fill `frame` with the next records, at most `window` bytes; returns the frame's
+    /// length (its bytes are `frame[..len]`) and whether more rounds follow. The buffer
+    /// keeps its length from round to round and phase to phase: each round overwrites it
+    /// instead of zeroing it again (a page-faulting, zeroing 2 MiB buffer per round was a
+    /// large part of a node manager's time in a 1 MiB exchange across hosts).
+    fn next_frame(&mut self, frame: &mut Vec<u8>, window: usize) -> (usize, bool) {
+        if frame.len() < window {
+            frame.resize(window, 0);
+        }
+        let mut len = FRAME_HEADER;
         let mut count = 0u32;
         while let Some(p) = self.pushes.get(self.idx) {
-            let room = window.saturating_sub(frame.len());
+            let room = window.saturating_sub(len);
             if room < RECORD_HEADER + 8 {
                 break;
             }
@@ -536,39 +581,45 @@ impl Packer<'_> {
                 Source::Failed => 0,
                 _ => left.min((room - RECORD_HEADER) & !7),
             };
-            let head = frame.len();
-            for w in [
+            let head = len;
+            let words = [
                 kind as u64 | (rank as u64) << 32,
                 a,
                 b,
                 p.total,
                 self.off,
                 n as u64,
-            ] {
-                frame.extend_from_slice(&w.to_le_bytes());
+            ];
+            for (i, w) in words.iter().enumerate() {
+                frame[head + i * 8..head + i * 8 + 8].copy_from_slice(&w.to_le_bytes());
             }
-            let start = frame.len();
+            let start = head + RECORD_HEADER;
+            let piece = &mut frame[start..start + n];
             let read = match &p.src {
                 Source::Bytes(d) => d
                     .get(self.off as usize..self.off as usize + n)
-                    .map(|piece| frame.extend_from_slice(piece))
+                    .map(|bytes| piece.copy_from_slice(bytes))
                     .is_some(),
                 Source::Rank { pid, addr } => {
-                    frame.resize(start + n, 0);
                     let at = addr.wrapping_add(self.off);
-                    procmem::read_from(*pid, at, &mut frame[start..]).is_ok()
+                    procmem::read_from(*pid, at, piece).is_ok()
                 }
                 Source::Failed => false,
             };
-            if !read {
+            len = if read {
+                // Padding to 8: zeroed, so a frame's bytes never depend on old contents.
+                let end = start + n;
+                let padded = end.next_multiple_of(8);
+                frame[end..padded].fill(0);
+                padded
+            } else {
                 // The rest of the region is not sent: the reader reports the failure.
-                frame.truncate(start);
                 frame[head..head + 8].copy_from_slice(
                     &((kind | FLAG_FAILED) as u64 | (rank as u64) << 32).to_le_bytes(),
                 );
                 frame[head + 40..head + 48].copy_from_slice(&0u64.to_le_bytes());
-            }
-            frame.resize(frame.len().next_multiple_of(8), 0);
+                start
+            };
             count += 1;
             self.off += n as u64;
             if !read || self.off >= p.total {
@@ -577,11 +628,11 @@ impl Packer<'_> {
             }
         }
         let more = self.idx < self.pushes.len();
-        let len = (frame.len() - FRAME_HEADER) as u64;
+        let body = (len - FRAME_HEADER) as u64;
         frame[..4].copy_from_slice(&(more as u32).to_le_bytes());
         frame[4..8].copy_from_slice(&count.to_le_bytes());
-        frame[8..16].copy_from_slice(&len.to_le_bytes());
-        more
+        frame[8..16].copy_from_slice(&body.to_le_bytes());
+        (len, more)
     }
 }
 
@@ -647,6 +698,11 @@ pub struct Staging {
     nodes: u32,
     /// Rounds pushed and not credited yet (module docs, step 1).
     owed: std::cell::Cell<usize>,
+    /// One frame buffer per destination node, kept from phase to phase (see
+    /// [`RemoteStore::spare`] for why).
+    frames: std::cell::RefCell<Vec<Vec<u8>>>,
+    /// Region buffers given back by [`Staging::recycle`].
+    spare: std::cell::RefCell<Vec<Vec<u8>>>,
 }
 
 /// How long a node still waits for another node's round once the job is stopping: the
@@ -701,6 +757,23 @@ impl Staging {
             node,
             nodes,
             owed: std::cell::Cell::new(0),
+            frames: std::cell::RefCell::new((0..nodes).map(|_| Vec::new()).collect()),
+            spare: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Take back a phase's store once the helpers are done with it: its buffers serve the
+    /// next phases' regions (at most [`SPARE_BUFFERS`] of them, [`SPARE_BYTES`] in all).
+    pub fn recycle(&self, store: RemoteStore) {
+        let mut spare = self.spare.borrow_mut();
+        let mut held: usize = spare.iter().map(Vec::capacity).sum();
+        let buffers = store.spare.into_iter().chain(store.regions.into_values().map(|s| s.data));
+        for b in buffers {
+            if spare.len() >= SPARE_BUFFERS || held + b.capacity() > SPARE_BYTES {
+                continue;
+            }
+            held += b.capacity();
+            spare.push(b);
         }
     }
 
@@ -723,6 +796,7 @@ impl Staging {
         if self.nodes <= 1 {
             return Ok(store);
         }
+        store.spare = std::mem::take(&mut *self.spare.borrow_mut());
         let n = self.nodes as usize;
         let me = self.node as usize;
         let rel = flows(dec, phase, node_of, self.nodes);
@@ -743,7 +817,7 @@ impl Staging {
         // One frame buffer per destination: a round is packed (read from the ranks) while
         // the destination may still be reading the previous one from its window; only the
         // send waits for the credit.
-        let mut frames: Vec<Vec<u8>> = (0..n).map(|_| Vec::new()).collect();
+        let mut frames = self.frames.borrow_mut();
         let mut rounds = 0u32;
         loop {
             let dests: Vec<u32> = (0..n as u32)
@@ -763,10 +837,10 @@ impl Staging {
                 return Ok(store);
             }
             rounds += 1;
-            let mut more = Vec::with_capacity(dests.len());
+            let mut packed = Vec::with_capacity(dests.len());
             for &x in &dests {
                 let p = packers[x as usize].as_mut().expect("active");
-                more.push(p.next_frame(&mut frames[x as usize], self.window));
+                packed.push(p.next_frame(&mut frames[x as usize], self.window));
             }
             if !dests.is_empty() {
                 await_signals(t, EV_CREDIT, self.owed.replace(0), stop)?;
@@ -775,8 +849,8 @@ impl Staging {
             // only after the round's EV_STAGE, which its transport signals after the data,
             // and the window is not written again before its credit.
             let at = self.window_of(self.node);
-            for (&x, more) in dests.iter().zip(more) {
-                let frame = &frames[x as usize];
+            for (&x, (len, more)) in dests.iter().zip(packed) {
+                let frame = &frames[x as usize][..len];
                 t.xfer_and_signal_nowait(frame, &NodeSet::single(x), at, Some(EV_STAGE))?;
                 if !more {
                     packers[x as usize] = None;

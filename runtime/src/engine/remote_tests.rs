@@ -32,11 +32,12 @@ fn round_trip(pushes: &[Push], window: usize) -> (RemoteStore, usize) {
         off: 0,
     };
     let mut store = RemoteStore::default();
-    let mut frame = Vec::new();
+    let mut buf = Vec::new();
     let mut rounds = 0;
     loop {
-        let more = p.next_frame(&mut frame, window);
-        assert!(frame.len() <= window);
+        let (len, more) = p.next_frame(&mut buf, window);
+        assert!(len <= window);
+        let frame = &buf[..len];
         rounds += 1;
         let count = u32::from_le_bytes(frame[4..8].try_into().unwrap());
         unpack(1, count, &frame[FRAME_HEADER..], &mut store).unwrap();
@@ -93,8 +94,8 @@ fn damaged_rounds_are_errors_not_panics() {
         off: 0,
     };
     let mut frame = Vec::new();
-    p.next_frame(&mut frame, 64 << 10);
-    let body = &frame[FRAME_HEADER..];
+    let (len, _) = p.next_frame(&mut frame, 64 << 10);
+    let body = &frame[FRAME_HEADER..len];
     // More records than present, a truncated piece, an unknown kind.
     assert!(unpack(0, 2, body, &mut RemoteStore::default()).is_err());
     assert!(unpack(0, 1, &body[..60], &mut RemoteStore::default()).is_err());
@@ -277,4 +278,56 @@ fn exchange_moves_chunks_between_three_nodes_over_tcp() {
             .map(|ep| Box::new(ep) as Box<dyn Transport>)
             .collect(),
     );
+}
+
+/// Buffers are reused from round to round and phase to phase without zeroing: a frame
+/// packed into a buffer full of old bytes is the same frame, and a store built from
+/// recycled region buffers reads back exactly what was sent, nothing of the old bytes.
+#[test]
+fn reused_frame_and_region_buffers_carry_no_old_bytes() {
+    let pushes = vec![
+        push(1, 0x10, Some((0..100u8).collect()), 100),
+        push(2, 0x20, Some(vec![7; 13]), 13),
+    ];
+    let pack = |buf: &mut Vec<u8>| {
+        let mut p = Packer {
+            pushes: &pushes,
+            idx: 0,
+            off: 0,
+        };
+        let (len, more) = p.next_frame(buf, 64 << 10);
+        assert!(!more);
+        buf[..len].to_vec()
+    };
+    let fresh = pack(&mut Vec::new());
+    let mut dirty = vec![0xa5; 64 << 10];
+    assert_eq!(pack(&mut dirty), fresh, "old bytes leaked into a frame");
+
+    let staging = Staging::with_window(0, 64 << 10, 0, 2);
+    let count = u32::from_le_bytes(fresh[4..8].try_into().unwrap());
+    // A first phase with larger regions full of other bytes, given back...
+    let mut first = RemoteStore::default();
+    let big = vec![push(1, 0x10, Some(vec![0xee; 4096]), 4096)];
+    let mut p = Packer {
+        pushes: &big,
+        idx: 0,
+        off: 0,
+    };
+    let mut buf = Vec::new();
+    let (len, _) = p.next_frame(&mut buf, 64 << 10);
+    let n = u32::from_le_bytes(buf[4..8].try_into().unwrap());
+    unpack(1, n, &buf[FRAME_HEADER..len], &mut first).unwrap();
+    staging.recycle(first);
+    assert_eq!(staging.spare.borrow().len(), 1);
+    // ...then the next phase's store takes that buffer and holds only the new bytes.
+    let mut second = RemoteStore {
+        spare: std::mem::take(&mut *staging.spare.borrow_mut()),
+        ..Default::default()
+    };
+    unpack(1, count, &fresh[FRAME_HEADER..], &mut second).unwrap();
+    assert!(second.spare.is_empty(), "the spare buffer was reused");
+    let want: Vec<u8> = (0..100u8).collect();
+    assert_eq!(second.read(1, 0x10, 100).unwrap(), &want[..]);
+    assert!(second.read(1, 0x10, 101).is_err(), "nothing past the region");
+    assert_eq!(second.read(2, 0x20, 13).unwrap(), &[7; 13]);
 }
