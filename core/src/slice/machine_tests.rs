@@ -345,13 +345,7 @@ fn several_nodes_run_the_microphases_in_lockstep() {
     job.now = SLICE_NS;
     job.run();
     // No microstrobe closes DEM with several nodes (MSM counts the batches instead).
-    let all = [
-        Phase::Msm,
-        Phase::P2p,
-        Phase::Bbm,
-        Phase::RmRead,
-        Phase::Rm,
-    ];
+    let all = [Phase::Msm, Phase::P2p, Phase::Bbm, Phase::RmRead, Phase::Rm];
     let codes: Vec<u64> = all.iter().map(|&p| p as u64).collect();
     for k in 0..3 {
         let mut two = SLICE_WORK.to_vec();
@@ -408,10 +402,7 @@ fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
         rm: false,
     };
     job.run();
-    let codes: Vec<u64> = [Phase::P2p, Phase::Rm]
-        .iter()
-        .map(|&p| p as u64)
-        .collect();
+    let codes: Vec<u64> = [Phase::P2p, Phase::Rm].iter().map(|&p| p as u64).collect();
     for k in 0..3 {
         assert_eq!(
             work(job.log(k)),
@@ -429,11 +420,7 @@ fn several_nodes_skip_the_microstrobes_of_phases_with_nothing_between_nodes() {
     };
     quiet.run();
     for k in 0..2 {
-        assert_eq!(
-            phases_done(quiet.log(k)),
-            [Phase::Rm as u64],
-            "node {k}"
-        );
+        assert_eq!(phases_done(quiet.log(k)), [Phase::Rm as u64], "node {k}");
     }
     // One node never skips (its microstrobes are local): the same as without the report.
     let mut one = Job::new(1, StrobePolicy::Fixed, false);
@@ -453,7 +440,11 @@ fn a_late_node_holds_the_slice_and_counts_retries() {
     assert!(job.nodes[0].pending.is_some(), "MSM waits for the batch");
     // Node 1 sends its batch, then is late again, in its MSM.
     job.nodes[1].hold = false;
-    while !job.log(1).iter().any(|c| matches!(c, Command::SendBatch { .. })) {
+    while !job
+        .log(1)
+        .iter()
+        .any(|c| matches!(c, Command::SendBatch { .. }))
+    {
         job.step(1);
     }
     job.nodes[1].hold = true;

@@ -262,12 +262,8 @@ impl Pusher {
         // No acknowledgement: node 0's reader applies the block, and signals EV_MIRROR,
         // before anything this node sends it later on the same link, so the end-of-slice
         // push still lands before the RM done signal that follows it.
-        self.t.xfer_and_signal_nowait(
-            &block,
-            &NodeSet::single(0),
-            self.offset,
-            Some(EV_MIRROR),
-        )?;
+        self.t
+            .xfer_and_signal_nowait(&block, &NodeSet::single(0), self.offset, Some(EV_MIRROR))?;
         self.last = Some(now);
         Ok(true)
     }

@@ -767,7 +767,10 @@ impl Staging {
     pub fn recycle(&self, store: RemoteStore) {
         let mut spare = self.spare.borrow_mut();
         let mut held: usize = spare.iter().map(Vec::capacity).sum();
-        let buffers = store.spare.into_iter().chain(store.regions.into_values().map(|s| s.data));
+        let buffers = store
+            .spare
+            .into_iter()
+            .chain(store.regions.into_values().map(|s| s.data));
         for b in buffers {
             if spare.len() >= SPARE_BUFFERS || held + b.capacity() > SPARE_BYTES {
                 continue;

@@ -328,6 +328,9 @@ fn reused_frame_and_region_buffers_carry_no_old_bytes() {
     assert!(second.spare.is_empty(), "the spare buffer was reused");
     let want: Vec<u8> = (0..100u8).collect();
     assert_eq!(second.read(1, 0x10, 100).unwrap(), &want[..]);
-    assert!(second.read(1, 0x10, 101).is_err(), "nothing past the region");
+    assert!(
+        second.read(1, 0x10, 101).is_err(),
+        "nothing past the region"
+    );
     assert_eq!(second.read(2, 0x20, 13).unwrap(), &[7; 13]);
 }
