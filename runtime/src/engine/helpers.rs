@@ -95,7 +95,7 @@ pub struct Deferred {
     pub chunks: Vec<DirectChunk>,
 }
 
-fn pe(e: ProcMemError) -> RtError {
+pub(super) fn pe(e: ProcMemError) -> RtError {
     let _ = e;
     RtError::Buffer
 }
@@ -231,7 +231,7 @@ fn split_pull_push(c: DirectChunk, sender: u32, dst_pid: i32) -> Vec<DirectChunk
 }
 
 /// Every chunk of this slice whose receiver is local: (send, receive, offset, length).
-fn local_chunks<'d>(
+pub(super) fn local_chunks<'d>(
     dec: &'d SliceDecisions,
     local: &'d dyn Fn(u32) -> bool,
 ) -> impl Iterator<Item = (&'d Descriptor, &'d Descriptor, u64, u64)> + 'd {
@@ -290,13 +290,18 @@ pub fn run_p2p(
             if len == 0 {
                 continue;
             }
+            // Written into the receiver straight from the staging window already, or now
+            // from the staged copy (a chunk that spanned rounds).
             let res = match mem.staged {
-                Some(st) => st.chunk(s.id(), offset, len),
+                Some(st) => match st.delivered(s.id(), offset) {
+                    Some(done) => done,
+                    None => st.chunk(s.id(), offset, len).and_then(|data| {
+                        procmem::write_to(mem.pids[r.rank as usize], r.buf + offset, data)
+                            .map_err(pe)
+                    }),
+                },
                 None => Err(RtError::Buffer),
-            }
-            .and_then(|data| {
-                procmem::write_to(mem.pids[r.rank as usize], r.buf + offset, data).map_err(pe)
-            });
+            };
             if let Err(e) = res {
                 errs.insert(r.id(), e);
             }

@@ -47,13 +47,13 @@
 //! the store (`helpers::Memory`), and what cannot be served (a planning miss, or a
 //! region the source could not read) is `MPI_ERR_BUFFER` for the receiving descriptor.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use strobe_core::slice::CrossNode;
 
-use super::helpers::Memory;
+use super::helpers::{self, Memory};
 use super::{EngineConfig, EngineError};
 use crate::descriptor::{DescKind, DescRef, Descriptor, RtError};
 use crate::procmem;
@@ -152,6 +152,10 @@ pub struct RemoteStore {
     regions: BTreeMap<Key, Staged>,
     /// Bytes received (metrics, tests).
     pub bytes: u64,
+    /// P2P chunks whole in one round, written into their local receiver straight from the
+    /// staging window while the rounds ran (no copy into the store, and the write
+    /// overlaps the next round's transfer), with the outcome of that write.
+    delivered: BTreeMap<(DescRef, u64), Result<(), RtError>>,
     /// Emptied buffers of earlier phases' regions ([`Staging::recycle`]), reused for new
     /// regions: a fresh buffer of a large message is page-faulted in and zeroed page by
     /// page, which cost more than the copy into it (perf of a 1 MiB exchange across
@@ -170,6 +174,12 @@ impl RemoteStore {
             Some(s) if !s.failed && s.filled as u64 == len => Ok(s.bytes()),
             _ => Err(RtError::Buffer),
         }
+    }
+
+    /// Whether `send`'s chunk at `offset` was written into its receiver already, and how
+    /// that went.
+    pub fn delivered(&self, send: DescRef, offset: u64) -> Option<Result<(), RtError>> {
+        self.delivered.get(&(send, offset)).copied()
     }
 
     /// `len` bytes at `addr` of remote `rank`: inside some region its node pushed.
@@ -640,26 +650,27 @@ fn malformed(from: u32, what: &str) -> EngineError {
     EngineError::Other(format!("malformed staging round from node {from}: {what}"))
 }
 
-/// Fills a buffer from an offset of a frame's body.
-type FrameReader<'r> = dyn FnMut(usize, &mut [u8]) -> Result<(), EngineError> + 'r;
+/// Writes a P2P chunk into its receiver on this node: `Some(outcome)` when `send`'s chunk
+/// at `offset` goes to a local rank (and this many bytes were asked for), `None` when the
+/// chunk is to be kept in the store.
+type DirectWrite<'w> = dyn Fn(DescRef, u64, &[u8]) -> Option<Result<(), RtError>> + 'w;
 
-/// Read the records of one frame into `store`: `read(at, buf)` fills `buf` from offset
-/// `at` of the frame's body (`len` bytes, after its header), so pieces go straight from the
-/// staging window into the store.
+/// Read the records of one frame's `body` into `store`; a P2P chunk whole in this round
+/// goes to `direct` first (the staging window is lent, not copied: `Transport::with_local`).
 fn unpack(
     from: u32,
     count: u32,
-    len: usize,
-    read: &mut FrameReader<'_>,
+    body: &[u8],
     store: &mut RemoteStore,
+    direct: &DirectWrite<'_>,
 ) -> Result<(), EngineError> {
+    let len = body.len();
     let mut at = 0usize;
-    let mut head = [0u8; RECORD_HEADER];
     for _ in 0..count {
         if at + RECORD_HEADER > len {
             return Err(malformed(from, "record past the end"));
         }
-        read(at, &mut head)?;
+        let head = &body[at..at + RECORD_HEADER];
         let w = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8"));
         let (word, a, b, total, off, piece) = (w(0), w(1), w(2), w(3), w(4), w(5));
         let (kind, rank) = (word as u32 & 0xffff, (word >> 32) as u32);
@@ -681,11 +692,23 @@ fn unpack(
             .ok()
             .filter(|&l| at.checked_add(l).is_some_and(|end| end <= len))
             .ok_or_else(|| malformed(from, "piece past the end"))?;
+        let bytes = &body[at..at + piece];
+        at = (at + piece).next_multiple_of(8);
+        if let Key::Chunk { send, offset } = key {
+            let whole = !failed && off == 0 && piece as u64 == total;
+            let written = whole.then(|| direct(send, offset, bytes)).flatten();
+            if let Some(outcome) = written {
+                if store.delivered.insert((send, offset), outcome).is_some() {
+                    return Err(malformed(from, "a chunk sent twice"));
+                }
+                store.bytes += piece as u64;
+                continue;
+            }
+        }
         let slot = store
             .piece_slot(key, total, off, piece, failed)
             .ok_or_else(|| malformed(from, "piece out of order"))?;
-        read(at, slot)?;
-        at = (at + piece).next_multiple_of(8);
+        slot.copy_from_slice(bytes);
     }
     Ok(())
 }
@@ -807,6 +830,22 @@ impl Staging {
             return Ok(store);
         }
         let pushes = plan(dec, phase, node_of, self.node, self.nodes, mem);
+        // P2P chunks from other nodes to ranks of this one: where each is written.
+        let targets: HashMap<(DescRef, u64), (i32, u64, u64)> = match phase {
+            StagePhase::P2p => helpers::local_chunks(dec, mem.local)
+                .filter(|(s, ..)| !(mem.local)(s.rank))
+                .map(|(s, r, offset, len)| {
+                    let pid = mem.pids[r.rank as usize];
+                    ((s.id(), offset), (pid, r.buf + offset, len))
+                })
+                .collect(),
+            _ => HashMap::new(),
+        };
+        let direct = |send: DescRef, offset: u64, bytes: &[u8]| {
+            let &(pid, addr, len) = targets.get(&(send, offset))?;
+            (bytes.len() as u64 == len)
+                .then(|| procmem::write_to(pid, addr, bytes).map_err(helpers::pe))
+        };
         let mut packers: Vec<Option<Packer<'_>>> = (0..n)
             .map(|x| {
                 rel[me * n + x].then(|| Packer {
@@ -862,7 +901,7 @@ impl Staging {
             self.owed.set(self.owed.get() + dests.len());
             await_signals(t, EV_STAGE, srcs.len(), stop)?;
             for &a in &srcs {
-                sources[a as usize] = self.receive(t, a, &mut store)?;
+                sources[a as usize] = self.receive(t, a, &mut store, &direct)?;
                 t.xfer_and_signal_nowait(&[], &NodeSet::single(a), 0, Some(EV_CREDIT))?;
             }
         }
@@ -874,6 +913,7 @@ impl Staging {
         t: &dyn Transport,
         a: u32,
         store: &mut RemoteStore,
+        direct: &DirectWrite<'_>,
     ) -> Result<bool, EngineError> {
         let at = self.window_of(a);
         let mut head = [0u8; FRAME_HEADER];
@@ -884,12 +924,11 @@ impl Staging {
         if len > self.window - FRAME_HEADER {
             return Err(malformed(a, "longer than the window"));
         }
-        let body = at + FRAME_HEADER;
-        let mut read = |off: usize, buf: &mut [u8]| -> Result<(), EngineError> {
-            Ok(t.read_local(body + off, buf)?)
-        };
-        unpack(a, count, len, &mut read, store)?;
-        Ok(more)
+        let mut unpacked = Ok(());
+        t.with_local(at + FRAME_HEADER, len, &mut |body| {
+            unpacked = unpack(a, count, body, store, direct);
+        })?;
+        unpacked.map(|()| more)
     }
 }
 

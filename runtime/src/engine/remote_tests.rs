@@ -2,13 +2,9 @@
 
 use super::*;
 
-/// Unpack a frame body held in memory.
+/// Unpack a frame body held in memory, every chunk into the store.
 fn unpack(from: u32, count: u32, body: &[u8], store: &mut RemoteStore) -> Result<(), EngineError> {
-    let mut read = |at: usize, buf: &mut [u8]| -> Result<(), EngineError> {
-        buf.copy_from_slice(&body[at..at + buf.len()]);
-        Ok(())
-    };
-    super::unpack(from, count, body.len(), &mut read, store)
+    super::unpack(from, count, body, store, &|_, _, _| None)
 }
 
 fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
@@ -153,22 +149,30 @@ fn rank_regions_are_read_while_packing_and_a_failed_read_is_reported() {
     assert_eq!(store.read(1, 0x1000, 8), Err(RtError::Buffer));
 }
 
+const BASE: usize = 4096;
+const SMALL_WINDOW: usize = 64 << 10;
+const LARGE_WINDOW: usize = 1 << 20;
+
 /// Three nodes of two ranks each; every rank sends a 300 000-byte chunk to the rank two
 /// further on (always on another node), and node 2 also sends rank 0 a second chunk of a
 /// send whose buffer cannot be read. Every node runs `exchange` on its own thread over a
-/// real transport, with 64 KiB windows (several rounds).
-fn exchange_over(transports: Vec<Box<dyn Transport>>) {
+/// real transport. With 64 KiB windows every chunk spans rounds and is kept in the store;
+/// with 1 MiB windows every chunk is whole in one round and written into its receiver
+/// (a buffer of this process) straight from the window.
+fn exchange_over(transports: Vec<Box<dyn Transport>>, window: usize) {
     use crate::descriptor::DescKind;
     use crate::engine::eager::EagerMemory;
     use crate::sched::{Chunk, Decision, SliceDecisions};
 
     const LEN: usize = 300_000;
-    const BASE: usize = 4096;
-    const WINDOW: usize = 64 << 10;
     let node_of = [0u32, 0, 1, 1, 2, 2];
     let bufs: Vec<Vec<u8>> = (0..6u32)
         .map(|r| (0..LEN).map(|i| (i as u32 * 7 + r * 41) as u8).collect())
         .collect();
+    // Receive buffers, written by process_vm_writev while the exchange runs: only their
+    // addresses are held until then.
+    let mut received: Vec<Vec<u8>> = (0..6).map(|_| vec![0u8; LEN]).collect();
+    let recv_at: Vec<u64> = received.iter_mut().map(|b| b.as_mut_ptr() as u64).collect();
     let desc = |rank: u32, seq: u64, kind: DescKind, buf: u64| Descriptor {
         rank,
         seq,
@@ -182,7 +186,7 @@ fn exchange_over(transports: Vec<Box<dyn Transport>>) {
     for r in 0..6u32 {
         let to = (r + 2) % 6;
         catalog.push(desc(r, 1, DescKind::Send, bufs[r as usize].as_ptr() as u64));
-        catalog.push(desc(to, 2, DescKind::Recv, 0x1000));
+        catalog.push(desc(to, 2, DescKind::Recv, recv_at[to as usize]));
         let (send, recv) = (DescRef { rank: r, seq: 1 }, DescRef { rank: to, seq: 2 });
         decisions.push(Decision::Chunk(Chunk {
             send,
@@ -231,7 +235,7 @@ fn exchange_over(transports: Vec<Box<dyn Transport>>) {
                         defer: None,
                         staged: None,
                     };
-                    let st = Staging::with_window(BASE, WINDOW, node, 3);
+                    let st = Staging::with_window(BASE, window, node, 3);
                     st.exchange(t.as_ref(), stop, StagePhase::P2p, dec, &node_of, &mem)
                         .expect("exchange")
                 })
@@ -242,8 +246,23 @@ fn exchange_over(transports: Vec<Box<dyn Transport>>) {
     for r in 0..6u32 {
         let to = (r + 2) % 6;
         let store = &stores[node_of[to as usize] as usize];
-        let got = store.chunk(DescRef { rank: r, seq: 1 }, 0, LEN as u64);
-        assert_eq!(got.unwrap(), &bufs[r as usize][..], "chunk {r} -> {to}");
+        let send = DescRef { rank: r, seq: 1 };
+        if window == SMALL_WINDOW {
+            let got = store.chunk(send, 0, LEN as u64);
+            assert_eq!(got.unwrap(), &bufs[r as usize][..], "chunk {r} -> {to}");
+            assert_eq!(store.delivered(send, 0), None);
+            assert!(received[to as usize].iter().all(|&b| b == 0));
+        } else {
+            assert_eq!(store.delivered(send, 0), Some(Ok(())), "chunk {r} -> {to}");
+            assert!(
+                store.chunk(send, 0, LEN as u64).is_err(),
+                "not copied to the store"
+            );
+            assert!(
+                received[to as usize] == bufs[r as usize],
+                "chunk {r} -> {to}"
+            );
+        }
     }
     let bad = stores[0].chunk(DescRef { rank: 4, seq: 3 }, 0, 16);
     assert_eq!(bad, Err(RtError::Buffer));
@@ -253,7 +272,7 @@ fn exchange_over(transports: Vec<Box<dyn Transport>>) {
 
 fn job_size() -> (usize, u32) {
     (
-        4096 + 3 * (64 << 10),
+        BASE + 3 * LARGE_WINDOW,
         crate::engine::remote::STAGE_EVENT_BASE + STAGE_EVENTS,
     )
 }
@@ -261,23 +280,29 @@ fn job_size() -> (usize, u32) {
 #[test]
 fn exchange_moves_chunks_between_three_nodes_over_shm() {
     let (global, events) = job_size();
-    let fabric = crate::transport::shm::ShmFabric::create(3, global, events).unwrap();
-    exchange_over(
-        (0..3)
-            .map(|n| Box::new(fabric.endpoint(n)) as Box<dyn Transport>)
-            .collect(),
-    );
+    for window in [SMALL_WINDOW, LARGE_WINDOW] {
+        let fabric = crate::transport::shm::ShmFabric::create(3, global, events).unwrap();
+        exchange_over(
+            (0..3)
+                .map(|n| Box::new(fabric.endpoint(n)) as Box<dyn Transport>)
+                .collect(),
+            window,
+        );
+    }
 }
 
 #[test]
 fn exchange_moves_chunks_between_three_nodes_over_tcp() {
     let (global, events) = job_size();
-    let job = crate::transport::tcp::TcpEndpoint::loopback_job(3, global, events).unwrap();
-    exchange_over(
-        job.into_iter()
-            .map(|ep| Box::new(ep) as Box<dyn Transport>)
-            .collect(),
-    );
+    for window in [SMALL_WINDOW, LARGE_WINDOW] {
+        let job = crate::transport::tcp::TcpEndpoint::loopback_job(3, global, events).unwrap();
+        exchange_over(
+            job.into_iter()
+                .map(|ep| Box::new(ep) as Box<dyn Transport>)
+                .collect(),
+            window,
+        );
+    }
 }
 
 /// Buffers are reused from round to round and phase to phase without zeroing: a frame

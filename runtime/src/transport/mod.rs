@@ -181,6 +181,22 @@ pub trait Transport: Send + Sync {
     /// Read this node's own global memory (local access, no network).
     fn read_local(&self, offset: usize, buf: &mut [u8]) -> Result<(), TransportError>;
 
+    /// Lend `len` bytes of this node's own global memory at `offset` to `f`, where
+    /// `read_local` would copy them out: the data plane writes a staged chunk from there
+    /// straight into its receiving rank. As with `read_local`, writers of the range must
+    /// be ordered before the call by the event protocol. The default copies.
+    fn with_local(
+        &self,
+        offset: usize,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), TransportError> {
+        let mut buf = vec![0u8; len];
+        self.read_local(offset, &mut buf)?;
+        f(&buf);
+        Ok(())
+    }
+
     /// Atomically load a 64-bit global variable of this node.
     fn load_var(&self, var: usize) -> Result<u64, TransportError>;
 

@@ -543,6 +543,23 @@ impl Transport for ShmEndpoint {
         Ok(holds)
     }
 
+    fn with_local(
+        &self,
+        offset: usize,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), TransportError> {
+        let inner = &*self.inner;
+        inner.check_range(offset, len)?;
+        // SAFETY: the range lies in this node's global memory (checked above), which stays
+        // mapped while `self` lives; writers of these bytes are ordered before this call by
+        // the event protocol (module docs), and no node writes them again before this node
+        // signals that it is done with them, so nothing changes under the borrow.
+        let bytes = unsafe { std::slice::from_raw_parts(inner.global(self.node).add(offset), len) };
+        f(bytes);
+        Ok(())
+    }
+
     fn read_local(&self, offset: usize, buf: &mut [u8]) -> Result<(), TransportError> {
         let inner = &*self.inner;
         inner.check_range(offset, buf.len())?;

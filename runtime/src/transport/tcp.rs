@@ -617,6 +617,19 @@ impl Transport for TcpEndpoint {
         Ok(())
     }
 
+    /// Under the memory's read lock: link readers writing other ranges wait meanwhile
+    /// (the data plane holds it for one process_vm_writev of at most a staging window).
+    fn with_local(
+        &self,
+        offset: usize,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), TransportError> {
+        self.shared.shape.check_range(offset, len)?;
+        self.shared.memory.with(offset, len, f);
+        Ok(())
+    }
+
     fn load_var(&self, var: usize) -> Result<u64, TransportError> {
         self.shared.shape.check_var(var)?;
         Ok(self.shared.memory.load(var))

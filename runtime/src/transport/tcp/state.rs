@@ -56,6 +56,12 @@ impl Memory {
         buf.copy_from_slice(&m[offset..offset + buf.len()]);
     }
 
+    /// Lends `offset..offset + len` (the caller checked the range) to `f`.
+    pub fn with(&self, offset: usize, len: usize, f: &mut dyn FnMut(&[u8])) {
+        let m = self.bytes.read().unwrap_or_else(|p| p.into_inner());
+        f(&m[offset..offset + len]);
+    }
+
     pub fn load(&self, var: usize) -> u64 {
         let mut b = [0u8; 8];
         self.read(var, &mut b);
