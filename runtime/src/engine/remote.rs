@@ -33,8 +33,11 @@
 //!    possibly empty; a pair stays active while the previous round said `more`);
 //! 2. consume one `EV_STAGE` signal per source active in this round (a source cannot start
 //!    its next round to us before step 3, so every signal counted is of this round);
-//! 3. read each active source's window into the [`RemoteStore`], and give the window back
-//!    with a zero-length Xfer-And-Signal of [`EV_CREDIT`] to that source;
+//! 3. read each active source's window into the [`RemoteStore`] (a P2P chunk whole in
+//!    the round is instead written into its receiving rank straight from the window, lent
+//!    by `Transport::with_local`: one copy fewer, and the write overlaps the sources'
+//!    next round), and give the window back with a zero-length Xfer-And-Signal of
+//!    [`EV_CREDIT`] to that source;
 //! 4. go on while any pair is active.
 //!
 //! Before step 1 pushes anything, the node consumes one `EV_CREDIT` for every round it
