@@ -316,18 +316,15 @@ pub fn launch(
         if cfg.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
-        // SAFETY: the closure runs in the child between fork and exec and only calls
-        // async-signal-safe functions (prctl, signal, setpgid).
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                // Out of the terminal's foreground group: Ctrl-C is strobe's to handle.
-                libc::setpgid(0, 0);
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
-                Ok(())
-            });
-        }
+        // Out of the terminal's foreground group: Ctrl-C is strobe's to handle. No
+        // `pre_exec` hook: with one, std forks (copying strobe's page tables, and making
+        // every page the running node manager and recorder threads write fault once more
+        // after each spawn); without, it uses posix_spawn (vfork-like, nothing copied).
+        // At 1,000 ranks that was 0.3-0.4 s of `strobe record` (docs/benchmarks-detail.md).
+        // What the hook also did happens in the rank at load time instead
+        // (`procmem::die_with_launcher`, run by libmpi before `main`): the death signal,
+        // and SIGINT/SIGTERM back to their defaults (handlers reset at exec anyway).
+        cmd.process_group(0);
         let relays = match &cfg.output_marks {
             Some(marks) => Some(
                 crate::rank_output::attach(&mut cmd, rank, marks, cfg.tag_output, output.as_ref())

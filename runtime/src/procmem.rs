@@ -288,6 +288,34 @@ pub fn allow_cross_memory_attach() -> io::Result<()> {
 
 /// The pid of the `strobe` process that started this rank (set by the launcher).
 pub const ENV_LAUNCHER_PID: &str = "STROBE_LAUNCHER_PID";
+/// A rank started by strobe's launcher dies with it: `PR_SET_PDEATHSIG` (`SIGKILL`), set
+/// by libmpi when it is loaded, before the program's `main` (`strobe-mpi`'s load-time
+/// hook). The launcher spawns ranks with posix_spawn, which runs no code in the child
+/// before exec, so the rank sets it itself; a launcher that died before that (its pid is
+/// no longer the parent) kills the rank at once, as the signal would have. SIGINT and
+/// SIGTERM are set back to their defaults, as the launcher's hook did (Ctrl-C is strobe's
+/// to handle; an ignored disposition would otherwise survive exec). Nothing happens in a
+/// process that strobe did not start (no [`ENV_LAUNCHER_PID`] and rank number).
+pub fn die_with_launcher() {
+    let launcher = std::env::var(ENV_LAUNCHER_PID)
+        .ok()
+        .and_then(|v| v.parse::<libc::pid_t>().ok());
+    let Some(launcher) = launcher.filter(|_| std::env::var_os(crate::segment::ENV_RANK).is_some())
+    else {
+        return;
+    };
+    // SAFETY: prctl, signal, getppid and raise take plain integers; none has
+    // preconditions beyond a valid signal number.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        if libc::getppid() != launcher {
+            libc::raise(libc::SIGKILL);
+        }
+    }
+}
+
 /// `1`: this rank may be held for the user's debugger (a replay that stops), so any
 /// process of the user may attach (`gdb -p PID`), not only strobe and its descendants.
 pub const ENV_DEBUG_ATTACH: &str = "STROBE_DEBUG_ATTACH";

@@ -114,6 +114,9 @@ impl RankCtx {
         if rank >= seg.ranks() || size != seg.ranks() {
             return Err(InitError::BadEnv(ENV_RANK, rank.to_string()));
         }
+        // Programs on the Rust API do not load libmpi, whose load-time hook does this
+        // before `main` for C and Fortran programs (again here: harmless).
+        crate::procmem::die_with_launcher();
         // Let our node manager (and, under Yama ptrace_scope=1, sibling helpers) reach our
         // buffers with cross-memory attach: strobe and its descendants only, any process
         // of the user only in a replay that holds ranks for a debugger.

@@ -21,6 +21,19 @@
 #![allow(clippy::too_many_arguments)]
 
 mod abi;
+
+/// Run when libmpi is loaded, before the program's `main`: a rank dies with the strobe
+/// that started it (`procmem::die_with_launcher`; the launcher spawns with posix_spawn and
+/// runs nothing in the child). An `.init_array` entry of the library itself (not of the
+/// runtime rlib, whose unreferenced objects the linker may drop).
+#[used]
+#[link_section = ".init_array"]
+static DIE_WITH_LAUNCHER: extern "C" fn() = die_with_launcher_at_load;
+
+extern "C" fn die_with_launcher_at_load() {
+    // A panic must not unwind out of a loader callback.
+    let _ = std::panic::catch_unwind(strobe_runtime::procmem::die_with_launcher);
+}
 mod alltoallw;
 mod attrs;
 mod attrs_more;
