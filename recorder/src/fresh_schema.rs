@@ -104,8 +104,11 @@ mod tests {
         conn
     }
 
-    /// Objects (type, name, table, SQL) sorted by name, and every table's rows.
-    fn contents(conn: &Connection) -> (Vec<(String, String, String, Option<String>)>, Vec<String>) {
+    /// One `sqlite_master` row: type, name, table, SQL.
+    type SchemaObject = (String, String, String, Option<String>);
+
+    /// Objects sorted by name, and every table's rows.
+    fn contents(conn: &Connection) -> (Vec<SchemaObject>, Vec<String>) {
         let mut st = conn
             .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
             .unwrap();
