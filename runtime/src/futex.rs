@@ -317,13 +317,20 @@ fn yield_every() -> u32 {
 /// then so that polling never starves a runnable thread (on an oversubscribed host the
 /// thread we wait for may need our core). Returns true when the word changed.
 pub fn spin_while_eq(word: &AtomicU32, expected: u32, budget: Duration) -> bool {
+    poll_until(budget, || word.load(Ordering::Acquire) != expected)
+}
+
+/// Poll `done` for up to `budget`, yielding the core every [`yield_every`] rounds; true as
+/// soon as it holds (checked once even with a zero budget). Every poll of the runtime
+/// goes through here: a futex word ([`spin_while_eq`]) or a transport's event counter.
+pub fn poll_until(budget: Duration, mut done: impl FnMut() -> bool) -> bool {
     if budget.is_zero() {
-        return word.load(Ordering::Acquire) != expected;
+        return done();
     }
     let start = Instant::now();
     let mut i = 0u32;
     loop {
-        if word.load(Ordering::Acquire) != expected {
+        if done() {
             return true;
         }
         i = i.wrapping_add(1);

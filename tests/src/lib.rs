@@ -112,6 +112,20 @@ pub fn processes_matching(needle: &str) -> Vec<String> {
 
 /// Entries in /dev/shm that a strobe job could have created (there should never be any:
 /// jobs use memfd).
+/// Waits until no process's command line contains `needle`, for at most 10 s; panics
+/// naming the survivors (`what` says after what).
+pub fn assert_processes_gone(needle: &str, what: &str) {
+    let t = std::time::Instant::now();
+    while !processes_matching(needle).is_empty() {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{what}: ranks survived: {:?}",
+            processes_matching(needle)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn dev_shm_strobe_entries() -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .map(|d| {

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags};
-use strobe_tests::{fixture, processes_matching, record_fixture, strobe, strobe_cmd};
+use strobe_tests::{assert_processes_gone, fixture, record_fixture, strobe, strobe_cmd};
 
 fn count(c: &Connection, sql: &str) -> i64 {
     c.query_row(sql, [], |r| r.get(0)).unwrap()
@@ -196,16 +196,8 @@ fn interrupt_recording(sig: i32) {
     let s = strobe_cmd(&["stats", &db.display().to_string()], &[]);
     assert_eq!(s.code, 0, "stats after signal {sig}: {}", s.stderr);
     // No rank outlives its launcher (PR_SET_PDEATHSIG), whatever killed it.
-    let t = Instant::now();
     let needle = format!("{} 1000 {iterations}", fixture("barrier_every").display());
-    while !processes_matching(&needle).is_empty() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "ranks survived: {:?}",
-            processes_matching(&needle)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_processes_gone(&needle, &format!("after signal {sig}"));
 }
 
 #[test]

@@ -7,21 +7,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use strobe_tests::processes_matching;
 use strobe_tests::tools::build_c;
-
-/// Waits until no process's command line contains `needle`, for at most 10 s.
-fn assert_gone(needle: &str, what: &str) {
-    let t = Instant::now();
-    while !processes_matching(needle).is_empty() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "{what}: ranks survived: {:?}",
-            processes_matching(needle)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use strobe_tests::{assert_processes_gone, processes_matching};
 
 #[test]
 fn c_ranks_die_when_the_launcher_is_killed() {
@@ -47,7 +34,7 @@ fn c_ranks_die_when_the_launcher_is_killed() {
     std::thread::sleep(Duration::from_millis(200));
     strobe.kill().unwrap();
     strobe.wait().unwrap();
-    assert_gone(&needle, "after SIGKILL of strobe run");
+    assert_processes_gone(&needle, "after SIGKILL of strobe run");
 }
 
 /// A rank whose launcher is already gone when libmpi loads (its parent is not the pid it

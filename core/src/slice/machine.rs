@@ -417,8 +417,7 @@ impl SliceMachine {
                     self.queue.push_back(Command::OpenMicrostrobe {
                         code: code(self.slice, phase),
                         drain_signals: owed,
-                        // The other nodes do not wait for RM's microstrobe (`work_done`).
-                        wake_others: !(phase == Phase::Rm && self.cfg.nodes > 1),
+                        wake_others: self.others_await_microstrobe(phase),
                     });
                     self.advance(phase);
                 } else {
@@ -505,10 +504,7 @@ impl SliceMachine {
         self.queue.push_back(Command::SignalPhaseDone {
             code: code(self.slice, phase),
         });
-        if self.cfg.nodes > 1 && phase == Phase::Rm && self.cfg.node != 0 {
-            // Nothing follows RM on this node but the next strobe, which node 0 sends only
-            // once every node signalled RM done: no need to wait for RM's microstrobe (a
-            // message and a wake-up per node and slice saved).
+        if self.cfg.node != 0 && !self.others_await_microstrobe(phase) {
             self.end_slice();
             return;
         }
@@ -518,6 +514,14 @@ impl SliceMachine {
             owed: self.cfg.nodes - 1,
             attempt: true,
         };
+    }
+
+    /// Whether the nodes other than 0 wait for the microstrobe that closes `phase`. Not
+    /// for RM's with several nodes: nothing follows RM on them but the next strobe, which
+    /// node 0 sends only once every node signalled RM done (a message and a wake-up per
+    /// node and slice saved).
+    fn others_await_microstrobe(&self, phase: Phase) -> bool {
+        !(phase == Phase::Rm && self.cfg.nodes > 1)
     }
 
     fn scheduled(&mut self, digest: u64, reductions: bool, replicas: &[ReplicaDigest]) {

@@ -7,6 +7,15 @@ fn unpack(from: u32, count: u32, body: &[u8], store: &mut RemoteStore) -> Result
     super::unpack(from, count, body, store, &|_, _, _| None)
 }
 
+/// A packer at the start of `pushes`.
+fn packer(pushes: &[Push]) -> Packer<'_> {
+    Packer {
+        pushes,
+        idx: 0,
+        off: 0,
+    }
+}
+
 fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
     let src = data.map_or(Source::Failed, Source::Bytes);
     Push {
@@ -22,11 +31,7 @@ fn push(rank: u32, addr: u64, data: Option<Vec<u8>>, total: u64) -> Push {
 
 /// Pack `pushes` into rounds of `window` bytes and unpack them all.
 fn round_trip(pushes: &[Push], window: usize) -> (RemoteStore, usize) {
-    let mut p = Packer {
-        pushes,
-        idx: 0,
-        off: 0,
-    };
+    let mut p = packer(pushes);
     let mut store = RemoteStore::default();
     let mut buf = Vec::new();
     let mut rounds = 0;
@@ -84,11 +89,7 @@ fn an_empty_plan_is_one_empty_round() {
 #[test]
 fn damaged_rounds_are_errors_not_panics() {
     let pushes = vec![push(1, 0x10, Some(vec![5; 100]), 100)];
-    let mut p = Packer {
-        pushes: &pushes,
-        idx: 0,
-        off: 0,
-    };
+    let mut p = packer(&pushes);
     let mut frame = Vec::new();
     let (len, _) = p.next_frame(&mut frame, 64 << 10);
     let body = &frame[FRAME_HEADER..len];
@@ -315,11 +316,7 @@ fn reused_frame_and_region_buffers_carry_no_old_bytes() {
         push(2, 0x20, Some(vec![7; 13]), 13),
     ];
     let pack = |buf: &mut Vec<u8>| {
-        let mut p = Packer {
-            pushes: &pushes,
-            idx: 0,
-            off: 0,
-        };
+        let mut p = packer(&pushes);
         let (len, more) = p.next_frame(buf, 64 << 10);
         assert!(!more);
         buf[..len].to_vec()
@@ -333,11 +330,7 @@ fn reused_frame_and_region_buffers_carry_no_old_bytes() {
     // A first phase with larger regions full of other bytes, given back...
     let mut first = RemoteStore::default();
     let big = vec![push(1, 0x10, Some(vec![0xee; 4096]), 4096)];
-    let mut p = Packer {
-        pushes: &big,
-        idx: 0,
-        off: 0,
-    };
+    let mut p = packer(&big);
     let mut buf = Vec::new();
     let (len, _) = p.next_frame(&mut buf, 64 << 10);
     let n = u32::from_le_bytes(buf[4..8].try_into().unwrap());

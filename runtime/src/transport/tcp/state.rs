@@ -103,7 +103,8 @@ pub struct Events {
 /// Most `Wait::BlockSpinning` polls before it sleeps: the runtime's spin policy
 /// ([`crate::futex::spin_budget`], 0 when the cores are oversubscribed), capped. Polling
 /// pays when the link reader has a core of its own (a cluster node); when it does not,
-/// a poller takes the core the reader needs to apply the very frame polled for: two test
+/// a poller takes the core the reader needs to apply the very frame polled for (polls yield
+/// as every poll of the runtime does, `futex::poll_until`): two test
 /// hosts sharing this machine's 2 cores ran a slice across hosts in 336 us polling 50 us
 /// without yielding, 523 us polling 300 us, and 259-272 us polling 5 us
 /// (docs/multi-host.md).
@@ -154,7 +155,8 @@ impl Events {
             Wait::Timeout(d) => Some(Instant::now() + d),
             Wait::Block => None,
             Wait::BlockSpinning => {
-                if self.poll(e, crate::futex::spin_budget().min(SPIN_MAX)) {
+                let budget = crate::futex::spin_budget().min(SPIN_MAX);
+                if crate::futex::poll_until(budget, || self.try_consume(e)) {
                     return Ok(true);
                 }
                 None
@@ -164,30 +166,6 @@ impl Events {
         let r = self.sleep(e, deadline, broken);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         r
-    }
-
-    /// Polls for a signal of `e` for up to `budget`, yielding the core every 64 rounds
-    /// (as `futex::spin_while_eq` does); true when one was consumed.
-    fn poll(&self, e: EventId, budget: Duration) -> bool {
-        if budget.is_zero() {
-            return false;
-        }
-        let until = Instant::now() + budget;
-        let mut round = 0u32;
-        loop {
-            if self.try_consume(e) {
-                return true;
-            }
-            round = round.wrapping_add(1);
-            if round % 64 == 0 {
-                if Instant::now() >= until {
-                    return false;
-                }
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
     }
 
     fn sleep(
