@@ -519,8 +519,12 @@ impl RankCtx {
             // blocked set of the next slice): tell it even if others still compute.
             if leave_computing(&self.seg, self.rank, RankState::Blocked) || self.replaying() {
                 ring_doorbell(&self.seg);
-            } else if urgent || crate::segment::block_wants_slice(&self.seg) {
-                crate::segment::ring_urgent(&self.seg);
+            } else if urgent {
+                // The next slice completes this call whatever it exchanges (the rank's own
+                // post set `posted_since`, so that test below would always say now).
+                crate::segment::ring_urgent(&self.seg, crate::segment::URGENT_SOON);
+            } else if crate::segment::block_wants_slice(&self.seg) {
+                crate::segment::ring_urgent(&self.seg, crate::segment::URGENT_NOW);
             }
             // Re-check after announcing the block: a completion may have landed in between,
             // and the node manager only wakes ranks it sees blocked or bumps `wake`.
@@ -780,7 +784,7 @@ impl RankCtx {
             return;
         };
         if !self.replay_mode && self.seg.slot(r).state() == RankState::Blocked {
-            crate::segment::ring_urgent(&self.seg);
+            crate::segment::ring_urgent(&self.seg, crate::segment::URGENT_NOW);
         }
     }
 

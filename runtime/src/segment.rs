@@ -266,10 +266,10 @@ pub struct JobHeader {
     /// `engine/mirror.rs`): every change of a rank's state then also rings the doorbell
     /// while `stretched` is set, for the node's slot mirror, the doorbell's only sleeper.
     pub mirrored: AtomicU32,
-    /// Non-zero when a rank waits in a call the next slice completes whatever the other
-    /// ranks do (a blocking standard-mode send of at most `eager_max` bytes): the adaptive
-    /// Strobe Sender starts that slice at once, as if no rank computed. Cleared when a
-    /// slice begins (layout 9; padding before).
+    /// Non-zero when a rank asked for the next slice before every rank blocked, as
+    /// [`URGENT_NOW`] and [`URGENT_SOON`] bits: the adaptive Strobe Sender starts that
+    /// slice at once (`NOW`), or once the ranks still computing block or had a few
+    /// microseconds to (`SOON`). Cleared when a slice begins (layout 9; padding before).
     pub urgent: AtomicU32,
     /// Non-zero when a rank posted a descriptor (not a local one) since the current slice
     /// began: it waits in a queue for the next exchange. A rank that blocks then asks for
@@ -779,16 +779,28 @@ pub fn set_send_limits(seg: &JobSegment, inline_max: u64, eager_max: u64, local_
         .store(eager_max.min(u64::from(u32::MAX)) as u32, Ordering::Release);
 }
 
-/// A rank blocked in a call the next slice completes by itself (see `JobHeader::urgent`):
-/// ask the Strobe Sender for that slice now.
-pub fn ring_urgent(seg: &JobSegment) {
-    seg.header().urgent.store(1, Ordering::Release);
+/// `JobHeader::urgent`: a rank waits for a message the posts before this slice may bring
+/// (a blocked receiver of a posted send, a rank that blocks while descriptors wait for
+/// their exchange). Every microsecond before the slice is its wait.
+pub const URGENT_NOW: u32 = 1;
+/// `JobHeader::urgent`: a rank blocked in a call the next slice completes by itself (a
+/// small eager send). Nobody waits on it but its own rank; a rank that computes may be
+/// about to post what the same slice could serve (a ping-pong's partner, woken a moment
+/// ago, between its `MPI_Send` and its `MPI_Recv`).
+pub const URGENT_SOON: u32 = 2;
+
+/// Ask the Strobe Sender for the next slice ([`URGENT_NOW`] or [`URGENT_SOON`]).
+pub fn ring_urgent(seg: &JobSegment, level: u32) {
+    let h = seg.header();
+    if h.urgent.load(Ordering::Relaxed) & level != level {
+        h.urgent.fetch_or(level, Ordering::AcqRel);
+    }
     ring_doorbell(seg);
 }
 
-/// Whether a rank asked for the next slice at once ([`ring_urgent`]).
-pub fn urgent(seg: &JobSegment) -> bool {
-    seg.header().urgent.load(Ordering::Acquire) != 0
+/// What the ranks asked of the next slice ([`ring_urgent`]): 0, or `URGENT_*` bits.
+pub fn urgent(seg: &JobSegment) -> u32 {
+    seg.header().urgent.load(Ordering::Acquire)
 }
 
 /// A slice begins: the ranks it serves are served (a later request starts the next one),

@@ -17,6 +17,7 @@ pub mod sink;
 mod strobe;
 #[cfg(test)]
 mod tests;
+mod woken;
 
 pub use deadlock::{
     set_livelock_slices, BlockedRank, DeadlockReport, LivelockWatch, DEFAULT_LIVELOCK_SLICES,

@@ -104,6 +104,11 @@ pub struct NodeManager {
     /// Point-to-point completions are delivered at the end of P2P (`deliver::Batch`);
     /// not when a local rank's payloads are captured (captured before delivery, at RM).
     early_delivery: bool,
+    /// Adaptive strobe: when the Strobe Sender first saw this slice's urgent request while
+    /// some rank still computed (`node_start.rs`, `URGENT_GRACE`).
+    urgent_since: Option<Instant>,
+    /// Whether the Strobe Sender polls after a delivery although every rank computes.
+    woken: super::woken::ReturnWatch,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -209,6 +214,8 @@ impl NodeManager {
             staging: Staging::new(&cfg, staging_base(&cfg), node),
             own_batch: Vec::new(),
             early_delivery,
+            urgent_since: None,
+            woken: Default::default(),
             cfg,
         }
     }
@@ -503,6 +510,8 @@ impl NodeManager {
         // Before DEM drains the queues: a rank that asks after this is served by the
         // next slice, one that asked before by this one.
         crate::segment::clear_urgent(&self.shared.seg);
+        self.urgent_since = None;
+        self.woken.slice_began(t0);
         self.raise_post_limits(slice);
         // The job-wide blocked list is also taken now: taken after the slice, it would name
         // calls ranks entered during the slice. Replay takes both from the recording, once
