@@ -168,3 +168,24 @@ fn only_a_receive_posted_while_every_rank_computes_leaves_the_strobe_asleep() {
     let two = JobSegment::create(2, 2, 16, 16).expect("segment");
     assert!(!post_waits_for_a_wait(&two, &irecv));
 }
+
+#[test]
+fn urgent_requests_keep_both_levels_until_a_slice_begins() {
+    let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
+    let bell = seg.header().doorbell.load(Ordering::Acquire);
+    assert_eq!(urgent(&seg), 0);
+    ring_urgent(&seg, URGENT_SOON);
+    assert_eq!(urgent(&seg), URGENT_SOON);
+    assert_ne!(
+        seg.header().doorbell.load(Ordering::Acquire),
+        bell,
+        "every request rings"
+    );
+    // A later request for the slice at once is not lost behind the earlier one.
+    ring_urgent(&seg, URGENT_NOW);
+    assert_eq!(urgent(&seg), URGENT_SOON | URGENT_NOW);
+    ring_urgent(&seg, URGENT_SOON);
+    assert_eq!(urgent(&seg), URGENT_SOON | URGENT_NOW);
+    clear_urgent(&seg);
+    assert_eq!(urgent(&seg), 0, "the slice serves both");
+}
