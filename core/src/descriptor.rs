@@ -190,6 +190,14 @@ pub const FLAG_LOCAL: u8 = 16;
 /// benchmarks' sizes, small control messages) fit, 64 bytes does not.
 pub const INLINE_MAX: u64 = 56;
 
+/// Largest standard-mode send a rank copies out of the program's buffer when it posts it
+/// and completes at once (scheduler version 5): up to [`INLINE_MAX`] bytes into the
+/// descriptor, above that into its slot's send arena in the job segment, from which the
+/// node manager moves them into node memory when it drains the descriptor. Both are
+/// flagged [`FLAG_INLINE`]; [`Descriptor::in_arena`] tells them apart. 64 bytes: the
+/// latency benchmarks' largest small size, one cache line per arena entry.
+pub const RANK_COPY_MAX: u64 = 64;
+
 /// One posted call. 128 bytes, `repr(C)`, plain data.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -293,6 +301,12 @@ impl Descriptor {
     /// Whether a send carries its bytes inline ([`FLAG_INLINE`]).
     pub fn is_inline(&self) -> bool {
         self.flags & FLAG_INLINE != 0
+    }
+
+    /// Whether an inline send's bytes are in its rank's send arena rather than in the
+    /// descriptor ([`RANK_COPY_MAX`]): more than [`INLINE_MAX`] of them.
+    pub fn in_arena(&self) -> bool {
+        self.is_inline() && self.bytes > INLINE_MAX
     }
 
     /// The words of an inline payload, in order: the fields a send does not use.

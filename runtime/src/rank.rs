@@ -254,7 +254,7 @@ impl RankCtx {
         d.seq = g.next_seq;
         d.request = g.next_request;
         crate::checks::stamp(&mut d);
-        let carried = crate::rank_inline::carry(&mut d, self.inline_max);
+        let carried = crate::rank_inline::carry(&mut d, self.inline_max, &self.seg);
         let local = carried.is_none() && self.local_null && crate::rank_inline::make_local(&mut d);
         // Completed when posted: an inline send, or a local `MPI_PROC_NULL` call.
         let inline = carried.or_else(|| local.then(|| crate::rank_inline::local_completion(&d)));

@@ -3,13 +3,17 @@
 //! writing a tiny message that rides in a delivered completion into the receive buffer.
 
 use crate::descriptor::{
-    Completion, DescKind, Descriptor, ANY_TAG, COMPLETION_INLINE, FLAG_LOCAL, PROC_NULL,
+    Completion, DescKind, Descriptor, ANY_TAG, COMPLETION_INLINE, FLAG_INLINE, FLAG_LOCAL,
+    INLINE_MAX, PROC_NULL,
 };
+use crate::segment::JobSegment;
 
 /// A standard-mode or ready send of at most `inline_max` bytes to a rank carries its bytes
-/// in the descriptor and completes now, as the scheduler records (`COMPLETION_INLINE`).
-/// Returns that completion, for the rank's table, when `d` became inline.
-pub(crate) fn carry(d: &mut Descriptor, inline_max: u64) -> Option<Completion> {
+/// in the descriptor (at most `INLINE_MAX`) or in the rank's send arena (above it,
+/// scheduler version 5: `segment_arena.rs`; `d.seq` must be set) and completes now, as the
+/// scheduler records (`COMPLETION_INLINE`). Returns that completion, for the rank's table,
+/// when `d` became inline.
+pub(crate) fn carry(d: &mut Descriptor, inline_max: u64, seg: &JobSegment) -> Option<Completion> {
     let standard = matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend));
     // A null buffer with bytes to send takes the usual path, which reports it.
     let bad_buffer = d.buf == 0 && d.bytes > 0;
@@ -26,8 +30,15 @@ pub(crate) fn carry(d: &mut Descriptor, inline_max: u64) -> Option<Completion> {
         // completes here, after this copy.
         unsafe { std::slice::from_raw_parts(d.buf as *const u8, d.bytes as usize) }
     };
-    if !d.set_inline_payload(data) {
-        return None;
+    if data.len() as u64 <= INLINE_MAX {
+        if !d.set_inline_payload(data) {
+            return None;
+        }
+    } else {
+        if !seg.arena_write(d.rank, d.seq, data) {
+            return None;
+        }
+        d.flags |= FLAG_INLINE;
     }
     Some(Completion {
         request: d.request,

@@ -22,7 +22,8 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 8: `DmaWork::dst_pid` (pushes by the sender's DMA Helper): a rank of layout 7 would take
 /// a push for a pull and copy into its own memory, so it must refuse to attach.
 /// 11: `MmdsBlock::primitives_used` (a snapshot reads only the primitives a rank called).
-pub const LAYOUT_VERSION: u32 = 11;
+/// 12: each slot's send arena (`segment_arena.rs`) after its MMDS block.
+pub const LAYOUT_VERSION: u32 = 12;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -234,8 +235,9 @@ pub struct JobHeader {
     pub slice: AtomicU64,
     /// MMDS histogram resolution (buckets per power of two); 0 = MMDS off (`mmds.rs`).
     pub mmds_resolution: AtomicU32,
-    /// Largest send the ranks carry inline in its descriptor (`descriptor::FLAG_INLINE`,
-    /// scheduler version 3); 0 = never (older layouts read their padding here: 0). Set by
+    /// Largest send the ranks complete when posted (`descriptor::FLAG_INLINE`, scheduler
+    /// version 3: in the descriptor; version 5: above `INLINE_MAX`, in the rank's send
+    /// arena); 0 = never (older layouts read their padding here: 0). Set by
     /// the launcher before any rank starts ([`set_send_limits`]), from the scheduler version
     /// of the job (a replay of an older recording turns it off).
     pub inline_max: AtomicU32,
@@ -492,9 +494,18 @@ fn mmds_offset(desc_cap: usize, comp_cap: usize) -> usize {
     )
 }
 
-fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
+/// Offset of a rank's send arena in its slot (`segment_arena.rs`): after its MMDS block,
+/// page-aligned. Layout 12.
+fn arena_offset(desc_cap: usize, comp_cap: usize) -> usize {
     align_up(
         mmds_offset(desc_cap, comp_cap) + crate::mmds::BLOCK_BYTES,
+        4096,
+    )
+}
+
+fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
+    align_up(
+        arena_offset(desc_cap, comp_cap) + arena::arena_bytes(desc_cap),
         4096,
     )
 }
@@ -771,7 +782,7 @@ pub fn resume_computing_from(seg: &JobSegment, rank: u32, from: RankState) -> bo
 /// scheduler completes eagerly (0: none) and whether they complete `MPI_PROC_NULL` calls
 /// themselves, before they start.
 pub fn set_send_limits(seg: &JobSegment, inline_max: u64, eager_max: u64, local_null: bool) {
-    let inline_max = inline_max.min(crate::descriptor::INLINE_MAX) as u32;
+    let inline_max = inline_max.min(crate::descriptor::RANK_COPY_MAX) as u32;
     let h = seg.header();
     h.local_null.store(u32::from(local_null), Ordering::Release);
     h.inline_max.store(inline_max, Ordering::Release);
@@ -782,6 +793,9 @@ pub fn set_send_limits(seg: &JobSegment, inline_max: u64, eager_max: u64, local_
 #[path = "segment_bell.rs"]
 mod bell;
 pub use bell::*;
+
+#[path = "segment_arena.rs"]
+mod arena;
 
 #[cfg(test)]
 #[path = "segment_tests.rs"]

@@ -189,3 +189,32 @@ fn urgent_requests_keep_both_levels_until_a_slice_begins() {
     clear_urgent(&seg);
     assert_eq!(urgent(&seg), 0, "the slice serves both");
 }
+
+#[test]
+fn a_send_arena_entry_belongs_to_one_descriptor_of_two_queues_full() {
+    use crate::descriptor::RANK_COPY_MAX;
+    let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
+    let cap = 16u64;
+    let a = [0xA5u8; RANK_COPY_MAX as usize];
+    let b: Vec<u8> = (0..60u8).collect();
+    assert!(seg.arena_write(1, 3, &a));
+    assert!(
+        seg.arena_write(1, 3 + cap, &b),
+        "a queue later: another entry"
+    );
+    assert_eq!(seg.arena_read(1, 3, a.len()).unwrap(), a);
+    assert_eq!(seg.arena_read(1, 3 + cap, b.len()).unwrap(), b);
+    assert_eq!(
+        seg.arena_read(0, 3, 4).unwrap(),
+        [0; 4],
+        "rank 0's arena untouched"
+    );
+    // Two queues later the entry is reused: the node manager read it a drain ago.
+    assert!(seg.arena_write(1, 3 + 2 * cap, &[7; 4]));
+    assert_eq!(seg.arena_read(1, 3, 4).unwrap(), [7; 4]);
+    // What does not fit an entry, or names no rank, is refused, never written past.
+    assert!(!seg.arena_write(1, 0, &[1; RANK_COPY_MAX as usize + 1]));
+    assert!(!seg.arena_write(2, 0, &[1]));
+    assert!(seg.arena_read(1, 0, RANK_COPY_MAX as usize + 1).is_none());
+    assert!(seg.arena_read(2, 0, 1).is_none());
+}

@@ -37,7 +37,11 @@ pub mod visit;
 /// (`descriptor::FLAG_LOCAL`: the rank completes them when it posts; their recorded
 /// completion is flagged `COMPLETION_INLINE`); again the ranks choose, and an older
 /// recording replays with them told not to ([`SchedConfig::local_null_for_version`]).
-pub const SCHEDULER_VERSION: u32 = 4;
+/// Version 5 completes standard-mode sends of up to `descriptor::RANK_COPY_MAX` (64) bytes
+/// when posted (those above `INLINE_MAX` travel in the rank's send arena); an older
+/// recording replays with the ranks told the old limit
+/// ([`SchedConfig::inline_max_for_version`]).
+pub const SCHEDULER_VERSION: u32 = 5;
 
 /// The oldest scheduler version whose recordings this scheduler still reproduces.
 pub const OLDEST_SCHEDULER_VERSION: u32 = 1;
@@ -95,14 +99,16 @@ impl SchedConfig {
         }
     }
 
-    /// The largest send ranks carry inline under a scheduler version: none before version
-    /// 3, `descriptor::INLINE_MAX` from it. The scheduler itself honours whatever the
-    /// descriptors say; this is what the launcher tells the ranks (the segment header).
+    /// The largest send ranks complete when posted under a scheduler version: none before
+    /// version 3, `descriptor::INLINE_MAX` (in the descriptor) in versions 3 and 4,
+    /// `descriptor::RANK_COPY_MAX` (above `INLINE_MAX` in the rank's send arena) from 5.
+    /// The scheduler itself honours whatever the descriptors say; this is what the
+    /// launcher tells the ranks (the segment header).
     pub fn inline_max_for_version(version: u32) -> u64 {
-        if version >= 3 {
-            crate::descriptor::INLINE_MAX
-        } else {
-            0
+        match version {
+            0..=2 => 0,
+            3 | 4 => crate::descriptor::INLINE_MAX,
+            _ => crate::descriptor::RANK_COPY_MAX,
         }
     }
 

@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use super::{set_status, Chunk, CommTable, Decision, Match, Out, PendingOp, SchedConfig};
 use crate::descriptor::{
     Completion, DescKind, DescRef, Descriptor, RtError, ANY_SOURCE, ANY_TAG, COMPLETION_CANCELLED,
-    COMPLETION_EAGER, COMPLETION_FOUND, COMPLETION_INLINE, FLAG_INLINE, INLINE_MAX, PROC_NULL,
+    COMPLETION_EAGER, COMPLETION_FOUND, COMPLETION_INLINE, FLAG_INLINE, PROC_NULL, RANK_COPY_MAX,
 };
 
 struct Transfer {
@@ -105,7 +105,8 @@ impl P2p {
             }
         };
         if inline
-            && (d.bytes > INLINE_MAX || !matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)))
+            && (d.bytes > RANK_COPY_MAX
+                || !matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)))
         {
             return out.complete(d, RtError::Arg, mark);
         }

@@ -771,7 +771,7 @@ fn inline_sends_keep_the_eager_budget_and_cannot_be_cancelled() {
 #[test]
 fn a_malformed_inline_descriptor_is_an_argument_error() {
     let mut j = eager_job(2, DEFAULT_EAGER_BUDGET);
-    let mut big = j.send(0, 1, 1, INLINE_MAX + 1);
+    let mut big = j.send(0, 1, 1, RANK_COPY_MAX + 1);
     big.flags |= FLAG_INLINE;
     let mut ss = inline_send(&mut j, 0, 1, 1, 4);
     ss.kind = DescKind::Ssend as u8;
@@ -782,6 +782,29 @@ fn a_malformed_inline_descriptor_is_an_argument_error() {
     }
     assert_eq!(SchedConfig::inline_max_for_version(2), 0);
     assert_eq!(SchedConfig::inline_max_for_version(3), INLINE_MAX);
+    assert_eq!(SchedConfig::inline_max_for_version(4), INLINE_MAX);
+    assert_eq!(SchedConfig::inline_max_for_version(5), RANK_COPY_MAX);
+}
+
+#[test]
+fn an_arena_send_completes_when_posted_like_an_inline_one() {
+    let mut j = eager_job(2, 100);
+    let mut a = j.send(0, 1, 1, RANK_COPY_MAX);
+    a.flags |= FLAG_INLINE;
+    assert!(a.in_arena() && a.inline_payload().is_none());
+    let b = j.send(0, 1, 1, 100);
+    let out = j.slice(vec![a, b]);
+    assert_eq!(completion(&out, a.id()).unwrap().4, COMPLETION_INLINE);
+    assert_eq!(
+        completion(&out, b.id()).unwrap().4,
+        COMPLETION_EAGER,
+        "arena bytes take no eager budget: the node manager holds them already"
+    );
+    let r1 = j.recv(1, 0, 1, 64);
+    let r2 = j.recv(1, 0, 1, 100);
+    let out = j.slice(vec![r1, r2]);
+    assert_eq!(matches(&out), vec![(a.id(), r1.id()), (b.id(), r2.id())]);
+    assert_eq!(j.sched.live_descriptors(), 0);
 }
 
 #[test]

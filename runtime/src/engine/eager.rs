@@ -16,6 +16,8 @@
 //! copies never overlap on one entry: the copy in is in the slice of the completion and the
 //! copies out in that or later slices, after it, and slices are separated by microstrobes.
 //!
+//! An arena send (`FLAG_INLINE` above `INLINE_MAX`, scheduler version 5) has an entry
+//! too, made from its rank's send arena when its descriptor is drained ([`EagerMemory::hold`]).
 //! An inline send (`FLAG_INLINE`, scheduler version 3) is served from here too, without an
 //! entry: its bytes are in its descriptor, which every node's scheduler replica holds, so
 //! [`EagerMemory::copy_out`] writes them straight from it (one `process_vm_writev`, no
@@ -45,6 +47,12 @@ impl EagerMemory {
     /// way its buffer may be the program's again.
     pub fn holds(&self, send: &Descriptor) -> bool {
         send.is_inline() || self.lock().contains_key(&send.id())
+    }
+
+    /// An arena send's bytes, taken from its rank's send arena when its descriptor was
+    /// drained (`NodeManager::drain`); served and freed like an eager send's.
+    pub fn hold(&self, send: DescRef, bytes: Vec<u8>) {
+        self.lock().insert(send, bytes);
     }
 
     /// Number of messages held (tests, reports).
@@ -131,7 +139,7 @@ impl EagerMemory {
         f: impl FnOnce(&[u8]) -> Result<T, RtError>,
     ) -> Option<Result<T, RtError>> {
         let (from, to) = (offset as usize, (offset + len) as usize);
-        if s.is_inline() {
+        if s.is_inline() && !s.in_arena() {
             let res = s.inline_payload().ok_or(RtError::Buffer).and_then(|p| {
                 let bytes = &p[..(s.bytes as usize).min(p.len())];
                 bytes.get(from..to).ok_or(RtError::Buffer).and_then(f)
@@ -139,7 +147,10 @@ impl EagerMemory {
             return Some(res);
         }
         let mut map = self.lock();
-        let data = map.get(&s.id())?;
+        let Some(data) = map.get(&s.id()) else {
+            // An arena send's bytes were here or nowhere: never the program's buffer.
+            return s.in_arena().then_some(Err(RtError::Buffer));
+        };
         let res = data.get(from..to).ok_or(RtError::Buffer).and_then(f);
         if offset + len >= s.bytes.min(r.bytes) {
             map.remove(&s.id());

@@ -63,8 +63,8 @@ pub struct EngineConfig {
     /// scheduling rules: a recording's scheduler version fixes it
     /// (`SchedConfig::eager_max_for_version`); [`DEFAULT_EAGER_MAX`] for new jobs.
     pub eager_max: u64,
-    /// Largest send the ranks carry inline in its descriptor (`descriptor::FLAG_INLINE`; 0:
-    /// none). Like `eager_max`, fixed by a recording's scheduler version
+    /// Largest send the ranks complete when posted (`descriptor::FLAG_INLINE`: in the
+    /// descriptor, or above `INLINE_MAX` in the send arena; 0: none). Like `eager_max`, fixed by a recording's scheduler version
     /// (`SchedConfig::inline_max_for_version`); [`DEFAULT_INLINE_MAX`] for new jobs.
     pub inline_max: u64,
     /// Ranks complete `MPI_PROC_NULL` sends and receives themselves
@@ -79,8 +79,9 @@ pub struct EngineConfig {
 /// The eager threshold of new jobs (scheduler version 2): 16 KiB.
 pub const DEFAULT_EAGER_MAX: u64 = strobe_core::sched::DEFAULT_EAGER_MAX;
 
-/// The inline threshold of new jobs (scheduler version 3): `descriptor::INLINE_MAX`.
-pub const DEFAULT_INLINE_MAX: u64 = crate::descriptor::INLINE_MAX;
+/// The inline threshold of new jobs (scheduler version 5): `descriptor::RANK_COPY_MAX`
+/// (up to `INLINE_MAX` in the descriptor, above it in the rank's send arena).
+pub const DEFAULT_INLINE_MAX: u64 = crate::descriptor::RANK_COPY_MAX;
 
 /// Default threshold for direct copies (see `docs/benchmarks-detail.md` for the measurement:
 /// with a chunk split between its receiver's and its sender's DMA Helpers, 64 KiB and up

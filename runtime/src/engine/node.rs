@@ -807,6 +807,13 @@ impl NodeManager {
                 }
             }
         }
+        // Arena sends (scheduler version 5): their bytes move into node memory now, before
+        // the next drain lets their ranks reuse the entries (`segment_arena.rs`).
+        for d in batch.iter().filter(|d| d.in_arena()) {
+            if let Some(bytes) = self.shared.seg.arena_read(d.rank, d.seq, d.bytes as usize) {
+                self.shared.eager.hold(d.id(), bytes);
+            }
+        }
         batch
     }
 
