@@ -352,9 +352,21 @@ impl<'a> Lone<'a> {
         let queues = self.seg.queues(self.rank);
         while let Some(d) = queues.descriptors.pop() {
             let pid = self.pid();
-            let mut read = |addr: u64, len: u64| {
-                let mut v = vec![0u8; len as usize];
-                crate::procmem::read_from(pid, addr, &mut v).ok().map(|_| v)
+            // A send the rank completed when it posted it (inline, or through its send
+            // arena) may have its buffer reused already: its bytes are in the descriptor
+            // or the arena entry (read now, before the rank can post a queue's worth more).
+            let copied = if d.in_arena() {
+                self.seg.arena_read(d.rank, d.seq, d.bytes as usize)
+            } else {
+                d.inline_payload()
+                    .map(|p| p[..(d.bytes as usize).min(p.len())].to_vec())
+            };
+            let mut read = |addr: u64, len: u64| match &copied {
+                Some(bytes) => bytes.get(..len as usize).map(<[u8]>::to_vec),
+                None => {
+                    let mut v = vec![0u8; len as usize];
+                    crate::procmem::read_from(pid, addr, &mut v).ok().map(|_| v)
+                }
             };
             src.check(slice, &d, &mut read).map_err(Stop::Diverged)?;
             self.pending.insert(d.seq, d);

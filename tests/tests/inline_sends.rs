@@ -103,3 +103,44 @@ fn a_recording_with_inline_sends_replays_verified() {
         assert_eq!(per_rank(&rec.stdout), per_rank(&rep.stdout));
     }
 }
+
+/// A sender replayed alone (`strobe replay --rank 1`) is checked against the bytes rank 0
+/// received in the recording (`--capture-payloads 0,1`: rank 1's own, to run it alone, and
+/// rank 0's, to check its sends). Every send of `tiny_messages`
+/// completes when posted (1..56 bytes in the descriptor, 57..64 in the send arena) and the
+/// fixture overwrites its buffer at once, so the check must read the bytes the rank copied,
+/// never the program's buffer: reading the buffer made a run that matched look like a
+/// divergence ("sends different bytes").
+#[test]
+fn a_sender_replayed_alone_is_checked_against_the_bytes_it_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path()).display().to_string();
+    let db = dir.path().join("alone.db");
+    let db_s = db.display().to_string();
+    let rec = strobe_cmd(
+        &[
+            "record",
+            "-o",
+            &db_s,
+            "--force",
+            "--capture-payloads",
+            "0,1",
+            "-n",
+            "2",
+            "--",
+            &prog,
+            "count=200",
+        ],
+        &[NOISE],
+    );
+    assert_eq!(rec.code, 0, "record: {}", rec.stderr);
+    let alone = strobe_cmd(&["replay", &db_s, "--rank", "1", "--timeout", "120s"], &[]);
+    assert_eq!(alone.code, 0, "replay --rank 1: {}", alone.stderr);
+    assert!(
+        alone
+            .stderr
+            .contains("single-rank replay of rank 1 matched"),
+        "{}",
+        alone.stderr
+    );
+}
