@@ -124,6 +124,8 @@ struct SliceWork {
     all_blocked: Option<Vec<(u32, BlockedCall)>>,
     /// Replay: the recorded blocked set.
     recorded_blocked: Option<Vec<u32>>,
+    /// Replay: every rank's blocked-call word when the slice began (`with_calls`).
+    calls_at_start: Vec<BlockedCall>,
     /// Node 0: the call-site words (and pid) of every blocked rank, read when the blocked
     /// set was taken, so a site names the call the rank was blocked in then, not one it
     /// entered during the slice (the checks name a finding's call with it).
@@ -488,14 +490,28 @@ impl NodeManager {
             .collect()
     }
 
-    /// Replay: the recorded blocked set restricted to `ranks`, with the calls the ranks are
-    /// in (the replayer's gate waited for them to enter their calls).
-    fn with_calls(&self, recorded: &[u32], local_only: bool) -> Vec<(u32, BlockedCall)> {
-        let seg = &self.shared.seg;
+    /// Replay: the recorded blocked set restricted to `ranks`, with the calls the ranks were
+    /// in when the slice began (`calls`, by rank: the replayer's gate waited for them to
+    /// enter their calls). Read then, not at MSM: another node need not wait for this one
+    /// between MSM and its delivery, so by this node's MSM a remote rank may already have
+    /// been woken and be blocked in its next call (a regenerated recording named ranks of
+    /// node 1 in `MPI_Bcast` at the slice that completed their `MPI_Barrier`).
+    fn with_calls(
+        &self,
+        recorded: &[u32],
+        local_only: bool,
+        calls: &[BlockedCall],
+    ) -> Vec<(u32, BlockedCall)> {
         recorded
             .iter()
             .filter(|&&r| !local_only || self.is_local(r))
-            .map(|&r| (r, seg.slot(r).blocked_call()))
+            .map(|&r| {
+                let call = calls.get(r as usize).copied();
+                (
+                    r,
+                    call.unwrap_or_else(|| self.shared.seg.slot(r).blocked_call()),
+                )
+            })
             .collect()
     }
 
@@ -520,8 +536,15 @@ impl NodeManager {
         let all_blocked =
             (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
         let site_words = self.site_words(all_blocked.as_ref().unwrap_or(&blocked));
+        let calls_at_start = match self.source {
+            Some(_) => (0..self.cfg.ranks)
+                .map(|r| self.shared.seg.slot(r).blocked_call())
+                .collect(),
+            None => Vec::new(),
+        };
         self.drain_outcomes();
         SliceWork {
+            calls_at_start,
             slice,
             reason,
             t0,
@@ -594,8 +617,9 @@ impl NodeManager {
             .as_ref()
             .and_then(|s| s.blocked(w.slice, &w.posted));
         if let Some(rec) = &w.recorded_blocked {
-            w.blocked = self.with_calls(rec, true);
-            w.all_blocked = (self.cfg.nodes > 1).then(|| self.with_calls(rec, false));
+            w.blocked = self.with_calls(rec, true, &w.calls_at_start);
+            w.all_blocked =
+                (self.cfg.nodes > 1).then(|| self.with_calls(rec, false, &w.calls_at_start));
             w.site_words = self.site_words(w.all_blocked.as_ref().unwrap_or(&w.blocked));
         }
         self.add_post_sites(&mut w.site_words, &w.posted);
