@@ -748,7 +748,8 @@ fn inline_send_completes_where_exchanged_wakes_nobody_and_completes_once() {
 /// slice it is exchanged in, flagged inline, and a 100-byte send beside it still completes
 /// eagerly: its bytes took none of the budget (they are in the descriptor, or the node
 /// manager holds them already).
-fn completes_at_post_and_leaves_the_eager_budget(j: &mut Job, a: Descriptor) {
+/// Returns that send.
+fn completes_at_post_and_leaves_the_eager_budget(j: &mut Job, a: Descriptor) -> Descriptor {
     let b = j.send(0, 1, 1, 100);
     let out = j.slice(vec![a, b]);
     assert_eq!(completion(&out, a.id()).unwrap().4, COMPLETION_INLINE);
@@ -757,13 +758,14 @@ fn completes_at_post_and_leaves_the_eager_budget(j: &mut Job, a: Descriptor) {
         COMPLETION_EAGER,
         "inline and arena bytes take no eager budget"
     );
+    b
 }
 
 #[test]
 fn inline_sends_keep_the_eager_budget_and_cannot_be_cancelled() {
     let mut j = eager_job(2, 100);
     let a = inline_send(&mut j, 0, 1, 1, INLINE_MAX);
-    completes_at_post_and_leaves_the_eager_budget(&mut j, a);
+    let b = completes_at_post_and_leaves_the_eager_budget(&mut j, a);
     let mut c = j.desc(0, DescKind::Cancel);
     c.aux = a.request;
     c.request = 0;
@@ -800,7 +802,7 @@ fn an_arena_send_completes_when_posted_like_an_inline_one() {
     let mut a = j.send(0, 1, 1, RANK_COPY_MAX);
     a.flags |= FLAG_INLINE;
     assert!(a.in_arena() && a.inline_payload().is_none());
-    completes_at_post_and_leaves_the_eager_budget(&mut j, a);
+    let b = completes_at_post_and_leaves_the_eager_budget(&mut j, a);
     let r1 = j.recv(1, 0, 1, 64);
     let r2 = j.recv(1, 0, 1, 100);
     let out = j.slice(vec![r1, r2]);
