@@ -13,50 +13,44 @@ use strobe_runtime::sched::{Decision, DecisionKind, DecisionVisitor};
 use crate::messages::MessageLog;
 use crate::{compact, RecordError};
 
-/// Fill `descriptor`, `decision` and `message` from every `slice_schedule` row of the
-/// (writable) file `conn`, in one transaction (`message` rows a file already has are
+/// Fill `descriptor`, `decision` and `message` from every slice of the compact schedule
+/// log (`slice_schedule` rows and `schedule_batch` entries) of the (writable) file `conn`, in one transaction (`message` rows a file already has are
 /// written again, the same). Returns the rows written (descriptors, decisions).
 /// A file without `slice_schedule` (older formats) already has its rows: nothing to do.
 pub fn expand_schedule(conn: &mut Connection) -> Result<(u64, u64), RecordError> {
-    let has: bool = conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'slice_schedule'",
-        [],
-        |r| r.get::<_, i64>(0).map(|n| n > 0),
-    )?;
-    if !has {
+    let layouts = crate::schedule_rows::Layouts::of(conn)?;
+    if !layouts.rows {
         return Ok((0, 0));
     }
     let tx = conn.transaction()?;
     let (mut nd, mut nc) = (0u64, 0u64);
     let mut messages = MessageLog::default();
     {
-        let mut st =
-            tx.prepare("SELECT slice, descriptors, decisions FROM slice_schedule ORDER BY slice")?;
-        let mut rows = st.query([])?;
         let mut ins_desc = tx.prepare(DESCRIPTOR_INSERT)?;
         let mut ins_dec = tx.prepare(DECISION_INSERT)?;
-        while let Some(r) = rows.next()? {
-            let slice = r.get::<_, i64>(0)?.max(0) as u64;
+        crate::schedule_rows::for_each(&tx, layouts, 0, u64::MAX, false, |row| {
+            let slice = row.slice;
             let bad =
                 |e: String| RecordError::Corrupt(format!("the schedule of slice {slice}: {e}"));
             let mut descriptors = Vec::new();
-            if let Some(b) = r.get::<_, Option<Vec<u8>>>(1)? {
-                descriptors = compact::decode_descriptors(&b).map_err(bad)?;
+            if let Some(b) = &row.descriptors {
+                descriptors = compact::decode_descriptors(b).map_err(bad)?;
                 for d in &descriptors {
                     write_descriptor(&mut ins_desc, slice, d)?;
                     nd += 1;
                 }
             }
             let mut decisions = Vec::new();
-            if let Some(b) = r.get::<_, Option<Vec<u8>>>(2)? {
-                decisions = compact::decode_decisions(&b).map_err(bad)?.0;
+            if let Some(b) = &row.decisions {
+                decisions = compact::decode_decisions(b).map_err(bad)?.0;
                 for (idx, d) in decisions.iter().enumerate() {
                     write_decision(&mut ins_dec, slice, idx, d)?;
                     nc += 1;
                 }
             }
             messages.slice(&tx, slice, &descriptors, &decisions)?;
-        }
+            Ok(true)
+        })?;
     }
     messages.flush(&tx)?;
     tx.commit()?;

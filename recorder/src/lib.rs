@@ -20,6 +20,7 @@ pub mod privacy;
 pub mod read;
 pub mod recording;
 pub mod replay_log;
+mod schedule_rows;
 mod slice_pool;
 pub mod summaries;
 pub mod synthetic;

@@ -518,7 +518,7 @@ ALTER TABLE job ADD COLUMN transport TEXT;
 mod compact_formats;
 use compact_formats::{
     V_BLOCKED_EPISODES, V_COMPACT_SCHEDULE, V_DERIVED_ROWS, V_OPEN_SPANS, V_PACKED_SCHEDULE,
-    V_WRITER_SUMMARIES,
+    V_SCHEDULE_BATCHES, V_WRITER_SUMMARIES,
 };
 
 /// The ordered migration scripts; the schema version is their count.
@@ -542,7 +542,12 @@ pub const MIGRATIONS: &[&str] = &[
     V_DERIVED_ROWS,
     V_WRITER_SUMMARIES,
     V_BLOCKED_EPISODES,
+    V_SCHEDULE_BATCHES,
 ];
+
+/// The first format whose schedule log is written in batches (`schedule_batch`): the
+/// position of [`V_SCHEDULE_BATCHES`].
+pub const SCHEDULE_BATCHES_VERSION: i64 = version_of(V_SCHEDULE_BATCHES);
 
 /// The first format whose blocked spans may be open (`blocked_span.last_slice` NULL): the
 /// position of [`V_OPEN_SPANS`].

@@ -284,3 +284,44 @@ pub(super) const V_BLOCKED_EPISODES: &str = r#"
 -- Format 19: replay_log stream 3 (blocked episodes); no schema change.
 SELECT 19;
 "#;
+
+/// Format 20: the schedule log in batches (issue 14, `compact/batch.rs`): the descriptors
+/// and decisions of every slice one writer transaction holds (up to 512 slices or 20 ms)
+/// are one `schedule_batch` row, packed as one blob, instead of one `slice_schedule` row
+/// per slice. The writer no longer writes `slice_schedule` rows; a migrated file keeps
+/// its rows and the readers take both (docs/recording.md, `schedule_batch`).
+/// `message_life` counts the `decision` rows (old files, or expanded by `strobe export`)
+/// only for slices neither layout covers, so an exported copy counts no message twice.
+pub(super) const V_SCHEDULE_BATCHES: &str = r#"
+CREATE TABLE schedule_batch (
+    first_slice  INTEGER PRIMARY KEY,
+    last_slice   INTEGER NOT NULL,
+    entries      INTEGER NOT NULL,
+    data         BLOB NOT NULL
+);
+DROP VIEW message_life;
+CREATE VIEW message_life AS
+    SELECT m.send_rank AS send_rank, m.send_seq AS send_seq, k.name AS send_kind,
+           m.matched - m.send_age - 1 AS send_posted, m.recv_rank AS recv_rank,
+           m.recv_seq AS recv_seq, m.matched - m.recv_age - 1 AS recv_posted,
+           m.matched AS matched, m.bytes AS bytes, m.matched + m.last_chunk AS last_chunk,
+           m.matched + m.send_done AS send_completed, m.matched + m.recv_done AS recv_completed
+    FROM message m LEFT JOIN desc_kind k ON k.code = m.send_kind
+    UNION ALL
+    SELECT s.rank, s.seq, s.kind, s.slice - 1, r.rank, r.seq, r.slice - 1, m.slice, m.bytes,
+           (SELECT max(c.slice) FROM decision c
+             WHERE c.kind = 'chunk' AND c.send_rank = m.send_rank AND c.send_seq = m.send_seq),
+           (SELECT c.slice FROM decision c
+             WHERE c.kind = 'complete' AND c.desc_rank = m.send_rank AND c.desc_seq = m.send_seq),
+           (SELECT c.slice FROM decision c
+             WHERE c.kind = 'complete' AND c.desc_rank = m.recv_rank AND c.desc_seq = m.recv_seq)
+    FROM decision m
+    JOIN descriptor s ON s.rank = m.send_rank AND s.seq = m.send_seq
+    JOIN descriptor r ON r.rank = m.recv_rank AND r.seq = m.recv_seq
+    WHERE m.kind = 'match'
+      AND NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = m.slice)
+      AND NOT EXISTS (SELECT 1 FROM (SELECT last_slice FROM schedule_batch
+                                     WHERE first_slice <= m.slice
+                                     ORDER BY first_slice DESC LIMIT 1)
+                      WHERE last_slice >= m.slice);
+"#;

@@ -158,8 +158,11 @@ fn slices_decisions_and_job_round_trip() {
     assert!(!dir.path().join("run.db-wal").exists(), "WAL folded back");
     let c = open_recording(&p).unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM slice"), 10);
-    // The schedule log is one compact row per slice; the per-row tables stay empty...
-    assert_eq!(count(&c, "SELECT count(*) FROM slice_schedule"), 10);
+    // The schedule log is one compact batch per transaction (at least one per 3 slices)
+    // holding every slice; the per-slice and per-row tables stay empty...
+    assert_eq!(count(&c, "SELECT sum(entries) FROM schedule_batch"), 10);
+    assert!(count(&c, "SELECT count(*) FROM schedule_batch") >= 4);
+    assert_eq!(count(&c, "SELECT count(*) FROM slice_schedule"), 0);
     assert_eq!(count(&c, "SELECT count(*) FROM descriptor"), 0);
     assert_eq!(count(&c, "SELECT count(*) FROM decision"), 0);
     drop(c);
@@ -303,21 +306,15 @@ fn windows_limit_each_layer() {
         10,
         "slice rows always"
     );
-    assert_eq!(
-        count(
-            &c,
-            "SELECT count(*) FROM slice_schedule WHERE descriptors IS NOT NULL"
-        ),
-        3
-    );
-    assert_eq!(
-        count(
-            &c,
-            "SELECT min(slice) FROM slice_schedule WHERE decisions IS NOT NULL"
-        ),
-        3
-    );
-    assert_eq!(count(&c, "SELECT count(*) FROM slice_schedule"), 3);
+    assert_eq!(count(&c, "SELECT sum(entries) FROM schedule_batch"), 3);
+    assert_eq!(count(&c, "SELECT min(first_slice) FROM schedule_batch"), 3);
+    assert_eq!(count(&c, "SELECT max(last_slice) FROM schedule_batch"), 5);
+    let rec = Recording::open(&p).unwrap();
+    for slice in 1..=10 {
+        let inside = (3..=5).contains(&slice);
+        assert_eq!(rec.descriptors(slice).unwrap().is_some(), inside, "{slice}");
+        assert_eq!(rec.decisions(slice).unwrap().is_some(), inside, "{slice}");
+    }
     assert_eq!(count(&c, "SELECT max(slice) FROM blocked"), 5);
     assert_eq!(count(&c, "SELECT count(*) FROM node_slice"), 0);
     assert_eq!(count(&c, "SELECT count(getts_ns) FROM slice"), 0);
@@ -367,24 +364,88 @@ fn a_damaged_decision_blob_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("b.db");
     record_n(&p, 3, RecordOptions::default());
-    Connection::open(&p)
-        .unwrap()
-        .execute_batch("UPDATE slice_schedule SET decisions = x'01ff10' WHERE slice = 2")
-        .unwrap();
+    edit_schedule(&p, |entries| {
+        entries[1].decisions = Some(vec![0x01, 0xff, 0x10])
+    });
     let rec = Recording::open(&p).unwrap();
     let e = rec.decisions(2).unwrap_err();
     assert!(matches!(e, RecordError::Corrupt(_)), "{e}");
     assert!(e.to_string().contains("slice 2"), "{e}");
     assert!(rec.decisions(3).unwrap().is_some());
     // A blob that decodes but is not what the slice decided: its digest says so.
-    let c = Connection::open(&p).unwrap();
-    c.execute_batch(
-        "UPDATE slice_schedule SET decisions = (SELECT decisions FROM slice_schedule
-           WHERE slice = 3) WHERE slice = 2",
-    )
-    .unwrap();
+    edit_schedule(&p, |entries| {
+        entries[1].decisions = entries[2].decisions.clone()
+    });
     let e = Recording::open(&p).unwrap().decisions(2).unwrap_err();
     assert!(e.to_string().contains("digest"), "{e}");
+    // A batch that does not decode, or disagrees with its row, is damage too.
+    for (i, sql) in [
+        "UPDATE schedule_batch SET data = x'02ff'",
+        "UPDATE schedule_batch SET entries = entries + 1",
+        "UPDATE schedule_batch SET last_slice = last_slice + 1",
+        "UPDATE schedule_batch SET data = substr(data, 1, length(data) - 1)",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let p = dir.path().join(format!("b{i}.db"));
+        record_n(&p, 3, RecordOptions::default());
+        Connection::open(&p).unwrap().execute_batch(sql).unwrap();
+        // Refused when opened (the row's columns) or when read (its entries).
+        let e = match Recording::open(&p) {
+            Ok(rec) => rec.decisions(2).unwrap_err(),
+            Err(e) => e,
+        };
+        assert!(matches!(e, RecordError::Corrupt(_)), "{sql}: {e}");
+        assert!(
+            e.to_string().contains("schedule batch") || e.to_string().contains("schedule_batch"),
+            "{sql}: {e}"
+        );
+    }
+    // Overlapping batches are refused when the file is opened.
+    let p = dir.path().join("overlap.db");
+    record_n(&p, 3, RecordOptions::default());
+    Connection::open(&p)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO schedule_batch SELECT first_slice + 1, last_slice + 1, entries, data
+             FROM schedule_batch",
+        )
+        .unwrap();
+    let e = Recording::open(&p).err().unwrap();
+    assert!(e.to_string().contains("schedule_batch"), "{e}");
+}
+
+/// Rewrite the recording at `p` as one schedule batch holding its entries after `edit`.
+fn edit_schedule(p: &std::path::Path, edit: impl FnOnce(&mut Vec<crate::compact::BatchEntry>)) {
+    let c = Connection::open(p).unwrap();
+    let mut entries = Vec::new();
+    {
+        let mut st = c
+            .prepare("SELECT first_slice, last_slice, entries, data FROM schedule_batch ORDER BY 1")
+            .unwrap();
+        let mut rows = st.query([]).unwrap();
+        while let Some(r) = rows.next().unwrap() {
+            entries.extend(crate::schedule_rows::batch_row(r).unwrap().1);
+        }
+    }
+    edit(&mut entries);
+    let mut b = crate::compact::BatchBuilder::default();
+    for e in &entries {
+        b.push(e.slice, e.descriptors.as_deref(), e.decisions.as_deref());
+    }
+    let row = b.finish().unwrap();
+    c.execute("DELETE FROM schedule_batch", []).unwrap();
+    c.execute(
+        "INSERT INTO schedule_batch VALUES (?1, ?2, ?3, ?4)",
+        rusqlite::params![
+            row.first_slice as i64,
+            row.last_slice as i64,
+            row.entries as i64,
+            row.data
+        ],
+    )
+    .unwrap();
 }
 
 #[test]

@@ -150,7 +150,14 @@ struct Batch {
     /// The chart summaries of the `slice` rows this transaction wrote (node rows':
     /// `NodeRows`).
     summaries: crate::summaries::Pending,
+    /// The schedule log of this transaction's slices: one `schedule_batch` row, written
+    /// when it commits (`compact/batch.rs`).
+    schedule: compact::BatchBuilder,
 }
+
+/// A schedule batch past this many bytes is written before its transaction commits, so a
+/// batch of 1,000-rank slices stays a bounded allocation for its readers.
+const BATCH_BYTES: usize = 1 << 20;
 
 /// With this many blocked spans open, a commit is stretched to [`LONG_COMMIT_INTERVAL`].
 const MANY_OPEN_SPANS: usize = 256;
@@ -247,7 +254,7 @@ pub(crate) fn run(
                     s.reason == StartReason::First,
                     s.global.map(|g| ns(g.getts)),
                 );
-                write_slice(&conn, s, &mut nodes)
+                write_slice(&conn, s, &mut nodes, &mut b.schedule)
             }
             Msg::Node(slice, m) => nodes.node(&conn, *slice, m),
             Msg::Mmds(ranks) => write_mmds(&conn, ranks),
@@ -324,6 +331,9 @@ fn commit(
             }
         }
         if error.is_none() {
+            if let Err(e) = write_schedule_batch(conn, &mut b.schedule) {
+                error.get_or_insert(e.into());
+            }
             if let Err(e) = enc.flush(conn) {
                 error.get_or_insert(e.into());
             }
@@ -335,6 +345,8 @@ fn commit(
         // a slice, and SQLite may already have rolled the transaction back itself. The
         // file keeps the batches committed before, with a consistent replay log.
         if error.is_some() {
+            // Its slices are rolled back with it.
+            let _ = b.schedule.finish();
             let _ = conn.execute_batch("ROLLBACK");
         } else if let Err(e) = conn.execute_batch("COMMIT") {
             error.get_or_insert(e.into());
@@ -381,7 +393,12 @@ fn write_payload(conn: &Connection, p: &strobe_runtime::engine::Payload) -> rusq
     Ok(())
 }
 
-fn write_slice(conn: &Connection, s: &SliceMsg, nodes: &mut NodeRows) -> rusqlite::Result<()> {
+fn write_slice(
+    conn: &Connection,
+    s: &SliceMsg,
+    nodes: &mut NodeRows,
+    batch: &mut compact::BatchBuilder,
+) -> rusqlite::Result<()> {
     // A slice in which nothing happened, outside both windows, has no row: its digest is
     // the empty digest and its blocked set is in the replay log, so the replay-log-only
     // recording of a long computation costs nothing per slice (docs/recording.md).
@@ -423,26 +440,47 @@ fn write_slice(conn: &Connection, s: &SliceMsg, nodes: &mut NodeRows) -> rusqlit
     let Some(sch) = &s.schedule else {
         return Ok(());
     };
-    // No `message` rows (format `DERIVED_ROWS_VERSION`): they are derived from these blobs.
-    write_schedule(conn, s.slice, sch)
+    // No `message` rows (format `DERIVED_ROWS_VERSION`): they are derived from the blobs.
+    add_schedule(batch, s.slice, sch);
+    if batch.len() >= BATCH_BYTES {
+        write_schedule_batch(conn, batch)?;
+    }
+    Ok(())
 }
 
-/// The slice's descriptors and decision set as two compact blobs, one `slice_schedule`
-/// row (`compact.rs`), each packed when that makes it smaller: no row per descriptor or
-/// per decision. Encoded here, on the writer thread, never on the slice path. A slice that handled and decided nothing has no row.
-fn write_schedule(conn: &Connection, slice: u64, sch: &Schedule) -> rusqlite::Result<()> {
+/// The slice's descriptors and decision set as two compact blobs (`compact.rs`) added to
+/// the transaction's schedule batch: no row per descriptor, per decision, or per slice.
+/// Encoded here, on the writer thread, never on the slice path. A slice that handled and
+/// decided nothing has no entry.
+fn add_schedule(batch: &mut compact::BatchBuilder, slice: u64, sch: &Schedule) {
     let set = &sch.decisions;
-    let descriptors = (!sch.descriptors.is_empty())
-        .then(|| compact::pack(compact::encode_descriptors(&sch.descriptors)));
-    let decisions = (!set.is_empty())
-        .then(|| compact::pack(compact::encode_decisions(&set.decisions, &set.wake)));
+    let descriptors =
+        (!sch.descriptors.is_empty()).then(|| compact::encode_descriptors(&sch.descriptors));
+    let decisions = (!set.is_empty()).then(|| compact::encode_decisions(&set.decisions, &set.wake));
     if descriptors.is_none() && decisions.is_none() {
-        return Ok(());
+        return;
     }
+    batch.push(slice, descriptors.as_deref(), decisions.as_deref());
+}
+
+/// The batch built so far as one `schedule_batch` row, packed (nothing when empty).
+fn write_schedule_batch(
+    conn: &Connection,
+    batch: &mut compact::BatchBuilder,
+) -> rusqlite::Result<()> {
+    let Some(row) = batch.finish() else {
+        return Ok(());
+    };
     conn.prepare_cached(
-        "INSERT INTO slice_schedule (slice, descriptors, decisions) VALUES (?1, ?2, ?3)",
+        "INSERT INTO schedule_batch (first_slice, last_slice, entries, data)
+         VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![slice as i64, descriptors, decisions])?;
+    .execute(params![
+        row.first_slice as i64,
+        row.last_slice as i64,
+        row.entries as i64,
+        row.data
+    ])?;
     Ok(())
 }
 

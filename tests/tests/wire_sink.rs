@@ -15,6 +15,20 @@ use strobe_tests::replay::{record, replay};
 /// whatever order the node threads reach the recorder). Left out: `job` (times of the
 /// file's creation), and the replay log's chunks and the content checksum, whose cuts
 /// follow the writer's commits (time-driven): the decoded replay log is compared instead.
+/// Each slice's recorded descriptors and decisions, as text.
+fn schedule_log(db: &Path) -> Vec<String> {
+    let rec = strobe_recorder::Recording::open(db).unwrap();
+    (1..=rec.last_slice())
+        .map(|s| {
+            format!(
+                "{s}: {:?} {:?}",
+                rec.descriptors(s).unwrap(),
+                rec.decisions(s).unwrap()
+            )
+        })
+        .collect()
+}
+
 fn rows(db: &Path) -> BTreeMap<String, Vec<String>> {
     let c = Connection::open(db).unwrap();
     let tables: Vec<String> = c
@@ -23,7 +37,10 @@ fn rows(db: &Path) -> BTreeMap<String, Vec<String>> {
         .query_map([], |r| r.get(0))
         .unwrap()
         .map(Result::unwrap)
-        .filter(|t: &String| !["job", "replay_log", "content_checksum"].contains(&t.as_str()))
+        // Schedule batches end where each writer committed: compared slice by slice below.
+        .filter(|t: &String| {
+            !["job", "replay_log", "content_checksum", "schedule_batch"].contains(&t.as_str())
+        })
         .collect();
     let mut out = BTreeMap::new();
     for t in tables {
@@ -115,12 +132,18 @@ fn through_the_wire(name: &str, ranks: &str, extra: &[&str]) {
             wrows.iter().zip(&d[table]).find(|(a, b)| a != b)
         );
     }
-    // From format 14 the decisions live in `slice_schedule` blobs (the `decision` table
+    // From format 20 the decisions live in `schedule_batch` blobs (the `decision` table
     // stays empty in new recordings); from format 17 the view `node_slice` reads the
     // table `node_metrics`.
-    for table in ["slice", "node_metrics", "slice_schedule", "mmds_rank"] {
+    for table in ["slice", "node_metrics", "mmds_rank"] {
         assert!(!w[table].is_empty(), "{name}: no rows in {table}");
     }
+    let (sw, sd) = (schedule_log(&wire), schedule_log(&direct));
+    assert!(
+        sw.iter().any(|s| !s.ends_with("Some([]) Some([])")),
+        "{name}: no schedule"
+    );
+    assert_eq!(sw, sd, "{name}: schedule log");
     if extra.contains(&"--capture-payloads") {
         assert!(!w["payload"].is_empty(), "{name}: no payloads");
     }

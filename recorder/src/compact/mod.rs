@@ -31,7 +31,9 @@ use strobe_core::sched::{Decision, DecisionKind, DecisionSource, DecisionVisitor
 
 use crate::replay_log::{put_varint, VarintReader};
 
+mod batch;
 mod pack;
+pub use batch::{decode_batch, BatchBuilder, BatchEntry, BatchRow};
 pub use pack::{pack, unpack, MAX_INFLATED, PACKED};
 
 /// The first byte of every blob: the codec's version. A reader refuses another.

@@ -86,9 +86,9 @@ impl Recording {
         // Rows expanded from the blobs (`strobe export --format sqlite`) are not counted
         // twice: the `decision` rows count only for slices without a compact schedule.
         let only_old = if self.has_schedule {
-            "AND NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = m.slice)"
+            format!("AND NOT {}", self.covered_by_blobs("m.slice", ""))
         } else {
-            ""
+            String::new()
         };
         let messages = if self.has_schedule {
             "SELECT m.matched, m.recv_seq, m.send_rank, m.send_seq, m.bytes, m.flags,
@@ -131,8 +131,16 @@ impl Recording {
             return Ok(false);
         }
         // A file migrated from before format 14 has no blobs: its `decision` rows answer.
+        let batches = if self.layouts.batches {
+            " OR EXISTS (SELECT 1 FROM schedule_batch)"
+        } else {
+            ""
+        };
         let derive: i64 = self.conn.query_row(
-            "SELECT NOT EXISTS (SELECT 1 FROM message) AND EXISTS (SELECT 1 FROM slice_schedule)",
+            &format!(
+                "SELECT NOT EXISTS (SELECT 1 FROM message)
+                        AND (EXISTS (SELECT 1 FROM slice_schedule){batches})"
+            ),
             [],
             |r| r.get(0),
         )?;

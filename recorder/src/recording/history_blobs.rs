@@ -109,32 +109,19 @@ impl Recording {
         if want == 0 {
             return Ok(pass.entries);
         }
-        let mut st = self
-            .conn
-            .prepare("SELECT slice, descriptors, decisions FROM slice_schedule ORDER BY slice")?;
-        let mut rows = st.query([])?;
-        while let Some(row) = rows.next()? {
-            let slice = row.get::<_, i64>(0)?.max(0) as u64;
+        self.for_each_schedule(0, u64::MAX, false, |row| {
+            let slice = row.slice;
             let damaged =
                 |e: String| RecordError::Corrupt(format!("the schedule of slice {slice}: {e}"));
-            if let Some(b) = blob(row, 1)? {
+            if let Some(b) = &row.descriptors {
                 pass.descriptors(&compact::decode_descriptors(b).map_err(damaged)?);
             }
-            if let Some(b) = blob(row, 2)? {
+            if let Some(b) = &row.decisions {
                 let (decisions, _) = compact::decode_decisions(b).map_err(damaged)?;
-                if !pass.decisions(slice, &decisions, want) {
-                    break;
-                }
+                return Ok(pass.decisions(slice, &decisions, want));
             }
-        }
+            Ok(true)
+        })?;
         Ok(pass.entries)
     }
-}
-
-/// A blob column, borrowed (NULL, or anything but a blob: none).
-fn blob<'a>(row: &'a rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<&'a [u8]>> {
-    Ok(match row.get_ref(i)? {
-        rusqlite::types::ValueRef::Blob(b) => Some(b),
-        _ => None,
-    })
 }

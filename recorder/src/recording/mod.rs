@@ -135,6 +135,11 @@ pub struct Recording {
     has_decision_sets: bool,
     /// The compact schedule log (`slice_schedule`, `message`; `COMPACT_SCHEDULE_VERSION`).
     has_schedule: bool,
+    /// Which schedule-log tables the file has (per-slice rows, batches).
+    layouts: crate::schedule_rows::Layouts,
+    /// The schedule batch last decoded for a slice lookup (first slice, last slice,
+    /// entries): stepping through slices decodes each batch once.
+    batch_cache: std::cell::RefCell<Option<(u64, u64, Vec<crate::compact::BatchEntry>)>>,
     checksum: ChecksumState,
 }
 
@@ -206,6 +211,7 @@ impl Recording {
         let has_summaries = table("summary_getts")? && table("summary_node")?;
         let has_decision_sets = table("slice_decisions")?;
         let has_schedule = table("slice_schedule")?;
+        let layouts = crate::schedule_rows::Layouts::of(&conn)?;
         let job = Job::read(&conn)?;
         // One pass over the slice and schedule-log tables: an impossible value is refused
         // here rather than printed (a huge file is checked row by row as read).
@@ -224,6 +230,8 @@ impl Recording {
             use_summaries: true,
             has_decision_sets,
             has_schedule,
+            layouts,
+            batch_cache: Default::default(),
             checksum,
         };
         rec.refresh()?;

@@ -9,7 +9,8 @@ use strobe_core::descriptor::{DescKind, Descriptor};
 use strobe_core::sched::{Decision, DecisionKind, SliceDecisions};
 
 use super::{descriptor_row, sql_u64, DescriptorRow, Recording, DESCRIPTOR_COLUMNS};
-use crate::{compact, RecordError};
+use crate::compact::BatchEntry;
+use crate::{compact, schedule_rows, RecordError};
 
 /// A decoded descriptor as a `descriptor` row.
 fn row_of(d: &Descriptor) -> DescriptorRow {
@@ -32,22 +33,62 @@ fn damaged(slice: u64, e: String) -> RecordError {
     RecordError::Corrupt(format!("the schedule of slice {slice}: {e}"))
 }
 
-/// How many blobs a search decodes per query (it stops at the first hit).
-const SCAN_BATCH: i64 = 256;
-
 impl Recording {
-    /// One column (`descriptors` or `decisions`) of a slice's `slice_schedule` row.
-    fn schedule_blob(&self, slice: u64, column: &str) -> Result<Option<Vec<u8>>, RecordError> {
+    /// One slice's schedule-log blobs: its `slice_schedule` row, or its entry in the
+    /// `schedule_batch` holding it (the batch is decoded once for consecutive lookups).
+    fn schedule_entry(&self, slice: u64) -> Result<Option<BatchEntry>, RecordError> {
         if !self.has_schedule {
             return Ok(None);
         }
-        let sql = format!("SELECT {column} FROM slice_schedule WHERE slice = ?1");
-        Ok(self
+        let row = self
             .conn
-            .prepare_cached(&sql)?
-            .query_row([sql_u64(slice)], |r| r.get::<_, Option<Vec<u8>>>(0))
-            .optional()?
-            .flatten())
+            .prepare_cached("SELECT descriptors, decisions FROM slice_schedule WHERE slice = ?1")?
+            .query_row([sql_u64(slice)], |r| {
+                Ok(BatchEntry {
+                    slice,
+                    descriptors: r.get(0)?,
+                    decisions: r.get(1)?,
+                })
+            })
+            .optional()?;
+        if row.is_some() || !self.layouts.batches {
+            return Ok(row);
+        }
+        let mut cache = self.batch_cache.borrow_mut();
+        if !cache
+            .as_ref()
+            .is_some_and(|(first, last, _)| (*first..=*last).contains(&slice))
+        {
+            *cache = schedule_rows::batch_of(&self.conn, slice)?;
+        }
+        Ok(cache.as_ref().and_then(|(_, _, entries)| {
+            entries
+                .binary_search_by_key(&slice, |e| e.slice)
+                .ok()
+                .map(|i| entries[i].clone())
+        }))
+    }
+
+    /// One column (descriptors or decisions) of a slice's schedule-log entry.
+    fn schedule_blob(&self, slice: u64, column: &str) -> Result<Option<Vec<u8>>, RecordError> {
+        Ok(self.schedule_entry(slice)?.and_then(|e| match column {
+            "descriptors" => e.descriptors,
+            _ => e.decisions,
+        }))
+    }
+
+    /// [`schedule_rows::for_each`] over this file's layouts.
+    pub(super) fn for_each_schedule(
+        &self,
+        lo: u64,
+        hi: u64,
+        descending: bool,
+        f: impl FnMut(BatchEntry) -> Result<bool, RecordError>,
+    ) -> Result<(), RecordError> {
+        if !self.has_schedule {
+            return Ok(());
+        }
+        schedule_rows::for_each(&self.conn, self.layouts, lo, hi, descending, f)
     }
 
     fn decoded_descriptors(&self, slice: u64) -> Result<Option<Vec<Descriptor>>, RecordError> {
@@ -131,36 +172,22 @@ impl Recording {
             .iter()
             .map(|r| (*r, found.get(r).map_or(-1, |d| d.seq)))
             .collect();
-        let mut st = self.conn.prepare_cached(
-            "SELECT slice, descriptors FROM slice_schedule
-             WHERE slice <= ?1 AND descriptors IS NOT NULL ORDER BY slice DESC LIMIT ?2",
-        )?;
-        let mut at = sql_u64(slice);
-        while !open.is_empty() {
-            let batch: Vec<(i64, Vec<u8>)> = st
-                .query_map(params![at, SCAN_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?;
-            let Some(last) = batch.last().map(|b| b.0) else {
-                break;
+        self.for_each_schedule(0, slice, true, |row| {
+            let Some(blob) = &row.descriptors else {
+                return Ok(true);
             };
-            for (s, blob) in &batch {
-                let s = (*s).max(0) as u64;
-                let ds = compact::decode_descriptors(blob).map_err(|e| damaged(s, e))?;
-                for d in ds.iter().rev() {
-                    if let Some(&beat) = open.get(&d.rank) {
-                        if d.seq as i64 > beat {
-                            found.insert(d.rank, row_of(d));
-                        }
-                        // The latest blob holding the rank decides: older ones are older.
-                        open.remove(&d.rank);
+            let ds = compact::decode_descriptors(blob).map_err(|e| damaged(row.slice, e))?;
+            for d in ds.iter().rev() {
+                if let Some(&beat) = open.get(&d.rank) {
+                    if d.seq as i64 > beat {
+                        found.insert(d.rank, row_of(d));
                     }
-                }
-                if open.is_empty() {
-                    break;
+                    // The latest blob holding the rank decides: older ones are older.
+                    open.remove(&d.rank);
                 }
             }
-            at = last - 1;
-        }
+            Ok(!open.is_empty())
+        })?;
         Ok(found)
     }
 
@@ -177,46 +204,30 @@ impl Recording {
         if !self.has_schedule {
             return Ok(None);
         }
-        let sql = if forward {
-            "SELECT slice, descriptors FROM slice_schedule
-             WHERE slice >= ?1 AND slice < ?2 AND descriptors IS NOT NULL ORDER BY slice LIMIT ?3"
+        // `bound` is exclusive.
+        let (lo, hi) = if forward {
+            (from, bound.map_or(u64::MAX, |b| b.saturating_sub(1)))
         } else {
-            "SELECT slice, descriptors FROM slice_schedule
-             WHERE slice <= ?1 AND slice > ?2 AND descriptors IS NOT NULL
-             ORDER BY slice DESC LIMIT ?3"
+            (bound.map_or(0, |b| b.saturating_add(1)), from)
         };
-        let mut st = self.conn.prepare_cached(sql)?;
-        let mut at = sql_u64(from);
-        let limit = bound.map_or(if forward { i64::MAX } else { -1 }, |b| {
-            if forward {
-                sql_u64(b)
-            } else {
-                sql_u64(b).min(at).max(-1)
-            }
-        });
-        loop {
-            let batch: Vec<(i64, Vec<u8>)> = st
-                .query_map(params![at, limit, SCAN_BATCH], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?
-                .collect::<Result<_, _>>()?;
-            let Some(last) = batch.last().map(|b| b.0) else {
-                return Ok(None);
-            };
-            for (slice, blob) in &batch {
-                let slice = (*slice).max(0) as u64;
-                let ds = compact::decode_descriptors(blob).map_err(|e| damaged(slice, e))?;
-                let found = if forward {
-                    ds.into_iter().find(|d| hit(d))
-                } else {
-                    ds.into_iter().rev().find(|d| hit(d))
-                };
-                if let Some(d) = found {
-                    return Ok(Some((slice, d)));
-                }
-            }
-            at = if forward { last + 1 } else { last - 1 };
+        if bound.is_some_and(|b| if forward { b == 0 } else { b >= from }) {
+            return Ok(None);
         }
+        let mut hit_at = None;
+        self.for_each_schedule(lo, hi, !forward, |row| {
+            let Some(blob) = &row.descriptors else {
+                return Ok(true);
+            };
+            let ds = compact::decode_descriptors(blob).map_err(|e| damaged(row.slice, e))?;
+            let found = if forward {
+                ds.into_iter().find(|d| hit(d))
+            } else {
+                ds.into_iter().rev().find(|d| hit(d))
+            };
+            hit_at = found.map(|d| (row.slice, d));
+            Ok(hit_at.is_none())
+        })?;
+        Ok(hit_at)
     }
 
     /// The call kinds whose MPI name is `LIKE pattern` (SQLite's LIKE, as the row query).
@@ -308,9 +319,11 @@ impl Recording {
         }
         if self.has_schedule {
             let sums: [Option<i64>; 4] = self.conn.query_row(
-                "SELECT sum(n_matches), sum(n_chunks), sum(n_collectives), sum(n_completions)
-                 FROM slice WHERE slice IN (SELECT slice FROM slice_schedule
-                                            WHERE decisions IS NOT NULL)",
+                &format!(
+                    "SELECT sum(n_matches), sum(n_chunks), sum(n_collectives), sum(n_completions)
+                     FROM slice WHERE {}",
+                    self.covered_by_blobs("slice.slice", "decisions")
+                ),
                 [],
                 |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]),
             )?;
@@ -323,16 +336,19 @@ impl Recording {
             for (k, n) in kinds.iter().zip(sums) {
                 add(k.name(), n.unwrap_or(0).max(0) as u64);
             }
-            let mut st = self.conn.prepare(
-                "SELECT q.slice, q.decisions FROM slice_schedule q JOIN slice s USING (slice)
-                 WHERE s.n_collectives > 0 AND q.decisions IS NOT NULL",
-            )?;
-            let mut rows = st.query([])?;
+            // New communicators are made by collectives: decode the slices that ran one.
+            let collective_slices: Vec<i64> = self
+                .conn
+                .prepare("SELECT slice FROM slice WHERE n_collectives > 0 ORDER BY slice")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
             let mut new_comms = 0u64;
-            while let Some(r) = rows.next()? {
-                let slice = r.get::<_, i64>(0)?.max(0) as u64;
-                let (ds, _) = compact::decode_decisions(&r.get::<_, Vec<u8>>(1)?)
-                    .map_err(|e| damaged(slice, e))?;
+            for slice in collective_slices {
+                let slice = slice.max(0) as u64;
+                let Some(blob) = self.schedule_blob(slice, "decisions")? else {
+                    continue;
+                };
+                let (ds, _) = compact::decode_decisions(&blob).map_err(|e| damaged(slice, e))?;
                 new_comms += ds
                     .iter()
                     .filter(|d| d.kind() == DecisionKind::NewComm)
@@ -350,10 +366,30 @@ impl Recording {
     fn rows_only_outside_blobs(&self, table: &str) -> String {
         if self.has_schedule {
             format!(
-                "WHERE NOT EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = {table}.slice)"
+                "WHERE NOT ({})",
+                self.covered_by_blobs(&format!("{table}.slice"), "")
             )
         } else {
             String::new()
+        }
+    }
+
+    /// An SQL condition on the slice column `col`: the slice's schedule log is in the
+    /// compact blobs (a `slice_schedule` row, with a non-NULL `column` when one is named,
+    /// or a `schedule_batch`). A slice a batch covers without an entry decided and
+    /// handled nothing, so counts over it are right either way.
+    pub(super) fn covered_by_blobs(&self, col: &str, column: &str) -> String {
+        let not_null = if column.is_empty() {
+            String::new()
+        } else {
+            format!(" AND q.{column} IS NOT NULL")
+        };
+        let rows =
+            format!("EXISTS (SELECT 1 FROM slice_schedule q WHERE q.slice = {col}{not_null})");
+        if self.layouts.batches {
+            format!("({rows} OR {})", schedule_rows::in_a_batch(col))
+        } else {
+            rows
         }
     }
 
@@ -370,8 +406,10 @@ impl Recording {
         )?;
         let blobs: i64 = if self.has_schedule {
             self.conn.query_row(
-                "SELECT coalesce(sum(n_descriptors), 0) FROM slice WHERE slice IN
-                   (SELECT slice FROM slice_schedule WHERE descriptors IS NOT NULL)",
+                &format!(
+                    "SELECT coalesce(sum(n_descriptors), 0) FROM slice WHERE {}",
+                    self.covered_by_blobs("slice.slice", "descriptors")
+                ),
                 [],
                 |r| r.get(0),
             )?

@@ -416,6 +416,21 @@ const BAD_OTHER_SQL: &[(&str, &str)] = &[
          OR typeof(descriptors) NOT IN ('blob', 'null')
          OR typeof(decisions) NOT IN ('blob', 'null') LIMIT 1",
     ),
+    // Schedule batches (`migrations::SCHEDULE_BATCHES_VERSION`): slices in order, no two
+    // batches overlapping (the readers merge them in slice order); the entries are checked
+    // against these columns as a batch is decoded.
+    (
+        "the schedule_batch table",
+        "SELECT first_slice FROM (
+             SELECT first_slice, last_slice, entries, data,
+                    lag(last_slice) OVER (ORDER BY first_slice) AS previous_last
+             FROM schedule_batch)
+         WHERE typeof(first_slice) != 'integer' OR first_slice < 1
+         OR typeof(last_slice) != 'integer' OR last_slice < first_slice
+         OR typeof(entries) != 'integer' OR entries < 1
+         OR entries > last_slice - first_slice + 1
+         OR typeof(data) != 'blob' OR previous_last >= first_slice LIMIT 1",
+    ),
     (
         "the message table",
         "SELECT recv_rank FROM message WHERE typeof(recv_rank) != 'integer' OR recv_rank < 0
