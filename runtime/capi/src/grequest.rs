@@ -130,7 +130,12 @@ pub fn finish(h: MpiRequest) -> (MpiStatus, Option<MpiErr>) {
 
 /// Remove local request `h`, calling a generalized request's free function.
 pub fn free_local(h: MpiRequest) -> Option<MpiErr> {
-    let r = st().local_reqs.remove(&h);
+    let r = {
+        let mut s = st();
+        let r = s.local_reqs.remove(&h);
+        crate::state::forget_request(&mut s, h);
+        r
+    };
     if let Some(LocalReq::Greq(Greq {
         free: Some(f),
         extra,

@@ -183,11 +183,13 @@ unsafe fn imrecv(
     let r = register(e);
     if truncated {
         // The receive still completes and frees its staging buffer in the background.
-        let e = st().reqs.remove(&r);
-        if let Some(mut e) = e {
+        let mut s = st();
+        if let Some(mut e) = s.reqs.remove(&r) {
             e.unpack = None;
-            st().detached.push(e);
+            s.detached.push(e);
         }
+        crate::state::forget_request(&mut s, r);
+        drop(s);
         fail!(
             class::TRUNCATE,
             "message truncated: the receive buffer holds {} bytes",

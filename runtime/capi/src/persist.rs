@@ -67,6 +67,7 @@ pub fn free(h: MpiRequest) {
     if let Some(e) = s.reqs.remove(&h) {
         s.detached.push(e);
     }
+    crate::state::forget_request(&mut s, h);
 }
 
 /// The communicator of persistent request `h` (for its error handler).

@@ -243,7 +243,11 @@ unsafe fn empty_statuses(hs: &[MpiRequest], p: &Pending, statuses: *mut MpiStatu
 }
 
 fn take_entry(h: MpiRequest) -> MpiResult<ReqEntry> {
-    match st().reqs.remove(&h) {
+    let mut s = st();
+    let e = s.reqs.remove(&h);
+    crate::state::forget_request(&mut s, h);
+    drop(s);
+    match e {
         Some(e) => Ok(e),
         None => fail!(class::REQUEST, "invalid request handle {h}"),
     }
