@@ -206,6 +206,20 @@ pub struct DecisionCounts {
 #[derive(Clone, Copy, Debug)]
 pub struct Fnv64(u64);
 
+/// The FNV-1a 64 prime.
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// `FNV_PRIME` to the powers 0 to 8: hashing `k` zero bytes multiplies by the `k`th.
+const FNV_PRIME_POWERS: [u64; 9] = {
+    let mut p = [1u64; 9];
+    let mut i = 1;
+    while i < 9 {
+        p[i] = p[i - 1].wrapping_mul(FNV_PRIME);
+        i += 1;
+    }
+    p
+};
+
 impl Fnv64 {
     pub fn new() -> Self {
         Fnv64(0xcbf2_9ce4_8422_2325)
@@ -213,14 +227,21 @@ impl Fnv64 {
     pub fn bytes(&mut self, b: &[u8]) {
         for &x in b {
             self.0 ^= x as u64;
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
         }
     }
     pub fn u8(&mut self, v: u8) {
         self.bytes(&[v]);
     }
+    /// The 8 little-endian bytes of `v`, as [`Fnv64::bytes`] hashes them, but the zero
+    /// bytes above `v`'s highest non-zero one in one multiplication (a zero byte leaves the
+    /// XOR step unchanged): most fields are small numbers, and byte by byte this digest
+    /// was 9% of a node manager's CPU in a small-message ping-pong (each byte a dependent
+    /// multiply). The same value, bit for bit (`fnv_u64_equals_the_bytewise_digest`).
     pub fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
+        let significant = 8 - (v.leading_zeros() / 8) as usize;
+        self.bytes(&v.to_le_bytes()[..significant]);
+        self.0 = self.0.wrapping_mul(FNV_PRIME_POWERS[8 - significant]);
     }
     pub fn finish(self) -> u64 {
         self.0

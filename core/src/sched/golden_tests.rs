@@ -158,3 +158,24 @@ fn slice_digests_are_as_in_every_release_so_far() {
     };
     assert_eq!(other.digest(), GOLDEN_ALL);
 }
+
+#[test]
+fn fnv_u64_equals_the_bytewise_digest() {
+    use super::decision::Fnv64;
+    let mut values: Vec<u64> = vec![0, 1, 0xff, 0x100, u64::MAX, u64::MAX - 1, 1 << 63];
+    values.extend((0..64).flat_map(|k| [1u64 << k, (1u64 << k) - 1, (1u64 << k) + 1]));
+    // A fixed pseudo-random walk over every magnitude (an LCG, masked to a random width).
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..20_000 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        values.push(x >> (x % 64));
+    }
+    let (mut fast, mut slow) = (Fnv64::new(), Fnv64::new());
+    for v in values {
+        fast.u64(v);
+        slow.bytes(&v.to_le_bytes());
+        assert_eq!(fast.finish(), slow.finish(), "after {v:#x}");
+    }
+}
