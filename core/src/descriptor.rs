@@ -443,6 +443,11 @@ pub const COMPLETION_INLINE: u32 = 8;
 pub const COMPLETION_PAYLOAD: u32 = 16;
 /// Most bytes a delivered completion carries (`value` and `value2`).
 pub const COMPLETION_PAYLOAD_MAX: usize = 16;
+/// Flag of a *delivered* completion only: the receive's bytes (at most
+/// [`RANK_COPY_MAX`]) wait in the rank's receive arena entry for this completion's queue
+/// position (segment layout 13), and the rank copies them into its buffer when it takes
+/// the completion ([`Completion::take_arena`]).
+pub const COMPLETION_ARENA: u32 = 32;
 
 /// What the node manager tells a rank when one of its descriptors completes.
 #[repr(C)]
@@ -483,6 +488,32 @@ impl Completion {
         self._pad = addr;
         self.flags |= COMPLETION_PAYLOAD;
         true
+    }
+
+    /// Mark this delivered completion of a receive as having its bytes (the whole
+    /// message, `bytes` long, at most [`RANK_COPY_MAX`]) in the receiver's arena, to be
+    /// written at `addr`. `false`, nothing changed, when they do not fit or the completion
+    /// already carries something.
+    pub fn carry_in_arena(&mut self, addr: u64, len: usize) -> bool {
+        let fits = len as u64 <= RANK_COPY_MAX && len as u64 == self.bytes;
+        if !fits || self._pad != 0 || self.flags & (COMPLETION_PAYLOAD | COMPLETION_ARENA) != 0 {
+            return false;
+        }
+        self._pad = addr;
+        self.flags |= COMPLETION_ARENA;
+        true
+    }
+
+    /// Where and how many of a delivered completion's bytes to copy from the receive
+    /// arena, as (address, length), and the completion as the scheduler decided it.
+    pub fn take_arena(&mut self) -> Option<(u64, usize)> {
+        if self.flags & COMPLETION_ARENA == 0 {
+            return None;
+        }
+        let addr = self._pad;
+        self.flags &= !COMPLETION_ARENA;
+        self._pad = 0;
+        Some((addr, (self.bytes as usize).min(RANK_COPY_MAX as usize)))
     }
 
     /// The payload a delivered completion carries, as (address, bytes, length), and the
@@ -530,6 +561,40 @@ mod inline_tests {
         assert!(
             d.inline_payload().is_none(),
             "a length past the payload is refused"
+        );
+    }
+
+    #[test]
+    fn a_delivered_completion_names_its_arena_bytes_once() {
+        let mut c = Completion {
+            bytes: 64,
+            ..Completion::default()
+        };
+        assert!(!c.carry_in_arena(0x40, 63), "the whole message or nothing");
+        assert!(c.carry_in_arena(0x40, 64));
+        assert!(!c.carry_in_arena(0x80, 64), "already carries");
+        assert_eq!(c.take_arena(), Some((0x40, 64)));
+        assert_eq!(
+            c,
+            Completion {
+                bytes: 64,
+                ..Completion::default()
+            }
+        );
+        assert_eq!(c.take_arena(), None);
+        let mut big = Completion {
+            bytes: RANK_COPY_MAX + 1,
+            ..Completion::default()
+        };
+        assert!(!big.carry_in_arena(0x40, RANK_COPY_MAX as usize + 1));
+        let mut tiny = Completion {
+            bytes: 4,
+            ..Completion::default()
+        };
+        assert!(tiny.carry_payload(0x40, &[1, 2, 3, 4]));
+        assert!(
+            !tiny.carry_in_arena(0x40, 4),
+            "one way of carrying at a time"
         );
     }
 

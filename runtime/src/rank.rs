@@ -58,9 +58,15 @@ struct Inner {
 type RequestSet = std::collections::HashSet<u64, std::hash::BuildHasherDefault<RequestHasher>>;
 
 impl Inner {
-    /// Move delivered completions from the queue into the table.
-    fn pump(&mut self) {
-        while let Some(mut c) = self.queues.completions.pop() {
+    /// Move delivered completions from the queue into the table (this rank's, `rank`, in
+    /// `seg`: a small message's bytes are copied out of its receive arena entry before
+    /// the entry's slot is freed).
+    fn pump(&mut self, seg: &JobSegment, rank: u32) {
+        while let Some(mut c) = self
+            .queues
+            .completions
+            .pop_with(|c, position| crate::rank_inline::write_from_arena(seg, rank, c, position))
+        {
             crate::rank_inline::write_carried(&mut c);
             if !self.self_completing.is_empty() {
                 self.self_completing.remove(&c.request);
@@ -508,7 +514,7 @@ impl RankCtx {
             let seen = slot.wake.load(Ordering::Acquire);
             {
                 let mut g = self.inner.lock().expect("rank context lock");
-                g.pump();
+                g.pump(&self.seg, self.rank);
                 if ready(&g.done) {
                     return;
                 }
@@ -530,7 +536,7 @@ impl RankCtx {
             // and the node manager only wakes ranks it sees blocked or bumps `wake`.
             let satisfied = {
                 let mut g = self.inner.lock().expect("rank context lock");
-                g.pump();
+                g.pump(&self.seg, self.rank);
                 ready(&g.done)
             };
             if !satisfied && !futex::spin_while_eq(&slot.wake, seen, futex::spin_budget()) {
@@ -572,7 +578,7 @@ impl RankCtx {
         }
         let got = {
             let mut g = self.inner.lock().expect("rank context lock");
-            g.pump();
+            g.pump(&self.seg, self.rank);
             want.select(ids, &g.done)
         };
         if got.is_empty() {
@@ -590,7 +596,7 @@ impl RankCtx {
         loop {
             {
                 let mut g = self.inner.lock().expect("rank context lock");
-                g.pump();
+                g.pump(&self.seg, self.rank);
                 if want.satisfied(ids, &g.done) {
                     return;
                 }
@@ -641,7 +647,7 @@ impl RankCtx {
         self.block_until_urgent(call.into(), urgent, |done| want.satisfied(ids, done));
         let got = {
             let mut g = self.inner.lock().expect("rank context lock");
-            g.pump();
+            g.pump(&self.seg, self.rank);
             want.select(ids, &g.done)
         };
         if timing_dependent {
@@ -822,7 +828,7 @@ impl RankCtx {
         if g.self_completing.is_empty() || g.replay.is_some() {
             return false;
         }
-        g.pump();
+        g.pump(&self.seg, self.rank);
         let mut pending = ids.iter().filter(|id| !g.done.contains_key(id)).peekable();
         if pending.peek().is_none() {
             return false;

@@ -78,6 +78,30 @@ pub(crate) fn local_completion(d: &Descriptor) -> Completion {
     }
 }
 
+/// A delivered completion whose receive's bytes wait in the rank's receive arena
+/// (`COMPLETION_ARENA`, segment layout 13): copy them into the receive buffer, before the
+/// completion's queue slot (and with it the entry) is freed.
+pub(crate) fn write_from_arena(
+    seg: &crate::segment::JobSegment,
+    rank: u32,
+    c: &mut Completion,
+    position: u64,
+) {
+    let Some((addr, len)) = c.take_arena() else {
+        return;
+    };
+    let Some(bytes) = seg.recv_arena_bytes(rank, position, len) else {
+        c.error = crate::descriptor::RtError::Buffer as u32;
+        return;
+    };
+    // SAFETY: as in `write_carried`: the node manager flags a completion so only for one
+    // of this rank's receives, with that receive's buffer address and at most the bytes it
+    // matched (never more than its capacity); the buffer is the receive's until this
+    // completion is taken, and the arena entry is not the buffer (shared memory of the
+    // job segment).
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, len) };
+}
+
 /// A delivered completion that carries its receive's bytes (`COMPLETION_PAYLOAD`): write
 /// them into the receive buffer and leave the completion as the scheduler decided it.
 pub(crate) fn write_carried(c: &mut Completion) {

@@ -228,6 +228,14 @@ impl<T: Copy> Ring<T> {
 
     /// Append `item`. Returns `Err(*item)` when the ring is full. Producer side only.
     pub fn push(&self, item: &T) -> Result<(), T> {
+        self.push_with(item, |_| {})
+    }
+
+    /// [`Self::push`], calling `before_publish` with the item's position (its slot is
+    /// `position % capacity`) once the slot is known to be free and before the item is
+    /// published: what the producer writes there for that slot (a receive arena entry) is
+    /// visible to the consumer with the item. Not called when the ring is full.
+    pub fn push_with(&self, item: &T, before_publish: impl FnOnce(u64)) -> Result<(), T> {
         let h = self.header();
         // Only we write head, so Relaxed reads our own last store.
         let head = h.head.0.load(Ordering::Relaxed);
@@ -239,6 +247,7 @@ impl<T: Copy> Ring<T> {
                 return Err(*item);
             }
         }
+        before_publish(head);
         // SAFETY: the slot is in bounds, and free: the consumer has moved past it (tail
         // acquired above) and will not read it until we publish the new head below.
         unsafe { self.slot(head).write(*item) };
@@ -248,6 +257,13 @@ impl<T: Copy> Ring<T> {
 
     /// Remove the oldest record, or `None` if the ring is empty. Consumer side only.
     pub fn pop(&self) -> Option<T> {
+        self.pop_with(|_, _| {})
+    }
+
+    /// [`Self::pop`], calling `f` with the record and its position before the slot is
+    /// freed: the producer cannot reuse the slot (nor what it keeps for it beside the
+    /// ring) until `f` has returned.
+    pub fn pop_with(&self, f: impl FnOnce(&mut T, u64)) -> Option<T> {
         let h = self.header();
         let tail = h.tail.0.load(Ordering::Relaxed);
         if tail == self.cached_head.get() {
@@ -260,7 +276,8 @@ impl<T: Copy> Ring<T> {
         // SAFETY: the slot is in bounds and was published by the producer (head acquired),
         // which will not overwrite it until we store the new tail below. The producer stored
         // a valid `T` there (init/attach contract).
-        let item = unsafe { self.slot(tail).read() };
+        let mut item = unsafe { self.slot(tail).read() };
+        f(&mut item, tail);
         h.tail.0.store(tail.wrapping_add(1), Ordering::Release);
         Some(item)
     }

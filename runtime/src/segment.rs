@@ -22,8 +22,9 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 8: `DmaWork::dst_pid` (pushes by the sender's DMA Helper): a rank of layout 7 would take
 /// a push for a pull and copy into its own memory, so it must refuse to attach.
 /// 11: `MmdsBlock::primitives_used` (a snapshot reads only the primitives a rank called).
-/// 12: each slot's send arena (`segment_arena.rs`) after its MMDS block.
-pub const LAYOUT_VERSION: u32 = 12;
+/// 12: each slot's send arena (`segment_arena.rs`) after its MMDS block. 13: each slot's
+/// receive arena after its send arena.
+pub const LAYOUT_VERSION: u32 = 13;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -503,9 +504,14 @@ fn arena_offset(desc_cap: usize, comp_cap: usize) -> usize {
     )
 }
 
+/// Offset of a rank's receive arena (`segment_arena.rs`): after its send arena. Layout 13.
+fn recv_arena_offset(desc_cap: usize, comp_cap: usize) -> usize {
+    arena_offset(desc_cap, comp_cap) + arena::arena_bytes(desc_cap)
+}
+
 fn slot_stride(desc_cap: usize, comp_cap: usize) -> usize {
     align_up(
-        arena_offset(desc_cap, comp_cap) + arena::arena_bytes(desc_cap),
+        recv_arena_offset(desc_cap, comp_cap) + arena::recv_arena_bytes(comp_cap),
         4096,
     )
 }

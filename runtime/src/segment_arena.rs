@@ -12,8 +12,18 @@
 //! can land on an entry of the batch being read (a batch is at most `desc_capacity`).
 //! 64 bytes an entry, 128 KiB a rank at the default capacity, in pages nobody touches
 //! until the rank sends such a message.
+//!
+//! A rank's receive arena (layout 13) is the other direction: where the node manager puts
+//! the bytes of a small message (17 to 64 bytes; up to 16 ride in the completion itself)
+//! for one of the rank's receives, so that they reach the rank without a
+//! `process_vm_writev`. Entry `p % completion capacity` belongs to the completion at
+//! position `p` of the rank's completion queue: the node manager writes it after the
+//! queue said the slot is free and before it publishes the completion
+//! (`Ring::push_with`), the rank copies it into the receive buffer before it frees the
+//! slot (`Ring::pop_with`), so neither can touch an entry the other is using. 64 KiB a
+//! rank at the default capacity.
 
-use super::{arena_offset, JobSegment};
+use super::{arena_offset, recv_arena_offset, JobSegment};
 use crate::descriptor::RANK_COPY_MAX;
 
 const ENTRY: usize = RANK_COPY_MAX as usize;
@@ -23,7 +33,57 @@ pub(super) fn arena_bytes(desc_cap: usize) -> usize {
     2 * desc_cap * ENTRY
 }
 
+/// Bytes of a rank's receive arena for a completion queue of `comp_cap` entries.
+pub(super) fn recv_arena_bytes(comp_cap: usize) -> usize {
+    comp_cap * ENTRY
+}
+
 impl JobSegment {
+    /// Address of `rank`'s receive arena entry for its completion at `position`.
+    fn recv_arena_entry(&self, rank: u32, position: u64) -> *mut u8 {
+        let h = self.header();
+        let (dcap, ccap) = (h.desc_capacity as usize, h.comp_capacity as usize);
+        let index = (position % ccap as u64) as usize;
+        // SAFETY: the receive arena lies inside the slot (`slot_stride` reserves
+        // `recv_arena_bytes` after `recv_arena_offset`), and `index < ccap`.
+        unsafe {
+            self.slot_ptr(rank)
+                .add(recv_arena_offset(dcap, ccap) + index * ENTRY)
+        }
+    }
+
+    /// The node manager's side: put `data` in `rank`'s receive arena entry for the
+    /// completion it is about to publish at `position`; `false` when it does not fit.
+    pub fn recv_arena_write(&self, rank: u32, position: u64, data: &[u8]) -> bool {
+        if data.len() > ENTRY || rank >= self.ranks() {
+            return false;
+        }
+        // SAFETY: the entry is `ENTRY` bytes inside the mapping; its completion slot is
+        // free (the queue's producer checked), so the rank is not reading it (module docs).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.recv_arena_entry(rank, position),
+                data.len(),
+            );
+        }
+        true
+    }
+
+    /// The rank's side: the first `len` bytes of its receive arena entry for the
+    /// completion it is taking at `position` (`None` when `len` is more than an entry).
+    pub fn recv_arena_bytes(&self, rank: u32, position: u64, len: usize) -> Option<&[u8]> {
+        if len > ENTRY || rank >= self.ranks() {
+            return None;
+        }
+        // SAFETY: the entry is `ENTRY` bytes inside the mapping, which lives as long as
+        // `self`; the node manager wrote it before publishing the completion being taken
+        // and does not write it again until the rank frees that completion's slot, after
+        // the borrow ends (`Ring::pop_with`). Plain bytes: a misbehaving writer can only
+        // make them wrong.
+        Some(unsafe { std::slice::from_raw_parts(self.recv_arena_entry(rank, position), len) })
+    }
+
     /// Address of `rank`'s arena entry for its descriptor `seq`.
     fn arena_entry(&self, rank: u32, seq: u64) -> *mut u8 {
         let h = self.header();

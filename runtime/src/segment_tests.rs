@@ -218,3 +218,58 @@ fn a_send_arena_entry_belongs_to_one_descriptor_of_two_queues_full() {
     assert!(seg.arena_read(1, 0, RANK_COPY_MAX as usize + 1).is_none());
     assert!(seg.arena_read(2, 0, 1).is_none());
 }
+
+#[test]
+fn a_receive_arena_entry_travels_with_its_completion_through_the_queue() {
+    use crate::descriptor::{Completion, RANK_COPY_MAX};
+    let seg = JobSegment::create(2, 1, 16, 8).expect("segment");
+    let q = seg.queues(1);
+    let other = seg.queues(0);
+    let mut c = Completion {
+        request: 9,
+        bytes: 40,
+        ..Completion::default()
+    };
+    assert!(c.carry_in_arena(0x1000, 40));
+    // Twenty completions through a queue of eight: entries are reused as slots are.
+    for round in 0..20u8 {
+        let data = vec![round; 40];
+        let mut written_at = None;
+        q.completions
+            .push_with(&c, |position| {
+                written_at = Some(position);
+                assert!(seg.recv_arena_write(1, position, &data));
+            })
+            .expect("room");
+        let mut seen = None;
+        let got = q
+            .completions
+            .pop_with(|c, position| {
+                assert_eq!(Some(position), written_at);
+                let (addr, len) = c.take_arena().expect("flagged");
+                assert_eq!((addr, len), (0x1000, 40));
+                seen = seg.recv_arena_bytes(1, position, len).map(<[u8]>::to_vec);
+            })
+            .expect("a completion");
+        assert_eq!(seen.as_deref(), Some(&data[..]), "round {round}");
+        assert_eq!(got.flags, 0, "taken: the completion as decided");
+    }
+    // A full queue is not written: the callback does not run.
+    for _ in 0..8 {
+        q.completions.push(&c).expect("room");
+    }
+    let mut called = false;
+    assert!(q.completions.push_with(&c, |_| called = true).is_err());
+    assert!(!called);
+    assert!(
+        other.completions.pop().is_none(),
+        "rank 0's queue untouched"
+    );
+    // What does not fit an entry, or names no rank, is refused.
+    assert!(!seg.recv_arena_write(1, 0, &[1; RANK_COPY_MAX as usize + 1]));
+    assert!(!seg.recv_arena_write(2, 0, &[1]));
+    assert!(seg
+        .recv_arena_bytes(1, 0, RANK_COPY_MAX as usize + 1)
+        .is_none());
+    assert!(seg.recv_arena_bytes(2, 0, 1).is_none());
+}

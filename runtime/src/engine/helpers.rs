@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use super::eager::EagerMemory;
 use super::remote::RemoteStore;
 use crate::datatype::{ElemType, ReduceOp};
-use crate::descriptor::{DescKind, DescRef, Descriptor, RtError, COMPLETION_PAYLOAD_MAX};
+use crate::descriptor::{DescKind, DescRef, Descriptor, RtError, RANK_COPY_MAX};
 use crate::ops;
 use crate::procmem::{self, ProcMemError};
 use crate::sched::{Decision, SliceDecisions};
@@ -56,10 +56,12 @@ pub struct Memory<'a> {
     pub staged: Option<&'a RemoteStore>,
 }
 
-/// Receives whose whole message rides in their delivered completion: a tiny inline send
-/// to a rank of this node that may take it ([`Carried::allowed`]). The rank writes the bytes
-/// itself when it takes the completion (`descriptor::Completion::take_payload`), so P2P
-/// makes no system call for them; the decisions are the same either way.
+/// Receives whose whole message the receiver writes itself: a message of at most 64 bytes
+/// whose bytes the node holds (inline, eager or arena send) to a rank of this node that may
+/// take it ([`Carried::allowed`]). Up to 16 bytes ride in the delivered completion
+/// (`descriptor::Completion::take_payload`), up to 64 in the rank's receive arena
+/// (`Completion::take_arena`, segment layout 13); the rank copies them when it takes the
+/// completion, so P2P makes no system call for them. The decisions are the same either way.
 #[derive(Default)]
 pub struct Carried {
     /// By world rank: whether its completions may carry payloads (a local rank whose
@@ -70,18 +72,31 @@ pub struct Carried {
 }
 
 impl Carried {
-    /// Take a chunk to carry, if it is a whole tiny inline message to an allowed rank.
-    fn take(&mut self, s: &Descriptor, r: &Descriptor, offset: u64, len: u64) -> bool {
-        let whole = offset == 0 && len as usize <= COMPLETION_PAYLOAD_MAX && len <= s.bytes;
+    /// Take a chunk to carry: a whole message of at most `RANK_COPY_MAX` bytes whose bytes
+    /// the node holds (inline in the descriptor, or in node memory: an eager or arena
+    /// send), to an allowed rank. `false` leaves the chunk to the caller.
+    fn take(
+        &mut self,
+        (s, r): (&Descriptor, &Descriptor),
+        (offset, len): (u64, u64),
+        eager: &super::eager::EagerMemory,
+        errs: &mut Overrides,
+    ) -> bool {
+        let whole = offset == 0 && len <= RANK_COPY_MAX && len <= s.bytes;
         if !whole || !self.allowed.get(r.rank as usize).copied().unwrap_or(false) {
             return false;
         }
-        let Some(payload) = s.inline_payload() else {
-            return false;
-        };
-        let data = payload[..len as usize].to_vec();
-        self.by_recv.insert(r.id(), (r.buf, data));
-        true
+        match eager.take_chunk(s, r, offset, len) {
+            None => false,
+            Some(Ok(data)) => {
+                self.by_recv.insert(r.id(), (r.buf, data));
+                true
+            }
+            Some(Err(e)) => {
+                errs.insert(r.id(), e);
+                true
+            }
+        }
     }
 }
 
@@ -308,7 +323,8 @@ pub fn run_p2p(
             moved += 1;
             continue;
         }
-        if carried.take(s, r, offset, len) || mem.eager.copy_out(s, r, offset, len, mem.pids, errs)
+        if carried.take((s, r), (offset, len), mem.eager, errs)
+            || mem.eager.copy_out(s, r, offset, len, mem.pids, errs)
         {
             moved += 1;
             continue;

@@ -72,6 +72,10 @@ pub struct NodeManager {
     queues: Vec<RankQueues>,
     /// Completions that did not fit a rank's completion queue yet.
     overflow: Vec<Vec<Completion>>,
+    /// Per local rank, the bytes of its completions flagged `COMPLETION_ARENA` not yet
+    /// pushed, in their order in `overflow`: written into the rank's receive arena as each
+    /// is pushed (`node_deliver.rs`).
+    arena_bytes: Vec<std::collections::VecDeque<Vec<u8>>>,
     /// Direct copies queued so far to each local rank's DMA Helper (wrapping).
     dma_pushed: Vec<u32>,
     /// pid of every rank, once known.
@@ -191,6 +195,7 @@ impl NodeManager {
         let early_delivery = local_ranks_uncaptured(&carried.allowed, &local_ranks);
         NodeManager {
             overflow: vec![Vec::new(); local_ranks.len()],
+            arena_bytes: vec![Default::default(); local_ranks.len()],
             dma_pushed: vec![0; local_ranks.len()],
             pids: vec![0; cfg.ranks as usize],
             bounce: vec![0; 256 << 10],

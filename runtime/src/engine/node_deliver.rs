@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 
 use super::super::helpers::Overrides;
 use super::NodeManager;
-use crate::descriptor::{Completion, DescKind, DescRef, RtError, COMPLETION_INLINE};
+use crate::descriptor::{
+    Completion, DescKind, DescRef, RtError, COMPLETION_ARENA, COMPLETION_INLINE,
+};
 use crate::sched::{Decision, SliceDecisions};
 use crate::segment::resume_computing;
 use std::time::Instant;
@@ -55,8 +57,14 @@ impl NodeManager {
                 c.error = *e as u32;
             }
             if let Some((addr, data)) = self.carried.by_recv.remove(&desc) {
+                // Up to 16 bytes in the completion, up to 64 in the receive arena, else
+                // (a completion that already carries something) written now.
                 if !c.carry_payload(addr, &data) {
-                    self.write_carried(desc, addr, &data, &mut c);
+                    if c.carry_in_arena(addr, data.len()) {
+                        self.arena_bytes[i].push_back(data);
+                    } else {
+                        self.write_carried(desc, addr, &data, &mut c);
+                    }
                 }
             }
             self.overflow[i].push(c);
@@ -78,12 +86,27 @@ impl NodeManager {
             let pending = std::mem::take(&mut self.overflow[i]);
             let mut delivered = false;
             let mut rest = Vec::new();
+            let rank = self.local_ranks[i];
             for c in pending {
-                if !rest.is_empty() || q.completions.push(&c).is_err() {
+                let in_arena = c.flags & COMPLETION_ARENA != 0;
+                let pushed = rest.is_empty()
+                    && q.completions
+                        .push_with(&c, |position| {
+                            if let Some(data) =
+                                in_arena.then(|| self.arena_bytes[i].front()).flatten()
+                            {
+                                self.shared.seg.recv_arena_write(rank, position, data);
+                            }
+                        })
+                        .is_ok();
+                if !pushed {
                     rest.push(c);
-                } else {
-                    delivered = true;
+                    continue;
                 }
+                if in_arena {
+                    self.arena_bytes[i].pop_front();
+                }
+                delivered = true;
             }
             if !rest.is_empty() {
                 // Completions wait for queue space: no stretched timer until delivered.
@@ -93,7 +116,6 @@ impl NodeManager {
             self.overflow[i] = rest;
             if delivered {
                 woke = true;
-                let rank = self.local_ranks[i];
                 resume_computing(&self.shared.seg, rank);
                 if self.shared.seg.slot(rank).bump_wake() {
                     sleepers.push(rank);
