@@ -37,6 +37,12 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// Exit status when a node daemon was lost: as for a rank killed by SIGKILL.
 pub const EXIT_NODE_LOST: i32 = 128 + libc::SIGKILL;
 
+/// How long after a node reports a failure of its link to another node the Machine
+/// Manager still takes that node's loss, when it notices it, for the cause (the report
+/// races the control connection's close; seen under CI load:
+/// `multi_host::a_killed_daemon_stops_the_job_with_a_report` got the link failure, 70).
+const LINK_FAILURE_GRACE: Duration = Duration::from_secs(2);
+
 /// Receives the sink frames daemons ship on their control connections (the recorder's
 /// or a replay's verifier side: `wire_sink::FrameApplier`); called on the Machine
 /// Manager's main thread, in arrival order per node. A replay across hosts also gives each
@@ -209,6 +215,14 @@ struct Node {
     finished: bool,
 }
 
+/// Whether a node's failure message is about its link to `node` (the TCP transport's
+/// errors: `link to node N lost: ...`, `link to node N closed`, `link to node N: send
+/// failed: ...`).
+fn names_link_to(message: &str, node: u32) -> bool {
+    message.contains(&format!("link to node {node}:"))
+        || message.contains(&format!("link to node {node} "))
+}
+
 /// The job's state while it runs.
 struct Machine<'a> {
     cfg: &'a MachineConfig,
@@ -218,6 +232,10 @@ struct Machine<'a> {
     /// Exit status and message when they are not the outcome's own (a lost node, a
     /// node's report).
     verdict: Option<(i32, String)>,
+    /// The verdict came from a node's failure report naming its link to another node, at
+    /// this instant: if that node is found lost soon after, the loss is the cause and
+    /// becomes the verdict ([`Machine::lost`]).
+    link_failure: Option<(String, Instant)>,
     rank_status: Vec<Option<i32>>,
     /// Per (rank, stderr): the last piece forwarded ended a line.
     at_line_start: BTreeMap<(u32, bool), bool>,
@@ -308,6 +326,7 @@ pub fn run_machine(
         rx,
         outcome: None,
         verdict: None,
+        link_failure: None,
         rank_status: vec![None; spec.ranks as usize],
         at_line_start: BTreeMap::new(),
         stopping_since: None,
@@ -623,10 +642,25 @@ impl Machine<'_> {
             n.host, n.slice
         );
         tracing::error!("{msg}");
+        if self.link_failure_caused_by(node) {
+            // A node whose link to this one broke reported first (its socket saw the peer
+            // die before the Machine Manager's control connection did): the loss is the
+            // cause, and the job's verdict.
+            self.outcome = None;
+            self.verdict = None;
+        }
         if self.outcome.is_none() {
             self.verdict = Some((EXIT_NODE_LOST, msg.clone()));
         }
         self.stop(JobOutcome::EngineFailed(msg.clone()), &msg);
+    }
+
+    /// Whether the verdict so far is a node's report, made within [`LINK_FAILURE_GRACE`],
+    /// of a failure of its link to `node`.
+    fn link_failure_caused_by(&self, node: u32) -> bool {
+        self.link_failure.as_ref().is_some_and(|(message, at)| {
+            at.elapsed() < LINK_FAILURE_GRACE && names_link_to(message, node)
+        })
     }
 
     fn handle(&mut self, node: u32, m: ControlMessage, payload: &[u8]) {
@@ -699,6 +733,9 @@ impl Machine<'_> {
             }
         };
         if self.outcome.is_none() {
+            if outcome == NodeOutcome::Failed {
+                self.link_failure = Some((message.clone(), Instant::now()));
+            }
             let text = match outcome {
                 NodeOutcome::Failed => format!("node {node} (host {host}): {message}"),
                 _ => message,
@@ -760,5 +797,27 @@ impl Machine<'_> {
             transport: self.transport,
             nodes,
         }
+    }
+}
+
+#[cfg(test)]
+mod link_failure_tests {
+    use super::names_link_to;
+
+    #[test]
+    fn a_failure_names_the_link_it_lost_and_no_other() {
+        let lost = "transport: transport failure: link to node 1 lost: it closed the link";
+        assert!(names_link_to(lost, 1));
+        assert!(!names_link_to(lost, 2));
+        assert!(names_link_to(
+            "link to node 12: send failed: broken pipe",
+            12
+        ));
+        assert!(!names_link_to(
+            "link to node 12: send failed: broken pipe",
+            1
+        ));
+        assert!(names_link_to("link to node 3 closed", 3));
+        assert!(!names_link_to("rank 3 died", 3));
     }
 }
