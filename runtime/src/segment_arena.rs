@@ -39,17 +39,20 @@ pub(super) fn recv_arena_bytes(comp_cap: usize) -> usize {
 }
 
 impl JobSegment {
-    /// Address of `rank`'s receive arena entry for its completion at `position`.
-    fn recv_arena_entry(&self, rank: u32, position: u64) -> *mut u8 {
+    /// Address of entry `index` of the arena at `offset` in `rank`'s slot.
+    fn entry_at(&self, rank: u32, offset: impl Fn(usize, usize) -> usize, index: usize) -> *mut u8 {
         let h = self.header();
         let (dcap, ccap) = (h.desc_capacity as usize, h.comp_capacity as usize);
-        let index = (position % ccap as u64) as usize;
-        // SAFETY: the receive arena lies inside the slot (`slot_stride` reserves
-        // `recv_arena_bytes` after `recv_arena_offset`), and `index < ccap`.
-        unsafe {
-            self.slot_ptr(rank)
-                .add(recv_arena_offset(dcap, ccap) + index * ENTRY)
-        }
+        // SAFETY: both arenas lie inside the slot (`slot_stride` reserves `arena_bytes`
+        // after `arena_offset` and `recv_arena_bytes` after `recv_arena_offset`), and the
+        // callers' indices are below their arena's entry count.
+        unsafe { self.slot_ptr(rank).add(offset(dcap, ccap) + index * ENTRY) }
+    }
+
+    /// Address of `rank`'s receive arena entry for its completion at `position`.
+    fn recv_arena_entry(&self, rank: u32, position: u64) -> *mut u8 {
+        let ccap = self.header().comp_capacity as u64;
+        self.entry_at(rank, recv_arena_offset, (position % ccap) as usize)
     }
 
     /// The node manager's side: put `data` in `rank`'s receive arena entry for the
@@ -86,15 +89,8 @@ impl JobSegment {
 
     /// Address of `rank`'s arena entry for its descriptor `seq`.
     fn arena_entry(&self, rank: u32, seq: u64) -> *mut u8 {
-        let h = self.header();
-        let (dcap, ccap) = (h.desc_capacity as usize, h.comp_capacity as usize);
-        let index = (seq % (2 * dcap as u64)) as usize;
-        // SAFETY: the arena lies inside the slot (`slot_stride` reserves `arena_bytes`
-        // after `arena_offset`), and `index * ENTRY + ENTRY <= arena_bytes(dcap)`.
-        unsafe {
-            self.slot_ptr(rank)
-                .add(arena_offset(dcap, ccap) + index * ENTRY)
-        }
+        let dcap = self.header().desc_capacity as u64;
+        self.entry_at(rank, arena_offset, (seq % (2 * dcap)) as usize)
     }
 
     /// The rank's side: put the bytes of its send `seq` in its arena; `false` when they do

@@ -79,3 +79,19 @@ pub fn end_message(stderr: &str) -> Option<String> {
     }
     Some(s)
 }
+
+/// Each slice's recorded descriptors and decisions up to `last` (the recording's last slice
+/// when `None`), as text: compares the schedule log of two recordings slice by slice,
+/// whatever batches each writer made of it.
+pub fn schedule_log(db: &std::path::Path, last: Option<u64>) -> Vec<String> {
+    let rec = strobe_recorder::Recording::open(db).expect("a recording");
+    (1..=last.unwrap_or_else(|| rec.last_slice()))
+        .map(|s| {
+            format!(
+                "{s}: {:?} {:?}",
+                rec.descriptors(s).expect("descriptors"),
+                rec.decisions(s).expect("decisions")
+            )
+        })
+        .collect()
+}

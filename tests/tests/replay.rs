@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use rusqlite::Connection;
-use strobe_tests::replay::{end_message, per_rank, record, replay, strobe_cmd, Out};
+use strobe_tests::replay::{end_message, per_rank, record, replay, schedule_log, strobe_cmd, Out};
 
 const NOISE: (&str, &str) = ("STROBE_FIXTURE_NOISE_US", "300");
 
@@ -252,20 +252,6 @@ fn replay_refuses_what_it_cannot_replay() {
     assert!(r.stderr.contains("damaged"), "{}", r.stderr);
 }
 
-/// Each slice's recorded descriptors and decisions up to `last`, as text.
-fn schedule_log(db: &Path, last: u64) -> Vec<String> {
-    let rec = strobe_recorder::Recording::open(db).unwrap();
-    (1..=last)
-        .map(|s| {
-            format!(
-                "{s}: {:?} {:?}",
-                rec.descriptors(s).unwrap(),
-                rec.decisions(s).unwrap()
-            )
-        })
-        .collect()
-}
-
 fn rows(c: &Connection, sql: &str) -> Vec<String> {
     let mut st = c.prepare(sql).unwrap();
     let n = st.column_count();
@@ -315,8 +301,8 @@ fn regeneration_is_identical_to_a_full_recording() {
             )
             .unwrap();
         assert_eq!(
-            schedule_log(&full, last_busy as u64),
-            schedule_log(&regen, last_busy as u64),
+            schedule_log(&full, Some(last_busy as u64)),
+            schedule_log(&regen, Some(last_busy as u64)),
             "{name}: schedule log"
         );
         for sql in [

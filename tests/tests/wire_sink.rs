@@ -9,26 +9,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rusqlite::Connection;
-use strobe_tests::replay::{record, replay};
+use strobe_tests::replay::{record, replay, schedule_log};
 
 /// Every row of every table, as text, sorted (rows of different nodes are written in
 /// whatever order the node threads reach the recorder). Left out: `job` (times of the
 /// file's creation), and the replay log's chunks and the content checksum, whose cuts
 /// follow the writer's commits (time-driven): the decoded replay log is compared instead.
-/// Each slice's recorded descriptors and decisions, as text.
-fn schedule_log(db: &Path) -> Vec<String> {
-    let rec = strobe_recorder::Recording::open(db).unwrap();
-    (1..=rec.last_slice())
-        .map(|s| {
-            format!(
-                "{s}: {:?} {:?}",
-                rec.descriptors(s).unwrap(),
-                rec.decisions(s).unwrap()
-            )
-        })
-        .collect()
-}
-
 fn rows(db: &Path) -> BTreeMap<String, Vec<String>> {
     let c = Connection::open(db).unwrap();
     let tables: Vec<String> = c
@@ -138,7 +124,7 @@ fn through_the_wire(name: &str, ranks: &str, extra: &[&str]) {
     for table in ["slice", "node_metrics", "mmds_rank"] {
         assert!(!w[table].is_empty(), "{name}: no rows in {table}");
     }
-    let (sw, sd) = (schedule_log(&wire), schedule_log(&direct));
+    let (sw, sd) = (schedule_log(&wire, None), schedule_log(&direct, None));
     assert!(
         sw.iter().any(|s| !s.ends_with("Some([]) Some([])")),
         "{name}: no schedule"
