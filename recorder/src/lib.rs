@@ -7,6 +7,7 @@
 
 mod blocked_delta;
 mod blocked_spans;
+mod checkpointer;
 pub mod checksum;
 pub mod compact;
 pub mod expand;
@@ -15,6 +16,7 @@ mod fresh_schema;
 mod messages;
 pub mod migrations;
 pub mod mmds_stats;
+mod nap;
 mod node_rows;
 pub mod privacy;
 pub mod read;
@@ -31,7 +33,7 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -243,8 +245,10 @@ pub struct Recorder {
     opts: RecordOptions,
     tx: RwLock<Option<SyncSender<Msg>>>,
     writer: Mutex<Option<JoinHandle<WriterDone>>>,
-    /// Dropping the sender stops the checkpointer thread.
-    checkpointer: Mutex<Option<(SyncSender<()>, JoinHandle<()>)>>,
+    /// The writer thread, woken when the queue is full or closed (it naps otherwise:
+    /// `nap::Nap`).
+    writer_thread: std::thread::Thread,
+    checkpointer: Mutex<Option<checkpointer::Checkpointer>>,
     /// The correctness checks' findings, written by [`Recorder::finish`].
     checks: Mutex<Vec<strobe_runtime::checks::Finding>>,
     /// Held until the recorder is dropped: a second writer is refused.
@@ -355,20 +359,23 @@ impl Recorder {
         // NORMAL: a commit does not wait for fsync (a power cut may lose the last batch,
         // never corrupt the file); checkpoints sync.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let (tx, rx) = sync_channel::<Msg>(opts.queue.max(1));
+        let queue = opts.queue.max(1);
+        let (tx, rx) = sync_channel::<Msg>(queue);
         let batch = (opts.batch_slices.max(1), opts.batch_interval);
+        let (checkpointer, folds) = checkpointer::Checkpointer::start(path)?;
         let pool = slice_pool::SlicePool::default();
         let spent = pool.clone();
         let handle = std::thread::Builder::new()
             .name("strobe-recorder".into())
-            .spawn(move || writer::run(conn, rx, spent, batch.0, batch.1))
+            .spawn(move || writer::run(conn, rx, spent, queue, batch, folds))
             .map_err(|e| RecordError::Writer(e.to_string()))?;
         Ok(Recorder {
+            writer_thread: handle.thread().clone(),
             path: path.to_path_buf(),
             opts,
             tx: RwLock::new(Some(tx)),
             writer: Mutex::new(Some(handle)),
-            checkpointer: Mutex::new(Some(start_checkpointer(path)?)),
+            checkpointer: Mutex::new(Some(checkpointer)),
             checks: Mutex::new(Vec::new()),
             _lock: lock,
             reserve: Mutex::new(reserve),
@@ -454,19 +461,22 @@ impl Recorder {
 
     fn send(&self, m: Msg) {
         if let Some(tx) = self.tx.read().expect("recorder lock").as_ref() {
-            // Blocks when the queue is full; fails only if the writer is gone (its error
-            // is reported by finish).
-            let _ = tx.send(m);
+            // Blocks when the queue is full (after waking the napping writer); fails only
+            // if the writer is gone (its error is reported by finish).
+            if let Err(TrySendError::Full(m)) = tx.try_send(m) {
+                self.writer_thread.unpark();
+                let _ = tx.send(m);
+            }
         }
     }
 
     /// Stop the writer and get the connection back, with the writer's first error. On an
     /// error (a full disk), the file is marked cut at the last committed slice first.
-    fn stop_writer(&self) -> Result<(Connection, u64), RecordError> {
+    fn stop_writer(&self) -> Result<(Connection, u64, Option<checksum::TableRows>), RecordError> {
         self.tx.write().expect("recorder lock").take();
-        if let Some((stop, handle)) = self.checkpointer.lock().expect("recorder lock").take() {
-            drop(stop);
-            let _ = handle.join();
+        self.writer_thread.unpark();
+        if let Some(c) = self.checkpointer.lock().expect("recorder lock").take() {
+            c.stop();
         }
         let handle = self
             .writer
@@ -486,7 +496,7 @@ impl Recorder {
                 mark_cut(done.conn, done.committed, &e);
                 Err(e)
             }
-            None => Ok((done.conn, done.slices)),
+            None => Ok((done.conn, done.slices, done.slice_rows)),
         }
     }
 
@@ -521,7 +531,7 @@ impl Recorder {
         slices: Option<(u64, Duration)>,
         rank_status: &[Option<i32>],
     ) -> Result<u64, RecordError> {
-        let (mut conn, recorded) = self.stop_writer()?;
+        let (mut conn, recorded, slice_rows) = self.stop_writer()?;
         let tx = conn.transaction()?;
         tx.execute(
             "UPDATE job SET ended_at = ?1, elapsed_ns = ?2, outcome = ?3, message = ?4,
@@ -567,7 +577,7 @@ impl Recorder {
         }
         // In the same transaction as the outcome: a reader never sees a finished
         // recording without its checksum, nor the checksum of an unfinished one.
-        checksum::seal(&tx)?;
+        checksum::seal_with(&tx, slice_rows)?;
         tx.commit()?;
         // Leave one self-contained file: fold the WAL back and switch to a rollback
         // journal, so the recording can be copied alone and opened read-only anywhere.
@@ -628,30 +638,6 @@ pub fn outcome_name(o: &JobOutcome) -> &'static str {
         JobOutcome::EngineFailed(_) => "engine_failed",
         JobOutcome::SourceStopped(_) => "stopped",
     }
-}
-
-/// How often the checkpointer folds the WAL into the database while recording.
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-
-/// A thread with its own connection that checkpoints the WAL every [`CHECKPOINT_EVERY`]
-/// (PASSIVE: it never waits for the writer, nor the writer for it), so the WAL stays small
-/// during long recordings without the writer ever paying for an fsync.
-fn start_checkpointer(path: &Path) -> Result<(SyncSender<()>, JoinHandle<()>), RecordError> {
-    let conn = Connection::open(path)?;
-    let (tx, rx) = sync_channel::<()>(1);
-    let handle = std::thread::Builder::new()
-        .name("strobe-checkpoint".into())
-        .spawn(move || {
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                rx.recv_timeout(CHECKPOINT_EVERY)
-            {
-                // A failed checkpoint only leaves a longer WAL: the next one or finish()
-                // folds it back.
-                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-            }
-        })
-        .map_err(|e| RecordError::Writer(e.to_string()))?;
-    Ok((tx, handle))
 }
 
 impl SliceSink for Recorder {

@@ -518,7 +518,7 @@ ALTER TABLE job ADD COLUMN transport TEXT;
 mod compact_formats;
 use compact_formats::{
     V_BLOCKED_EPISODES, V_COMPACT_SCHEDULE, V_DERIVED_ROWS, V_OPEN_SPANS, V_PACKED_SCHEDULE,
-    V_SCHEDULE_BATCHES, V_WRITER_SUMMARIES,
+    V_SCHEDULE_BATCHES, V_TABLES_CHECKSUM, V_WRITER_SUMMARIES,
 };
 
 /// The ordered migration scripts; the schema version is their count.
@@ -543,7 +543,12 @@ pub const MIGRATIONS: &[&str] = &[
     V_WRITER_SUMMARIES,
     V_BLOCKED_EPISODES,
     V_SCHEDULE_BATCHES,
+    V_TABLES_CHECKSUM,
 ];
+
+/// The first format whose content checksum is `sha256-tables-v2` (`checksum::ALGORITHM`):
+/// the position of [`V_TABLES_CHECKSUM`].
+pub const TABLES_CHECKSUM_VERSION: i64 = version_of(V_TABLES_CHECKSUM);
 
 /// The first format whose schedule log is written in batches (`schedule_batch`): the
 /// position of [`V_SCHEDULE_BATCHES`].

@@ -325,3 +325,14 @@ CREATE VIEW message_life AS
                                      ORDER BY first_slice DESC LIMIT 1)
                       WHERE last_slice >= m.slice);
 "#;
+
+/// Format 21: the content checksum by table (`checksum::ALGORITHM`, `sha256-tables-v2`): a
+/// SHA-256 of each covered table's rows, then one over the tables' names and digests, so
+/// the writer hashes the `slice` rows as it inserts them instead of `finish` reading them
+/// back. No schema change: the version makes a strobe that knows only `sha256-rows-v1`
+/// refuse the file as too new rather than call it damaged. Files of format 20 and older
+/// keep their `sha256-rows-v1` checksum and verify as before.
+pub(super) const V_TABLES_CHECKSUM: &str = r#"
+-- Format 21: content_checksum.algorithm sha256-tables-v2; no schema change.
+SELECT 21;
+"#;

@@ -6,6 +6,7 @@
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::Descriptor;
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
@@ -15,6 +16,7 @@ use strobe_runtime::sched::{DecisionCounts, SliceDecisions};
 use strobe_runtime::segment::BlockedCall;
 
 use crate::blocked_spans::BlockedSpans;
+use crate::checksum::TableRows;
 use crate::compact;
 use crate::node_rows::NodeRows;
 use crate::replay_log::ReplayLogEncoder;
@@ -133,6 +135,8 @@ pub(crate) struct WriterDone {
     /// The first error; later messages were drained and dropped so senders never block.
     pub error: Option<RecordError>,
     pub slices: u64,
+    /// The `slice` rows as inserted, for the content checksum (none after an error).
+    pub slice_rows: Option<TableRows>,
     /// The last slice of the last successful commit (0: none): after an error (a full
     /// disk), the recording holds exactly the slices up to it.
     pub committed: u64,
@@ -177,15 +181,13 @@ fn commit_interval(interval: Duration, spans: &BlockedSpans) -> Duration {
     }
 }
 
-/// How long the writer sleeps when its queue is empty.
-const WRITER_NAP: Duration = Duration::from_millis(2);
-
 pub(crate) fn run(
     conn: Connection,
     rx: Receiver<Msg>,
     pool: crate::slice_pool::SlicePool,
-    batch_slices: usize,
-    interval: Duration,
+    queue: usize,
+    (batch_slices, interval): (usize, Duration),
+    mut folds: crate::checkpointer::FoldRequests,
 ) -> WriterDone {
     let mut error: Option<RecordError> = None;
     let mut slices = 0u64;
@@ -194,29 +196,30 @@ pub(crate) fn run(
     let mut spans = BlockedSpans::default();
     let mut mirror = crate::blocked_delta::BlockedMirror::default();
     let mut nodes = NodeRows::default();
+    let mut nap = crate::nap::Nap::new(queue, interval, Instant::now());
+    let mut slice_rows = TableRows::new("slice", &SLICE_COLUMNS);
     loop {
-        // Poll, never park: a parked receiver makes every send on the slice path pay a
-        // futex wake (several microseconds, at up to 100k slices a second). The writer
-        // instead naps briefly when the queue is empty; the bounded queue absorbs the
-        // slices of a nap, and commits still happen every `interval`.
         let msg = match rx.try_recv() {
             Ok(m) => Some(m),
             Err(TryRecvError::Disconnected) => None,
             Err(TryRecvError::Empty) => {
-                if b.open_since
-                    .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans))
-                {
+                let longest = commit_interval(interval, &spans);
+                if b.open_since.is_some_and(|t| t.elapsed() >= longest) {
                     commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+                    folds.committed();
                 }
-                std::thread::sleep(WRITER_NAP);
+                let commit_in = b.open_since.map(|t| longest.saturating_sub(t.elapsed()));
+                std::thread::park_timeout(nap.length(Instant::now(), commit_in));
                 continue;
             }
         };
+        nap.received();
         let Some(msg) = msg else { break };
         if error.is_some() {
             continue;
         }
         if b.open_since.is_none() {
+            folds.before_begin();
             if let Err(e) = conn.execute_batch("BEGIN") {
                 error = Some(e.into());
                 continue;
@@ -254,7 +257,7 @@ pub(crate) fn run(
                     s.reason == StartReason::First,
                     s.global.map(|g| ns(g.getts)),
                 );
-                write_slice(&conn, s, &mut nodes, &mut b.schedule)
+                write_slice(&conn, s, &mut slice_rows, &mut nodes, &mut b.schedule)
             }
             Msg::Node(slice, m) => nodes.node(&conn, *slice, m),
             Msg::Mmds(ranks) => write_mmds(&conn, ranks),
@@ -275,6 +278,7 @@ pub(crate) fn run(
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
         if b.pending >= batch_slices || due {
             commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+            folds.committed();
         }
     }
     // Node rows still waiting for a slice that never came are written whole. (They wait
@@ -305,6 +309,7 @@ pub(crate) fn run(
         commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
     }
     WriterDone {
+        slice_rows: error.is_none().then_some(slice_rows),
         conn,
         error,
         slices,
@@ -393,9 +398,41 @@ fn write_payload(conn: &Connection, p: &strobe_runtime::engine::Payload) -> rusq
     Ok(())
 }
 
+/// The `slice` table's columns in table order: its insert, and the content checksum's
+/// hash of the rows as they are inserted.
+pub(crate) const SLICE_COLUMNS: [&str; 17] = [
+    "slice",
+    "reason",
+    "start_ns",
+    "getts_ns",
+    "gtdem_ns",
+    "gtmsm_ns",
+    "gtts_ns",
+    "usrsts",
+    "usrdem",
+    "usrmsm",
+    "n_descriptors",
+    "n_matches",
+    "n_chunks",
+    "n_collectives",
+    "n_completions",
+    "n_blocked",
+    "digest",
+];
+
+static INSERT_SLICE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let marks: Vec<String> = (1..=SLICE_COLUMNS.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO slice ({}) VALUES ({})",
+        SLICE_COLUMNS.join(", "),
+        marks.join(", ")
+    )
+});
+
 fn write_slice(
     conn: &Connection,
     s: &SliceMsg,
+    slice_rows: &mut TableRows,
     nodes: &mut NodeRows,
     batch: &mut compact::BatchBuilder,
 ) -> rusqlite::Result<()> {
@@ -410,32 +447,34 @@ fn write_slice(
         return Ok(());
     }
     let g = s.global;
-    conn.prepare_cached(
-        "INSERT INTO slice (slice, reason, start_ns, getts_ns, gtdem_ns, gtmsm_ns, gtts_ns,
-            usrsts, usrdem, usrmsm, n_descriptors, n_matches, n_chunks, n_collectives,
-            n_completions, n_blocked, digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-    )?
-    .execute(params![
-        s.slice as i64,
-        s.reason.name(),
-        s.start_ns as i64,
-        g.map(|g| ns(g.getts)),
-        g.map(|g| ns(g.gtdem)),
-        g.map(|g| ns(g.gtmsm)),
-        g.map(|g| ns(g.gtts)),
-        g.map(|g| g.usrsts),
-        g.map(|g| g.usrdem),
-        g.map(|g| g.usrmsm),
-        s.n_descriptors,
-        s.counts.matches,
-        s.counts.chunks,
-        s.counts.collectives,
-        s.counts.completions,
-        s.n_blocked,
+    let int = ValueRef::Integer;
+    let opt = |v: Option<i64>| v.map_or(ValueRef::Null, ValueRef::Integer);
+    let row: [ValueRef<'_>; SLICE_COLUMNS.len()] = [
+        int(s.slice as i64),
+        ValueRef::Text(s.reason.name().as_bytes()),
+        int(s.start_ns as i64),
+        opt(g.map(|g| ns(g.getts))),
+        opt(g.map(|g| ns(g.gtdem))),
+        opt(g.map(|g| ns(g.gtmsm))),
+        opt(g.map(|g| ns(g.gtts))),
+        opt(g.map(|g| g.usrsts.into())),
+        opt(g.map(|g| g.usrdem.into())),
+        opt(g.map(|g| g.usrmsm.into())),
+        int(s.n_descriptors.into()),
+        int(s.counts.matches.into()),
+        int(s.counts.chunks.into()),
+        int(s.counts.collectives.into()),
+        int(s.counts.completions.into()),
+        int(s.n_blocked.into()),
         // The u64 digest's bit pattern: SQLite integers are signed 64-bit.
-        s.digest as i64,
-    ])?;
+        int(s.digest as i64),
+    ];
+    conn.prepare_cached(&INSERT_SLICE)?
+        .execute(rusqlite::params_from_iter(
+            row.iter().map(|v| ToSqlOutput::Borrowed(*v)),
+        ))?;
+    // The content checksum's rows of `slice`: the values just bound (`checksum::TableRows`).
+    slice_rows.row(s.slice as i64, row);
     nodes.slice(conn, s.slice, s.global.as_ref(), s.n_blocked)?;
     let Some(sch) = &s.schedule else {
         return Ok(());

@@ -135,3 +135,82 @@ fn the_encoding_separates_types_and_rows() {
     }
     assert_eq!(digest_of(variants[0]), digests[0], "deterministic");
 }
+
+/// Format 20 and older files carry `sha256-rows-v1`: still verified, damage still seen.
+#[test]
+fn a_v1_checksum_still_verifies_and_still_sees_damage() {
+    let (_dir, p) = recorded();
+    let c = Connection::open(&p).unwrap();
+    checksum::seal_as(&c, checksum::ALGORITHM_V1, None).unwrap();
+    let (algorithm, _, v1) = checksum::stored(&c).unwrap().unwrap();
+    assert_eq!(algorithm, checksum::ALGORITHM_V1);
+    assert_ne!(
+        v1,
+        checksum::compute(&c, COVERED).unwrap(),
+        "another encoding"
+    );
+    drop(c);
+    assert_eq!(
+        Recording::open(&p).unwrap().checksum(),
+        &ChecksumState::Verified
+    );
+    tamper(&p, "UPDATE slice SET digest = digest + 1 WHERE slice = 3");
+    assert!(open_err(&p).starts_with("damaged recording: content checksum"));
+    // Resealing a file of an older format keeps that format's encoding.
+    let (_dir, p) = recorded();
+    let c = Connection::open(&p).unwrap();
+    c.pragma_update(
+        None,
+        "user_version",
+        crate::migrations::TABLES_CHECKSUM_VERSION - 1,
+    )
+    .unwrap();
+    checksum::seal(&c).unwrap();
+    assert_eq!(
+        checksum::stored(&c).unwrap().unwrap().0,
+        checksum::ALGORITHM_V1
+    );
+}
+
+/// The writer's `slice` rows hashed as inserted stand for reading the table back only
+/// while they are its rows: the same columns, as many rows, keys in order.
+#[test]
+fn rows_hashed_as_inserted_stand_for_the_table_only_while_they_hold() {
+    let (_dir, p) = recorded();
+    let c = Connection::open(&p).unwrap();
+    let read_back = checksum::compute(&c, COVERED).unwrap();
+    let rows: Vec<Vec<rusqlite::types::Value>> = {
+        let mut st = c.prepare("SELECT * FROM slice ORDER BY slice").unwrap();
+        let n = st.column_count();
+        st.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert!(rows.len() >= 3);
+    let hashed = |rows: &[Vec<rusqlite::types::Value>], keys: &dyn Fn(usize) -> i64| {
+        let mut t = checksum::TableRows::new("slice", &crate::writer::SLICE_COLUMNS);
+        for (i, r) in rows.iter().enumerate() {
+            t.row(keys(i), r.iter().map(rusqlite::types::ValueRef::from));
+        }
+        checksum::compute_as(&c, COVERED, checksum::ALGORITHM, Some(t)).unwrap()
+    };
+    let key = |i: usize| i as i64 + 1;
+    assert_eq!(hashed(&rows, &key), read_back, "the rows as inserted");
+    // A changed value with everything else in place is taken as given (proof that the
+    // table is not read back): never happens in the writer, whose values are the rows.
+    let mut changed = rows.clone();
+    changed[1][2] = rusqlite::types::Value::Integer(-1);
+    assert_ne!(hashed(&changed, &key), read_back);
+    // One row short, or keys out of order: the table is read back instead.
+    assert_eq!(hashed(&changed[1..], &key), read_back);
+    assert_eq!(hashed(&changed, &|i| 10 - i as i64), read_back);
+}
+
+#[test]
+fn the_slice_insert_names_every_column_in_table_order() {
+    let mut c = Connection::open_in_memory().unwrap();
+    crate::migrations::migrate(&mut c).unwrap();
+    let st = c.prepare("SELECT * FROM slice LIMIT 0").unwrap();
+    assert_eq!(st.column_names(), crate::writer::SLICE_COLUMNS);
+}

@@ -1,0 +1,179 @@
+//! The checkpointer: a thread with its own connection that folds the WAL into the
+//! database while a job records (PASSIVE: it never waits for the writer, nor the writer
+//! for it), so the writer never pays for a checkpoint's fsync.
+//!
+//! When: the writer asks for a fold right after a commit, at most every [`FOLD_AFTER`], and
+//! waits for it (at most [`FOLD_WAIT`]) before its next transaction; the thread also folds
+//! every [`FOLD_AT_LEAST_EVERY`] on its own. SQLite rewinds the WAL to its start only at
+//! the commit of a transaction that began after a fold had copied every frame; a
+//! message-heavy job's writer begins its next transaction right after a commit, so with
+//! folds on a timer (once a second) the WAL never rewound: it grew to 56 MB beside a
+//! 16.6 MB recording (`comet_exchange`, everything on), every frame a new page for the
+//! kernel to allocate and write back, and `finish` had up to a second of frames left to
+//! fold and a long file to truncate (50 ms of a 1 s job). The wait costs the writer a few
+//! milliseconds of idling every 100 ms, which the queue absorbs; the fold's fsync stays
+//! off the writer (a fold slower than [`FOLD_WAIT`] is not waited for).
+
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::RecordError;
+
+/// The writer asks for a fold at most this often.
+const FOLD_AFTER: Duration = Duration::from_millis(100);
+/// The thread folds at least this often without being asked.
+const FOLD_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
+/// The writer waits at most this long for a fold it asked for.
+const FOLD_WAIT: Duration = Duration::from_millis(20);
+
+/// How many folds the thread has ended, for the writer to wait on.
+#[derive(Default)]
+struct Folds {
+    ended: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Folds {
+    fn fold_ended(&self) {
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.changed.notify_all();
+    }
+}
+
+enum Request {
+    Fold,
+    Stop,
+}
+
+/// The running thread, owned by the `Recorder`.
+pub(crate) struct Checkpointer {
+    tx: SyncSender<Request>,
+    handle: JoinHandle<()>,
+}
+
+/// The writer's side: asks for a fold after a commit, waits for it before the next.
+pub(crate) struct FoldRequests {
+    tx: SyncSender<Request>,
+    folds: Arc<Folds>,
+    last: Instant,
+    /// The count of ended folds to wait for, once one is asked for.
+    awaited: Option<u64>,
+    /// At most this long ([`FOLD_WAIT`]).
+    wait: Duration,
+}
+
+impl FoldRequests {
+    /// Called after each commit.
+    pub(crate) fn committed(&mut self) {
+        if self.awaited.is_some() || self.last.elapsed() < FOLD_AFTER {
+            return;
+        }
+        let ended = *self.folds.ended.lock().unwrap_or_else(|e| e.into_inner());
+        // Full means a fold is already asked for: this one is not needed.
+        if self.tx.try_send(Request::Fold).is_ok() {
+            self.awaited = Some(ended + 1);
+        }
+        self.last = Instant::now();
+    }
+
+    /// Called before a transaction begins: the fold asked for after the last commit ends
+    /// first (or [`FOLD_WAIT`] passes), so this transaction's commit can rewind the WAL.
+    pub(crate) fn before_begin(&mut self) {
+        let Some(awaited) = self.awaited.take() else {
+            return;
+        };
+        let ended = self.folds.ended.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .folds
+            .changed
+            .wait_timeout_while(ended, self.wait, |n| *n < awaited);
+    }
+}
+
+impl Checkpointer {
+    pub(crate) fn start(path: &Path) -> Result<(Checkpointer, FoldRequests), RecordError> {
+        let conn = Connection::open(path)?;
+        let (tx, rx) = sync_channel::<Request>(2);
+        let folds = Arc::new(Folds::default());
+        let done = folds.clone();
+        let handle = std::thread::Builder::new()
+            .name("strobe-checkpoint".into())
+            .spawn(move || {
+                while let Ok(Request::Fold) | Err(RecvTimeoutError::Timeout) =
+                    rx.recv_timeout(FOLD_AT_LEAST_EVERY)
+                {
+                    // A failed checkpoint only leaves a longer WAL: the next one or
+                    // `finish` folds it back.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    done.fold_ended();
+                }
+            })
+            .map_err(|e| RecordError::Writer(e.to_string()))?;
+        let requests = FoldRequests {
+            tx: tx.clone(),
+            folds,
+            last: Instant::now(),
+            awaited: None,
+            wait: FOLD_WAIT,
+        };
+        Ok((Checkpointer { tx, handle }, requests))
+    }
+
+    /// Stop the thread (a fold in progress finishes first).
+    pub(crate) fn stop(self) {
+        let _ = self.tx.send(Request::Stop);
+        let _ = self.handle.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The WAL file's length (a checkpoint to count its frames would fold them itself).
+    fn wal_len(db: &Path) -> u64 {
+        std::fs::metadata(db.with_extension("db-wal"))
+            .unwrap()
+            .len()
+    }
+
+    fn commit_rows(c: &Connection, n: usize) {
+        c.execute_batch("BEGIN").unwrap();
+        for _ in 0..n {
+            c.execute("INSERT INTO t VALUES (randomblob(2000))", [])
+                .unwrap();
+        }
+        c.execute_batch("COMMIT").unwrap();
+    }
+
+    /// The fold asked for after a commit ends before the next transaction begins, so that
+    /// transaction's commit rewinds the WAL instead of appending to it.
+    #[test]
+    fn a_fold_asked_for_after_a_commit_lets_the_next_commit_rewind_the_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.db");
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.execute_batch("CREATE TABLE t (b BLOB)").unwrap();
+        let (ckpt, mut folds) = Checkpointer::start(&p).unwrap();
+        // However slow the fold on a loaded machine: this test waits for it.
+        folds.wait = Duration::from_secs(30);
+        folds.last = Instant::now() - FOLD_AFTER;
+        commit_rows(&c, 200);
+        let after_first = wal_len(&p);
+        assert!(after_first >= 100 * 4096, "{after_first} bytes");
+        folds.committed();
+        folds.before_begin();
+        // Rewound, the commit writes its frames over the first ones: the file keeps its
+        // length (without the fold's end awaited, it grew by this commit's frames).
+        commit_rows(&c, 2);
+        assert_eq!(wal_len(&p), after_first, "rewound");
+        ckpt.stop();
+    }
+}
