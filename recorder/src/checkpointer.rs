@@ -43,6 +43,13 @@ impl Folds {
         *self.ended.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         self.changed.notify_all();
     }
+
+    /// The thread is gone: no fold will end any more, so no one waits for one (the
+    /// writer still draining its queue after `finish` stopped the thread).
+    fn stopped(&self) {
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner()) = u64::MAX;
+        self.changed.notify_all();
+    }
 }
 
 enum Request {
@@ -76,7 +83,7 @@ impl FoldRequests {
         let ended = *self.folds.ended.lock().unwrap_or_else(|e| e.into_inner());
         // Full means a fold is already asked for: this one is not needed.
         if self.tx.try_send(Request::Fold).is_ok() {
-            self.awaited = Some(ended + 1);
+            self.awaited = Some(ended.saturating_add(1));
         }
         self.last = Instant::now();
     }
@@ -112,6 +119,7 @@ impl Checkpointer {
                     let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                     done.fold_ended();
                 }
+                done.stopped();
             })
             .map_err(|e| RecordError::Writer(e.to_string()))?;
         let requests = FoldRequests {
@@ -175,5 +183,28 @@ mod tests {
         commit_rows(&c, 2);
         assert_eq!(wal_len(&p), after_first, "rewound");
         ckpt.stop();
+    }
+
+    /// A fold asked for as the thread stops (the writer draining after `finish` stopped
+    /// it) is not waited for: the wait would be for a fold that never comes.
+    #[test]
+    fn no_wait_for_a_fold_once_the_thread_has_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.db");
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        let (ckpt, mut folds) = Checkpointer::start(&p).unwrap();
+        folds.wait = Duration::from_secs(60);
+        // Asked for while the thread still runs, not yet ended when it stops.
+        folds.awaited = Some(u64::MAX - 1);
+        ckpt.stop();
+        let t = Instant::now();
+        folds.before_begin();
+        // Liveness, not speed: without the stop's notice this waits the whole minute.
+        assert!(t.elapsed() < Duration::from_secs(30));
+        folds.last = Instant::now() - FOLD_AFTER;
+        folds.committed();
+        folds.before_begin();
+        assert!(t.elapsed() < Duration::from_secs(30));
     }
 }
