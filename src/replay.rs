@@ -624,11 +624,17 @@ pub fn replay(a: &ReplayArgs) -> Result<i32> {
     }
     // A progress bar on a terminal for a replay that is not stopped on the way (a held
     // replay's terminal is the stepper's); its total is the recording's last slice.
-    let shown = (!stops)
+    // The total is shown, never acted on: read without the whole-file checks (the replayer
+    // runs them), and only for a terminal (the open cost a replay whose stderr is a file or
+    // a pipe a full check of the recording, 3 ms for a small file and 150 ms for 18 MB).
+    let shown = (!stops && std::io::stderr().is_terminal())
         .then(|| {
-            let total = strobe_recorder::Recording::open(&a.file)
-                .ok()
-                .map(|r| r.last_slice());
+            let total = strobe_recorder::Recording::open_with(
+                &a.file,
+                strobe_recorder::recording::Check::UpTo(0),
+            )
+            .ok()
+            .map(|r| r.last_slice());
             let c = ctl.clone();
             crate::progress::Progress::start(crate::progress::Work {
                 verb: "replaying",

@@ -181,8 +181,11 @@ fn absolute(p: &Path) -> PathBuf {
 /// What replaying `opts.recording` would run (for `--dry-run` and the confirmation
 /// prompt), without spawning anything.
 pub fn plan(opts: &ReplayOptions) -> Result<LaunchPlan, ReplayError> {
-    let rec = Recording::open(&absolute(&opts.recording))?;
-    safety::plan(&rec, opts)
+    let rec = Recording::open_planned(&absolute(&opts.recording))?;
+    let plan = safety::plan(&rec, opts);
+    // The replay that usually follows opens the same file: kept, not opened twice.
+    rec.keep_for_replay();
+    plan
 }
 
 /// Check `--until-slice` and every `--break` against the recording and give `ctl` its
@@ -234,7 +237,7 @@ pub fn replay_with(
     ctl: Arc<Controller>,
     runner: Option<&dyn JobRunner>,
 ) -> Result<ReplayReport, ReplayError> {
-    let rec = Recording::open(&absolute(&opts.recording))?;
+    let rec = Recording::open_planned(&absolute(&opts.recording))?;
     let job = rec.job.clone();
     let plan = safety::plan(&rec, opts)?;
     if let (Some(why), false) = (plan.needs_confirmation(), opts.confirmed) {

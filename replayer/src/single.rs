@@ -253,8 +253,9 @@ pub fn replay_rank(
     rank: u32,
     debugger: Option<Debugger>,
 ) -> Result<ReplayReport, ReplayError> {
-    let rec =
-        Recording::open(&std::path::absolute(&opts.recording).unwrap_or(opts.recording.clone()))?;
+    let rec = Recording::open_planned(
+        &std::path::absolute(&opts.recording).unwrap_or(opts.recording.clone()),
+    )?;
     check_captured(&rec, rank)?;
     let plan = safety::plan(&rec, opts)?;
     if let (Some(why), false) = (plan.needs_confirmation(), opts.confirmed) {
