@@ -115,6 +115,9 @@ pub struct NodeManager {
     urgent_since: Option<Instant>,
     /// Whether the Strobe Sender polls after a delivery although every rank computes.
     woken: super::woken::ReturnWatch,
+    /// Replay: how long the Strobe Sender sleeps for the gate without a doorbell
+    /// (`node_start.rs`, `GATE_NAP_SHORTEST`..`GATE_NAP_LONGEST`).
+    gate_nap: Duration,
 }
 
 /// What one slice accumulates on this node while the machine walks its microphases.
@@ -225,6 +228,7 @@ impl NodeManager {
             early_delivery,
             urgent_since: None,
             woken: Default::default(),
+            gate_nap: start::GATE_NAP_SHORTEST,
             cfg,
         }
     }

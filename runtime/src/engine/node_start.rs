@@ -29,6 +29,11 @@ const MIRROR_POLL: Duration = Duration::from_micros(5);
 /// rank whose neighbours compute for milliseconds loses at most this much.
 const URGENT_GRACE: Duration = Duration::from_micros(5);
 
+/// Replay: the Strobe Sender's first sleep for the gate without a doorbell, and the
+/// longest it doubles to while nothing rings (a user command waits at most that long).
+pub(super) const GATE_NAP_SHORTEST: Duration = Duration::from_millis(2);
+const GATE_NAP_LONGEST: Duration = Duration::from_millis(32);
+
 /// [`URGENT_GRACE`] while the Strobe Sender may poll (none when the job's threads
 /// outnumber the cores: polling would keep the computing rank from its core).
 fn urgent_grace() -> Duration {
@@ -217,15 +222,27 @@ impl NodeManager {
             Gate::Wait => self.shared.parked.store(next, Ordering::Release),
         }
         // Replaying ranks ring the doorbell when they post, block or are held; the
-        // timeout covers what rings nothing (a rank that exits, a user command).
-        if !futex::spin_while_eq(&h.doorbell, bell, futex::spin_budget()) {
-            futex::wait_counted(
+        // timeout covers what rings nothing (a rank that exits, a user command). It
+        // doubles while nothing rings: a fixed 2 ms woke the Strobe Sender five times in
+        // each 10 ms computation of `synth_barrier`, each time taking a core from a
+        // computing rank (replay 1% slower than the recording it replays). It polls first
+        // as the live Strobe Sender does (`doorbell_spin`): not while every rank computes,
+        // except right after a delivery; it polled the whole spin budget, yielding, before
+        // each of those sleeps.
+        let spin = self.doorbell_spin();
+        let h = self.shared.seg.header();
+        let rang = futex::spin_while_eq(&h.doorbell, bell, spin)
+            || futex::wait_counted(
                 &h.doorbell,
                 bell,
                 &h.doorbell_sleepers,
-                Some(Instant::now() + Duration::from_millis(2)),
-            );
-        }
+                Some(Instant::now() + self.gate_nap),
+            ) != futex::WaitResult::TimedOut;
+        self.gate_nap = if rang {
+            GATE_NAP_SHORTEST
+        } else {
+            (self.gate_nap * 2).min(GATE_NAP_LONGEST)
+        };
     }
 }
 
