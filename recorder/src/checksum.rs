@@ -193,12 +193,9 @@ pub(crate) fn compute_as(
             h.update(b"E");
             continue;
         }
-        let usable = match known.take() {
-            Some(k) if k.table == c.table => still_true(conn, c, &k)?.then_some(k),
-            other => {
-                known = other;
-                None
-            }
+        let usable = match known.take_if(|k| k.table == c.table) {
+            Some(k) => still_true(conn, c, &k)?.then_some(k),
+            None => None,
         };
         let mut t = match usable {
             Some(k) => k.h,
@@ -213,6 +210,7 @@ pub(crate) fn compute_as(
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
+
 /// What a reader knows about a recording's content.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state", content = "why")]
