@@ -150,6 +150,17 @@ mod tests {
             .len()
     }
 
+    /// A database in WAL mode with a table `t`, without automatic checkpoints.
+    fn wal_db() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.db");
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.execute_batch("CREATE TABLE t (b BLOB)").unwrap();
+        (dir, p, c)
+    }
+
     fn commit_rows(c: &Connection, n: usize) {
         c.execute_batch("BEGIN").unwrap();
         for _ in 0..n {
@@ -163,12 +174,7 @@ mod tests {
     /// transaction's commit rewinds the WAL instead of appending to it.
     #[test]
     fn a_fold_asked_for_after_a_commit_lets_the_next_commit_rewind_the_wal() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.db");
-        let c = Connection::open(&p).unwrap();
-        c.pragma_update(None, "journal_mode", "WAL").unwrap();
-        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
-        c.execute_batch("CREATE TABLE t (b BLOB)").unwrap();
+        let (_dir, p, c) = wal_db();
         let (ckpt, mut folds) = Checkpointer::start(&p).unwrap();
         // However slow the fold on a loaded machine: this test waits for it.
         folds.wait = Duration::from_secs(30);
@@ -189,10 +195,7 @@ mod tests {
     /// it) is not waited for: the wait would be for a fold that never comes.
     #[test]
     fn no_wait_for_a_fold_once_the_thread_has_stopped() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.db");
-        let c = Connection::open(&p).unwrap();
-        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        let (_dir, p, _c) = wal_db();
         let (ckpt, mut folds) = Checkpointer::start(&p).unwrap();
         folds.wait = Duration::from_secs(60);
         // Asked for while the thread still runs, not yet ended when it stops.

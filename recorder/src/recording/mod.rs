@@ -143,9 +143,9 @@ pub struct Recording {
     checksum: ChecksumState,
 }
 
-const SLICE_COLUMNS: &str = "slice, reason, start_ns, getts_ns, gtdem_ns, gtmsm_ns, gtts_ns,
-    usrsts, usrdem, usrmsm, n_descriptors, n_matches, n_chunks, n_collectives, n_completions,
-    n_blocked, digest";
+/// The `slice` columns in table order, as the writer inserts them (one list).
+static SLICE_COLUMNS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::writer::SLICE_COLUMNS.join(", "));
 
 const DESCRIPTOR_COLUMNS: &str = "rank, seq, kind, peer, tag, comm, bytes, flags";
 
@@ -309,7 +309,8 @@ impl Recording {
     /// metrics and schedule-log windows).
     pub fn slices(&self, range: RangeInclusive<u64>) -> Result<Vec<SliceRow>, RecordError> {
         let mut st = self.conn.prepare_cached(&format!(
-            "SELECT {SLICE_COLUMNS} FROM slice WHERE slice BETWEEN ?1 AND ?2 ORDER BY slice"
+            "SELECT {} FROM slice WHERE slice BETWEEN ?1 AND ?2 ORDER BY slice",
+            *SLICE_COLUMNS
         ))?;
         let rows = st
             .query_map(
