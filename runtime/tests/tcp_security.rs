@@ -216,3 +216,32 @@ fn an_endpoint_that_leaves_is_an_error_for_the_others() {
     assert!(eps[1].test_event(EventId(1), Wait::Poll).unwrap());
     assert_eq!(eps[0].failure(), None);
 }
+
+/// A peer that left in order closed its socket with our last frames unread, which resets
+/// the link: the write that finds the reset fails, but the endpoint is not broken (the
+/// hosts test saw a job that had ended well fail with "send failed: Broken pipe" when node
+/// 1's status push met node 0's reset before node 1 had read node 0's last strobe).
+#[test]
+fn a_write_after_an_orderly_leave_does_not_break_the_endpoint() {
+    for round in 0..20 {
+        let mut eps = TcpEndpoint::loopback_job(2, GLOBAL, EVENTS).unwrap();
+        // Frames the leaving node never reads: its close resets the link.
+        let block = vec![7u8; 4096];
+        eps[0]
+            .xfer_and_signal_nowait(&block, &NodeSet::single(1), 0, None)
+            .unwrap();
+        drop(eps.pop());
+        let t = std::time::Instant::now();
+        let err = loop {
+            match eps[0].xfer_and_signal_nowait(&block, &NodeSet::single(1), 0, None) {
+                Ok(()) => assert!(t.elapsed().as_secs() < 10, "round {round}: still sending"),
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(&err, TransportError::Io(m) if m.contains("node 1")),
+            "round {round}: {err}"
+        );
+        assert_eq!(eps[0].failure(), None, "round {round}: {err}");
+    }
+}

@@ -155,6 +155,10 @@ impl TcpBinding {
     }
 }
 
+/// How long a failed write waits for the link's reader to say whether the peer left in
+/// order ([`Shared::sent`]): the reader has only the frames in its buffer left to apply.
+const GOODBYE_GRACE: Duration = Duration::from_secs(1);
+
 /// Stack size of the link threads: they hold a frame buffer on the heap and recurse
 /// nowhere, and a 64-node endpoint runs 126 of them.
 const LINK_THREAD_STACK: usize = 256 * 1024;
@@ -232,11 +236,18 @@ impl Shared {
 
     /// Passes on the outcome of a send to `node`. A write that failed breaks the endpoint
     /// at once, as a lost reader or an unanswered request does: the caller sees the error
-    /// and every later wait fails too, whichever thread noticed first.
+    /// and every later wait fails too, whichever thread noticed first. Unless the peer
+    /// left in order: at the end of a job node 0 leaves once it sent the last strobe, and
+    /// a status push of ours it never read resets the link; our next write fails while
+    /// that strobe may still wait unread here. Breaking the endpoint then failed a job
+    /// that had ended well (its node manager, still to read the strobe, saw the failure).
     fn sent<T>(&self, node: NodeId, r: Result<T, TransportError>) -> Result<T, TransportError> {
         if r.is_err() {
-            if let Some(why) = self.peer(node).send_failure() {
-                self.set_broken(why.to_string());
+            let peer = self.peer(node);
+            if let Some(why) = peer.send_failure() {
+                if !peer.left_in_order(GOODBYE_GRACE) {
+                    self.set_broken(why.to_string());
+                }
             }
         }
         r

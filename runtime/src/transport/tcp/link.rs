@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::io::{BufReader, Read as _};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use strobe_schema::{LinkCmp, LinkMessage};
 
@@ -49,6 +49,9 @@ pub struct Peer {
     /// Set when a write on this link failed (a reset, or the TCP user timeout of a peer
     /// that vanished): unlike a peer that said goodbye, that breaks the whole fabric.
     send_failure: OnceLock<String>,
+    /// Set by the reader when it ends: whether the peer said goodbye first.
+    reader_end: Mutex<Option<bool>>,
+    reader_ended: Condvar,
 }
 
 /// A remote Compare-And-Write waiting for the coordinator (node 0).
@@ -102,6 +105,8 @@ impl Peer {
             }),
             answers: Mutex::new(tx),
             send_failure: OnceLock::new(),
+            reader_end: Mutex::new(None),
+            reader_ended: Condvar::new(),
         };
         Ok((Arc::new(peer), rx))
     }
@@ -132,6 +137,31 @@ impl Peer {
     /// Why a write on this link failed, if one did.
     pub fn send_failure(&self) -> Option<&str> {
         self.send_failure.get().map(String::as_str)
+    }
+
+    /// Whether the peer left in order (said goodbye), waiting at most `grace` for this
+    /// link's reader to finish what the peer sent. A write can fail before the reader has
+    /// read the peer's last frames: a node that ends its part of the job closes its socket
+    /// with frames of ours unread, which resets the connection, and our next write fails
+    /// while its strobe and goodbye still wait in our receive buffer.
+    pub fn left_in_order(&self, grace: Duration) -> bool {
+        let deadline = Instant::now() + grace;
+        let mut end = self.reader_end.lock().unwrap_or_else(|p| p.into_inner());
+        while end.is_none() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            end = match self.reader_ended.wait_timeout(end, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        *end == Some(true)
+    }
+
+    fn reader_ends(&self, said_goodbye: bool) {
+        *self.reader_end.lock().unwrap_or_else(|p| p.into_inner()) = Some(said_goodbye);
+        self.reader_ended.notify_all();
     }
 
     /// Sends a request and returns where its answer will arrive.
@@ -265,6 +295,7 @@ pub fn reader_loop(shared: Arc<Shared>, peer: Arc<Peer>, stream: TcpStream) {
             Err(why) => break Some(why),
         }
     };
+    peer.reader_ends(lost.is_none());
     if shared.is_closing() {
         return;
     }
