@@ -24,7 +24,10 @@ use crate::RecordError;
 
 pub(crate) enum Msg {
     Slice(Box<SliceMsg>),
-    Node(u64, LocalMetrics),
+    /// Boxed, as a slice is: the queue's slots are as large as its largest message, and
+    /// `sync_channel` writes every slot when it is made (8,192 slots of 192 bytes took
+    /// 0.55 ms of every `strobe record`'s start; 40 bytes now).
+    Node(u64, Box<LocalMetrics>),
     /// Every rank's MMDS, once at the end of the job.
     Mmds(Vec<RankMmds>),
     /// Timing-dependent outcomes of one rank (replay log).
@@ -581,4 +584,14 @@ fn write_mmds(conn: &Connection, ranks: &[RankMmds]) -> rusqlite::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod msg_size {
+    /// Every slot of the writer's queue is as large as this, and all 8,192 are written
+    /// when the queue is made: a large message belongs in a box.
+    #[test]
+    fn a_queued_message_is_small() {
+        assert!(std::mem::size_of::<super::Msg>() <= 48);
+    }
 }
