@@ -22,6 +22,7 @@ pub mod privacy;
 pub mod read;
 pub mod recording;
 pub mod replay_log;
+mod row_batch;
 mod schedule_rows;
 mod slice_pool;
 pub mod summaries;

@@ -13,8 +13,32 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use rusqlite::{params, Connection};
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics};
+
+use crate::row_batch::RowBatch;
+
+/// `node_metrics`' columns in table order.
+const NODE_COLUMNS: [&str; 17] = [
+    "slice",
+    "node",
+    "letts_ns",
+    "ltdem_ns",
+    "ltmsm_ns",
+    "ltts_ns",
+    "np2pdem",
+    "np2pmsm",
+    "ncolldem",
+    "ncollmsm",
+    "bpts",
+    "t_drain_ns",
+    "t_schedule_ns",
+    "t_p2p_ns",
+    "t_bbm_ns",
+    "t_rm_ns",
+    "t_deliver_ns",
+];
 
 /// What a node row may leave to its slice: GETTS, GTDEM, GTMSM, GTTS (ns), blocked ranks.
 type Global = [i64; 5];
@@ -23,12 +47,24 @@ type Global = [i64; 5];
 /// nodes'), and how many rows may wait for their slice.
 const RECENT: usize = 64;
 
-#[derive(Default)]
 pub(crate) struct NodeRows {
     waiting: Vec<(u64, LocalMetrics)>,
     recent: VecDeque<(u64, Global)>,
     /// The chart summaries of the rows written since the writer's last commit.
     pub summaries: crate::summaries::Pending,
+    /// Rows written, waiting for their multi-row insert (`row_batch.rs`).
+    batch: RowBatch<{ NODE_COLUMNS.len() }>,
+}
+
+impl Default for NodeRows {
+    fn default() -> NodeRows {
+        NodeRows {
+            waiting: Vec::new(),
+            recent: VecDeque::new(),
+            summaries: Default::default(),
+            batch: RowBatch::new("node_metrics", &NODE_COLUMNS),
+        }
+    }
 }
 
 fn ns(d: Duration) -> i64 {
@@ -105,6 +141,16 @@ impl NodeRows {
         Ok(())
     }
 
+    /// Insert the rows written and not yet inserted (before a commit).
+    pub fn flush_batch(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        self.batch.flush(conn)
+    }
+
+    /// Their transaction is rolled back: forget the rows not yet inserted.
+    pub fn discard_batch(&mut self) {
+        self.batch.discard();
+    }
+
     /// Write one row and note it in the chart summaries of the open transaction.
     fn write(
         &mut self,
@@ -114,7 +160,7 @@ impl NodeRows {
         global: Option<&Global>,
     ) -> rusqlite::Result<()> {
         self.summaries.node(slice, counts(m));
-        write(conn, slice, m, global)
+        self.batch.push(conn, row(slice, m, global))
     }
 }
 
@@ -123,38 +169,33 @@ fn counts(m: &LocalMetrics) -> [i64; 4] {
     [m.ncolldem, m.ncollmsm, m.np2pdem, m.np2pmsm].map(i64::from)
 }
 
-fn write(
-    conn: &Connection,
-    slice: u64,
-    m: &LocalMetrics,
-    global: Option<&Global>,
-) -> rusqlite::Result<()> {
-    // NULL where the slice's row holds the same value.
-    let own = |i: usize, v: i64| (global.map(|g| g[i]) != Some(v)).then_some(v);
-    conn.prepare_cached(
-        "INSERT INTO node_metrics (slice, node, letts_ns, ltdem_ns, ltmsm_ns, ltts_ns, np2pdem,
-            np2pmsm, ncolldem, ncollmsm, bpts, t_drain_ns, t_schedule_ns, t_p2p_ns, t_bbm_ns,
-            t_rm_ns, t_deliver_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-    )?
-    .execute(params![
-        slice as i64,
-        m.node,
+/// One `node_metrics` row: NULL where the slice's row holds the same value.
+fn row(slice: u64, m: &LocalMetrics, global: Option<&Global>) -> [ValueRef<'static>; 17] {
+    let int = ValueRef::Integer;
+    let own = |i: usize, v: i64| {
+        if global.map(|g| g[i]) == Some(v) {
+            ValueRef::Null
+        } else {
+            ValueRef::Integer(v)
+        }
+    };
+    [
+        int(slice as i64),
+        int(m.node.into()),
         own(0, ns(m.letts)),
         own(1, ns(m.ltdem)),
         own(2, ns(m.ltmsm)),
         own(3, ns(m.ltts)),
-        m.np2pdem,
-        m.np2pmsm,
-        m.ncolldem,
-        m.ncollmsm,
+        int(m.np2pdem.into()),
+        int(m.np2pmsm.into()),
+        int(m.ncolldem.into()),
+        int(m.ncollmsm.into()),
         own(4, i64::from(m.bpts)),
-        ns(m.t_drain),
-        ns(m.t_schedule),
-        ns(m.t_p2p),
-        ns(m.t_bbm),
-        ns(m.t_rm),
-        ns(m.t_deliver),
-    ])?;
-    Ok(())
+        int(ns(m.t_drain)),
+        int(ns(m.t_schedule)),
+        int(ns(m.t_p2p)),
+        int(ns(m.t_bbm)),
+        int(ns(m.t_rm)),
+        int(ns(m.t_deliver)),
+    ]
 }

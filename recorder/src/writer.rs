@@ -6,7 +6,7 @@
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection};
 use strobe_runtime::descriptor::Descriptor;
 use strobe_runtime::engine::{GlobalMetrics, LocalMetrics, StartReason};
@@ -20,6 +20,7 @@ use crate::checksum::TableRows;
 use crate::compact;
 use crate::node_rows::NodeRows;
 use crate::replay_log::ReplayLogEncoder;
+use crate::row_batch::RowBatch;
 use crate::RecordError;
 
 pub(crate) enum Msg {
@@ -192,13 +193,16 @@ pub(crate) fn run(
     (batch_slices, interval): (usize, Duration),
     mut folds: crate::checkpointer::FoldRequests,
 ) -> WriterDone {
+    // Room for every statement the writer keeps (rusqlite's default is 16; the multi-row
+    // inserts alone are four): one evicted is prepared again on its next use.
+    conn.set_prepared_statement_cache_capacity(64);
     let mut error: Option<RecordError> = None;
     let mut slices = 0u64;
     let mut b = Batch::default();
     let mut enc = ReplayLogEncoder::default();
     let mut spans = BlockedSpans::default();
     let mut mirror = crate::blocked_delta::BlockedMirror::default();
-    let mut nodes = NodeRows::default();
+    let mut rows = SliceRows::new();
     let mut nap = crate::nap::Nap::new(queue, interval, Instant::now());
     let mut slice_rows = TableRows::new("slice", &SLICE_COLUMNS);
     loop {
@@ -208,7 +212,7 @@ pub(crate) fn run(
             Err(TryRecvError::Empty) => {
                 let longest = commit_interval(interval, &spans);
                 if b.open_since.is_some_and(|t| t.elapsed() >= longest) {
-                    commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+                    commit(&conn, &mut enc, &mut spans, &mut rows, &mut b, &mut error);
                     folds.committed();
                 }
                 let commit_in = b.open_since.map(|t| longest.saturating_sub(t.elapsed()));
@@ -260,9 +264,9 @@ pub(crate) fn run(
                     s.reason == StartReason::First,
                     s.global.map(|g| ns(g.getts)),
                 );
-                write_slice(&conn, s, &mut slice_rows, &mut nodes, &mut b.schedule)
+                write_slice(&conn, s, &mut slice_rows, &mut rows, &mut b.schedule)
             }
-            Msg::Node(slice, m) => nodes.node(&conn, *slice, m),
+            Msg::Node(slice, m) => rows.nodes.node(&conn, *slice, m),
             Msg::Mmds(ranks) => write_mmds(&conn, ranks),
             Msg::Outcomes(rank, recs) => {
                 enc.outcomes(*rank, recs);
@@ -280,13 +284,13 @@ pub(crate) fn run(
             .open_since
             .is_some_and(|t| t.elapsed() >= commit_interval(interval, &spans));
         if b.pending >= batch_slices || due {
-            commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+            commit(&conn, &mut enc, &mut spans, &mut rows, &mut b, &mut error);
             folds.committed();
         }
     }
     // Node rows still waiting for a slice that never came are written whole. (They wait
     // across commits: what is stored then never depends on when a commit fell.)
-    if nodes.waiting() && error.is_none() {
+    if rows.nodes.waiting() && error.is_none() {
         let open = if b.open_since.is_some() {
             Ok(())
         } else {
@@ -294,7 +298,7 @@ pub(crate) fn run(
                 b.open_since = Some(Instant::now());
             })
         };
-        if let Err(e) = open.and_then(|()| nodes.flush(&conn)) {
+        if let Err(e) = open.and_then(|()| rows.nodes.flush(&conn)) {
             error = Some(e.into());
         }
     }
@@ -309,7 +313,7 @@ pub(crate) fn run(
         }
     }
     if b.open_since.is_some() {
-        commit(&conn, &mut enc, &mut spans, &mut nodes, &mut b, &mut error);
+        commit(&conn, &mut enc, &mut spans, &mut rows, &mut b, &mut error);
     }
     WriterDone {
         slice_rows: error.is_none().then_some(slice_rows),
@@ -324,7 +328,7 @@ fn commit(
     conn: &Connection,
     enc: &mut ReplayLogEncoder,
     spans: &mut BlockedSpans,
-    nodes: &mut NodeRows,
+    rows: &mut SliceRows,
     b: &mut Batch,
     error: &mut Option<RecordError>,
 ) {
@@ -332,7 +336,12 @@ fn commit(
         // The replay log goes into the same transaction as its slices: a crash never
         // leaves slices whose replay log is missing. So do the chart summaries of the
         // blocks this transaction touched (`summaries.rs`).
-        b.summaries.merge(std::mem::take(&mut nodes.summaries));
+        if error.is_none() {
+            if let Err(e) = rows.flush(conn) {
+                error.get_or_insert(e.into());
+            }
+        }
+        b.summaries.merge(std::mem::take(&mut rows.nodes.summaries));
         if error.is_none() {
             if let Err(e) = b.summaries.flush(conn) {
                 error.get_or_insert(e.into());
@@ -355,6 +364,7 @@ fn commit(
         if error.is_some() {
             // Its slices are rolled back with it.
             let _ = b.schedule.finish();
+            rows.discard();
             let _ = conn.execute_batch("ROLLBACK");
         } else if let Err(e) = conn.execute_batch("COMMIT") {
             error.get_or_insert(e.into());
@@ -423,20 +433,39 @@ pub(crate) const SLICE_COLUMNS: [&str; 17] = [
     "digest",
 ];
 
-static INSERT_SLICE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let marks: Vec<String> = (1..=SLICE_COLUMNS.len()).map(|i| format!("?{i}")).collect();
-    format!(
-        "INSERT INTO slice ({}) VALUES ({})",
-        SLICE_COLUMNS.join(", "),
-        marks.join(", ")
-    )
-});
+/// The per-slice rows: `slice` and the nodes' `node_metrics`, each inserted 16 to a
+/// statement (`row_batch.rs`).
+pub(crate) struct SliceRows {
+    pub slices: RowBatch<{ SLICE_COLUMNS.len() }>,
+    pub nodes: NodeRows,
+}
+
+impl SliceRows {
+    fn new() -> SliceRows {
+        SliceRows {
+            slices: RowBatch::new("slice", &SLICE_COLUMNS),
+            nodes: NodeRows::default(),
+        }
+    }
+
+    /// Before a commit: every row waiting goes in.
+    fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        self.slices.flush(conn)?;
+        self.nodes.flush_batch(conn)
+    }
+
+    /// The transaction is rolled back: its waiting rows with it.
+    fn discard(&mut self) {
+        self.slices.discard();
+        self.nodes.discard_batch();
+    }
+}
 
 fn write_slice(
     conn: &Connection,
     s: &SliceMsg,
     slice_rows: &mut TableRows,
-    nodes: &mut NodeRows,
+    rows: &mut SliceRows,
     batch: &mut compact::BatchBuilder,
 ) -> rusqlite::Result<()> {
     // A slice in which nothing happened, outside both windows, has no row: its digest is
@@ -452,7 +481,7 @@ fn write_slice(
     let g = s.global;
     let int = ValueRef::Integer;
     let opt = |v: Option<i64>| v.map_or(ValueRef::Null, ValueRef::Integer);
-    let row: [ValueRef<'_>; SLICE_COLUMNS.len()] = [
+    let row: [ValueRef<'static>; SLICE_COLUMNS.len()] = [
         int(s.slice as i64),
         ValueRef::Text(s.reason.name().as_bytes()),
         int(s.start_ns as i64),
@@ -472,13 +501,11 @@ fn write_slice(
         // The u64 digest's bit pattern: SQLite integers are signed 64-bit.
         int(s.digest as i64),
     ];
-    conn.prepare_cached(&INSERT_SLICE)?
-        .execute(rusqlite::params_from_iter(
-            row.iter().map(|v| ToSqlOutput::Borrowed(*v)),
-        ))?;
-    // The content checksum's rows of `slice`: the values just bound (`checksum::TableRows`).
+    rows.slices.push(conn, row)?;
+    // The content checksum's rows of `slice`: the values bound (`checksum::TableRows`).
     slice_rows.row(s.slice as i64, row);
-    nodes.slice(conn, s.slice, s.global.as_ref(), s.n_blocked)?;
+    rows.nodes
+        .slice(conn, s.slice, s.global.as_ref(), s.n_blocked)?;
     let Some(sch) = &s.schedule else {
         return Ok(());
     };
