@@ -3,12 +3,12 @@
 //! A message-heavy job records a `slice` row (and, with metrics, a `node_metrics` row) for
 //! every slice: 111,000 of each in a one-second `comet_exchange`, where the writer's CPU is
 //! taken from the job's two cores. One `INSERT` per row through the statement cache cost
-//! 0.71 us a row; the same rows 16 to an `INSERT ... VALUES (...), (...)` 0.38 us
-//! (`recorder/examples/rowbench.rs`, 17 integer columns, WAL, 1,000 rows a
-//! transaction): SQLite's cost per statement (the cache lookup, the step, the reset, the
-//! VDBE's set-up and the B-tree's seek to the end) is shared by 16 rows. Rows wait here
-//! only within the writer's open transaction: [`RowBatch::flush`] runs before every
-//! commit, so what a commit holds, and what a crash keeps, is unchanged.
+//! 0.65-0.68 us a row; the same rows 16 to an `INSERT ... VALUES (...), (...)` 0.47 us
+//! (`cargo run --release -p strobe-recorder --example rowbench`: 17 columns, WAL, 1,000
+//! rows a transaction): SQLite's cost per statement (the cache lookup, the step, the
+//! reset, the VDBE's set-up and the B-tree's seek to the end) is shared by 16 rows. Rows
+//! wait here only within the writer's open transaction: [`RowBatch::flush`] runs before
+//! every commit, so what a commit holds, and what a crash keeps, is unchanged.
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
