@@ -125,7 +125,8 @@ fn render(d: &Divergence, shared: &Shared, node_of_rank: &[u32]) -> String {
             if q.is_empty() {
                 s.push_str("    (none)\n");
             }
-            for (slice, t) in q {
+            for (slice, d) in q {
+                let t = crate::source::descriptor_text(d);
                 s.push_str(&format!("    slice {slice}: {t}\n"));
             }
         }

@@ -57,8 +57,10 @@ pub struct Divergence {
 pub struct Shared {
     pub ctl: Arc<Controller>,
     pub divergence: Mutex<Option<Divergence>>,
-    /// The last calls of each rank: (slice handled, text).
-    pub last_calls: Mutex<Vec<VecDeque<(u64, String)>>>,
+    /// The last calls of each rank: (slice handled, descriptor), put in words only by a
+    /// report ([`descriptor_text`]): formatting each one as it was handled cost the slice
+    /// path a `String` per descriptor (320,000 in a message-heavy replay).
+    pub last_calls: Mutex<Vec<VecDeque<(u64, Descriptor)>>>,
     /// The recording reached its end and the job had not ended: stop as matched.
     pub end_of_recording: Mutex<Option<u64>>,
     /// The blocked-set prediction, advanced by the source (handled descriptors) and the
@@ -355,7 +357,8 @@ impl ReplaySource {
         // the candidates; exceptions are taken as recorded.)
         //
         // Not a rank the recording has blocked against the prediction while every
-        // descriptor it had posted was complete: its call had completed in an earlier
+        // descriptor it had posted (those `next` handles too) was complete: its call had
+        // completed in an earlier
         // slice and the rank had not run yet when this one started (an early or timer
         // slice right after a delivery). Replayed, it has already left that call, and its
         // next block is a later call, a whole computation away: `sweep3d`'s replays
@@ -367,7 +370,9 @@ impl ReplaySource {
                 let b = self.shared.blocked.lock().expect("blocked lock");
                 (0..self.ranks())
                     .map(|r| {
-                        let settled = b.completed(r) >= self.cum(r, next - 1);
+                        // Through `next`'s own batch: an `MPI_Waitall` blocks on
+                        // requests the slice it blocks before has yet to handle.
+                        let settled = b.completed(r) >= self.cum(r, next);
                         (b.predictor.predicted(r), settled)
                     })
                     .unzip()
@@ -451,7 +456,7 @@ impl SliceSink for Verifier {
                     if q.len() == LAST_CALLS {
                         q.pop_front();
                     }
-                    q.push_back((rec.slice, descriptor_text(d)));
+                    q.push_back((rec.slice, *d));
                 }
             }
         }
@@ -586,6 +591,31 @@ mod tests {
     #[test]
     fn a_recorded_block_with_a_pending_descriptor_is_waited_for() {
         let (src, _shared, seg) = blocked_at_two();
+        assert!(matches!(src.gate(2, &seg), Gate::Wait));
+        seg.slot(0).set_state(RankState::Blocked);
+        assert!(matches!(src.gate(2, &seg), Gate::Open));
+    }
+
+    /// Everything slice 1 handled is complete, but the rank's last `MPI_Isend` is handled
+    /// by slice 2 itself, the one it blocks before in `MPI_Waitall` (`p2p`'s non-blocking
+    /// exchange): it is waited for too. (Counting only up to slice 1 named the rank's
+    /// previous call, `MPI_Barrier`, in a regenerated recording.)
+    #[test]
+    fn a_recorded_block_on_a_request_the_slice_handles_is_waited_for() {
+        let log = ReplayLog {
+            ranks: vec![RankLog {
+                posting: vec![(1, 1), (2, 1)],
+                outcomes: Vec::new(),
+                blocked_flips: vec![2, 3],
+            }],
+            digests: vec![0; 4],
+        };
+        let shared = Arc::new(Shared::new(Arc::new(Controller::new()), 1));
+        let src = ReplaySource::new(&log, Some("success"), shared.clone());
+        let seg = JobSegment::create(1, 1, 16, 16).unwrap();
+        seg.slot(0).posted.store(2, Ordering::Release);
+        seg.slot(0).set_state(RankState::Computing);
+        shared.decided(&[(0, 0)]);
         assert!(matches!(src.gate(2, &seg), Gate::Wait));
         seg.slot(0).set_state(RankState::Blocked);
         assert!(matches!(src.gate(2, &seg), Gate::Open));
