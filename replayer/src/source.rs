@@ -557,12 +557,14 @@ mod tests {
         assert_eq!(got, [vec![], vec![], vec![0], vec![0], vec![]]);
     }
 
-    /// Rank 0 posts one descriptor, handled in slice 1, and the recording has it blocked
-    /// at the start of slice 2 against the prediction (no blocking descriptor pending).
-    fn blocked_at_two() -> (ReplaySource, Arc<Shared>, JobSegment) {
+    /// Rank 0 posts what `posting` says ((slice, descriptors handled in it)) and is
+    /// computing; the recording has it blocked at the start of slice 2 against the
+    /// prediction (no blocking descriptor pending).
+    fn blocked_at_two(posting: Vec<(u64, u32)>) -> (ReplaySource, Arc<Shared>, JobSegment) {
+        let posted: u64 = posting.iter().map(|&(_, n)| u64::from(n)).sum();
         let log = ReplayLog {
             ranks: vec![RankLog {
-                posting: vec![(1, 1)],
+                posting,
                 outcomes: Vec::new(),
                 blocked_flips: vec![2, 3],
             }],
@@ -571,7 +573,7 @@ mod tests {
         let shared = Arc::new(Shared::new(Arc::new(Controller::new()), 1));
         let src = ReplaySource::new(&log, Some("success"), shared.clone());
         let seg = JobSegment::create(1, 1, 16, 16).unwrap();
-        seg.slot(0).posted.store(1, Ordering::Release);
+        seg.slot(0).posted.store(posted, Ordering::Release);
         seg.slot(0).set_state(RankState::Computing);
         (src, shared, seg)
     }
@@ -581,7 +583,7 @@ mod tests {
     /// waited for: its next block is a later call, a computation away.
     #[test]
     fn a_recorded_block_the_rank_had_left_is_not_waited_for() {
-        let (src, shared, seg) = blocked_at_two();
+        let (src, shared, seg) = blocked_at_two(vec![(1, 1)]);
         shared.decided(&[(0, 0)]);
         assert!(matches!(src.gate(2, &seg), Gate::Open));
     }
@@ -590,7 +592,7 @@ mod tests {
     /// its way into that wait, and the slice waits for it to block.
     #[test]
     fn a_recorded_block_with_a_pending_descriptor_is_waited_for() {
-        let (src, _shared, seg) = blocked_at_two();
+        let (src, _shared, seg) = blocked_at_two(vec![(1, 1)]);
         assert!(matches!(src.gate(2, &seg), Gate::Wait));
         seg.slot(0).set_state(RankState::Blocked);
         assert!(matches!(src.gate(2, &seg), Gate::Open));
@@ -602,19 +604,7 @@ mod tests {
     /// previous call, `MPI_Barrier`, in a regenerated recording.)
     #[test]
     fn a_recorded_block_on_a_request_the_slice_handles_is_waited_for() {
-        let log = ReplayLog {
-            ranks: vec![RankLog {
-                posting: vec![(1, 1), (2, 1)],
-                outcomes: Vec::new(),
-                blocked_flips: vec![2, 3],
-            }],
-            digests: vec![0; 4],
-        };
-        let shared = Arc::new(Shared::new(Arc::new(Controller::new()), 1));
-        let src = ReplaySource::new(&log, Some("success"), shared.clone());
-        let seg = JobSegment::create(1, 1, 16, 16).unwrap();
-        seg.slot(0).posted.store(2, Ordering::Release);
-        seg.slot(0).set_state(RankState::Computing);
+        let (src, shared, seg) = blocked_at_two(vec![(1, 1), (2, 1)]);
         shared.decided(&[(0, 0)]);
         assert!(matches!(src.gate(2, &seg), Gate::Wait));
         seg.slot(0).set_state(RankState::Blocked);
