@@ -39,6 +39,14 @@ impl NodeManager {
     /// (`RankCtx::post`) and cannot leave the call before a slice completes it, so the
     /// word read now is that call's. They go after the blocked ranks' (whose order
     /// `SliceRecord::sites` keeps).
+    ///
+    /// A replay takes every rank that posted, blocking call or not (an inline send too): a
+    /// replaying rank publishes its site with each post, and a divergence report names
+    /// where the diverging rank was from these sites. `MPI_Sendrecv` posts a non-blocking
+    /// send and receive and then waits: a recording that started the slice between the
+    /// posts and the wait (timing) left the rank out of the blocked set, and the report
+    /// had no place (seen once in CI, `c_replay`). The word is the rank's latest call, at
+    /// most the next slice's posts ahead (`post_limit`).
     pub(super) fn add_post_sites(
         &self,
         words: &mut Vec<(u32, i32, crate::callsite::SiteWords)>,
@@ -48,9 +56,12 @@ impl NodeManager {
             return;
         }
         let seg = &self.shared.seg;
+        let replaying = self.source.is_some();
         let mut added: Vec<(u32, i32, crate::callsite::SiteWords)> = posted
             .iter()
-            .filter(|d| d.blocking() && !d.is_inline() && self.may_symbolize(d.rank))
+            .filter(|d| {
+                (replaying || (d.blocking() && !d.is_inline())) && self.may_symbolize(d.rank)
+            })
             .map(|d| {
                 let slot = seg.slot(d.rank);
                 (d.rank, slot.pid.load(Ordering::Acquire) as i32, slot.site())
