@@ -133,8 +133,8 @@ impl NodeRows {
         !self.waiting.is_empty()
     }
 
-    /// Write every waiting row whole (at the end).
-    pub fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+    /// Write every row still waiting for its slice whole (at the end).
+    pub fn write_waiting(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         for (s, m) in std::mem::take(&mut self.waiting) {
             self.write(conn, s, &m, None)?;
         }

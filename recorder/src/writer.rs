@@ -298,7 +298,7 @@ pub(crate) fn run(
                 b.open_since = Some(Instant::now());
             })
         };
-        if let Err(e) = open.and_then(|()| rows.nodes.flush(&conn)) {
+        if let Err(e) = open.and_then(|()| rows.nodes.write_waiting(&conn)) {
             error = Some(e.into());
         }
     }

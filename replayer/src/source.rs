@@ -357,33 +357,35 @@ impl ReplaySource {
         // the candidates; exceptions are taken as recorded.)
         //
         // Not a rank the recording has blocked against the prediction while every
-        // descriptor it had posted (those `next` handles too) was complete: its call had
-        // completed in an earlier
-        // slice and the rank had not run yet when this one started (an early or timer
-        // slice right after a delivery). Replayed, it has already left that call, and its
-        // next block is a later call, a whole computation away: `sweep3d`'s replays
-        // waited for it 3.5 ms at a time, 25 ms over a 230 ms job, and named the later
-        // call. Its slot still names the call it left, as the recording's did.
+        // descriptor it had posted, those `next` handles too, was complete: its call had
+        // completed in an earlier slice and the rank had not run yet when this one started
+        // (an early or timer slice right after a delivery). Replayed, it has already left
+        // that call; waiting would wait for its next block, a computation away, and name
+        // that later call. Its slot still names the call it left, as the recording's did.
+        // Counted through `next`'s own batch: an `MPI_Waitall` blocks on requests the
+        // slice it blocks before has yet to handle.
         let since = *w.data_ready_at.get_or_insert(now);
         if now - since < BLOCK_GRACE {
-            let (predicted, settled): (Vec<bool>, Vec<bool>) = {
+            // Per rank: (predicted blocked, everything it posted complete).
+            let known: Vec<(bool, bool)> = {
                 let b = self.shared.blocked.lock().expect("blocked lock");
                 (0..self.ranks())
                     .map(|r| {
-                        // Through `next`'s own batch: an `MPI_Waitall` blocks on
-                        // requests the slice it blocks before has yet to handle.
-                        let settled = b.completed(r) >= self.cum(r, next);
-                        (b.predictor.predicted(r), settled)
+                        (
+                            b.predictor.predicted(r),
+                            b.completed(r) >= self.cum(r, next),
+                        )
                     })
-                    .unzip()
+                    .collect()
             };
             let late = (0..self.ranks()).any(|r| {
                 // Its last descriptor (the last one `next` handles) is a blocking call.
                 let posts = self.cum(r, next) > self.cum(r, next - 1)
                     && seg.slot(r).last_post_blocking.load(Ordering::Relaxed) != 0;
-                let predicted = predicted[r as usize] || posts;
+                let (predicted, settled) = known[r as usize];
+                let predicted = predicted || posts;
                 let expected = predicted != self.differs_at(r, next);
-                let left_already = !predicted && settled[r as usize];
+                let left_already = !predicted && settled;
                 expected && !left_already && seg.slot(r).state() == RankState::Computing
             });
             if late {
