@@ -517,10 +517,20 @@ impl RankCtx {
     /// other ranks compute (a wavefront's downstream rank). Only a hint: a receiver
     /// blocked in something else gets an early slice that changes nothing, and slice
     /// timing never enters a decision.
+    ///
+    /// The request is marked before the post and rung after it. The post itself wakes a
+    /// Strobe Sender that stretched its timer (`ring_if_stretched`), and that wake-up must
+    /// already see the request: the Strobe Sender, woken on the core this rank computes on
+    /// (the kernel wakes it where its waker runs), otherwise found nothing urgent, went on
+    /// to poll its doorbell, and its first `sched_yield` handed the core back to this rank
+    /// for the rest of a scheduler slice: the request rang 20 us later and was seen 1 to
+    /// 3 ms later. The SWEEP3D-like non-blocking wavefront paid that at every octant (the
+    /// downstream rank blocked for the first block's message). A slice that some other
+    /// event starts between the mark and the post only comes early: the ring after the
+    /// post asks again.
     pub fn post_send(&self, d: Descriptor, receiver: Option<u32>) -> u64 {
-        let id = self.post(d);
-        self.nudge(receiver);
-        id
+        let urgent = self.receiver_blocked(receiver);
+        crate::segment::post_with_request(&self.seg, urgent, || self.post(d))
     }
 
     /// A blocking send ([`Self::call`]) with [`Self::post_send`]'s hint.
@@ -531,13 +541,13 @@ impl RankCtx {
         self.wait(call, req)
     }
 
-    fn nudge(&self, receiver: Option<u32>) {
+    /// Whether a send to `receiver` should ask for the next slice at once: another rank of
+    /// this job, blocked (a live run only: a replay's slices come from the recording).
+    fn receiver_blocked(&self, receiver: Option<u32>) -> bool {
         let Some(r) = receiver.filter(|&r| r < self.seg.ranks() && r != self.rank) else {
-            return;
+            return false;
         };
-        if !self.replay_mode && self.seg.slot(r).state() == RankState::Blocked {
-            crate::segment::ring_urgent(&self.seg, crate::segment::URGENT_NOW);
-        }
+        !self.replay_mode && self.seg.slot(r).state() == RankState::Blocked
     }
 
     /// Post a blocking descriptor and wait for its completion.

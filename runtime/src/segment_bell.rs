@@ -19,11 +19,35 @@ pub const URGENT_SOON: u32 = 2;
 
 /// Ask the Strobe Sender for the next slice ([`URGENT_NOW`] or [`URGENT_SOON`]).
 pub fn ring_urgent(seg: &JobSegment, level: u32) {
+    mark_urgent(seg, level);
+    ring_doorbell(seg);
+}
+
+/// Run `post` (a rank's post of a send); with `urgent` (its receiver is blocked), ask for
+/// the next slice at once ([`URGENT_NOW`]): marked before the post, rung after it. The
+/// post may itself wake a stretched Strobe Sender ([`ring_if_stretched`]), and that
+/// wake-up must already find the request, or the Strobe Sender polls its doorbell
+/// instead of starting the slice (`RankCtx::post_send` says what that cost). A slice
+/// started between the mark and the post by something else only comes early: the ring
+/// after the post asks again.
+pub fn post_with_request<T>(seg: &JobSegment, urgent: bool, post: impl FnOnce() -> T) -> T {
+    if urgent {
+        mark_urgent(seg, URGENT_NOW);
+    }
+    let posted = post();
+    if urgent {
+        ring_urgent(seg, URGENT_NOW);
+    }
+    posted
+}
+
+/// [`ring_urgent`] without the ring: for a request that a ring about to follow (a post's)
+/// must already find.
+pub fn mark_urgent(seg: &JobSegment, level: u32) {
     let h = seg.header();
     if h.urgent.load(Ordering::Relaxed) & level != level {
         h.urgent.fetch_or(level, Ordering::AcqRel);
     }
-    ring_doorbell(seg);
 }
 
 /// What the ranks asked of the next slice ([`ring_urgent`]): 0, or `URGENT_*` bits.

@@ -191,6 +191,33 @@ fn urgent_requests_keep_both_levels_until_a_slice_begins() {
 }
 
 #[test]
+fn the_wake_up_of_a_send_to_a_blocked_rank_already_finds_its_request() {
+    let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
+    let h = seg.header();
+    let bell = h.doorbell.load(Ordering::Acquire);
+    // The Strobe Sender stretched its timer and sleeps: the post wakes it.
+    h.stretched.store(1, Ordering::SeqCst);
+    let seen = post_with_request(&seg, true, || {
+        ring_if_stretched(&seg);
+        assert_ne!(h.doorbell.load(Ordering::Acquire), bell, "the post rang");
+        // What the Strobe Sender woken by that ring reads.
+        urgent(&seg)
+    });
+    assert_eq!(
+        seen, URGENT_NOW,
+        "the request is there before the post's ring"
+    );
+    assert_eq!(urgent(&seg), URGENT_NOW);
+    let after_post = h.doorbell.load(Ordering::Acquire);
+    // Without a blocked receiver nothing is asked.
+    clear_urgent(&seg);
+    let seen = post_with_request(&seg, false, || urgent(&seg));
+    assert_eq!(seen, 0);
+    assert_eq!(urgent(&seg), 0);
+    assert_eq!(h.doorbell.load(Ordering::Acquire), after_post, "no ring");
+}
+
+#[test]
 fn a_send_arena_entry_belongs_to_one_descriptor_of_two_queues_full() {
     use crate::descriptor::RANK_COPY_MAX;
     let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
