@@ -311,7 +311,7 @@ impl RankCtx {
         } else if !local {
             // The adaptive strobe may sleep after a quiet slice until somebody posts (a
             // local call needs no slice soon: it waits in the queue for the next one).
-            crate::segment::mark_posted(&self.seg);
+            crate::segment::mark_posted(&self.seg, self.rank);
             if !crate::segment::post_waits_for_a_wait(&self.seg, &d) {
                 ring_if_stretched(&self.seg);
             }
@@ -391,8 +391,8 @@ impl RankCtx {
                 // The next slice completes this call whatever it exchanges (the rank's own
                 // post set `posted_since`, so that test below would always say now).
                 crate::segment::ring_urgent(&self.seg, crate::segment::URGENT_SOON);
-            } else if crate::segment::block_wants_slice(&self.seg) {
-                crate::segment::ring_urgent(&self.seg, crate::segment::URGENT_NOW);
+            } else if let Some(level) = crate::segment::block_wants_slice(&self.seg, self.rank) {
+                crate::segment::ring_urgent(&self.seg, level);
             }
             // Re-check after announcing the block: a completion may have landed in between,
             // and the node manager only wakes ranks it sees blocked or bumps `wake`.

@@ -41,7 +41,7 @@ impl RankCtx {
         // does, once per batch of posts (the slice clears `posted_since`, the ring clears
         // `stretched`: one relaxed load each otherwise). Not in a replay, whose Strobe
         // Sender has no timer to stretch.
-        if !self.replay_mode && crate::segment::block_wants_slice(&self.seg) {
+        if !self.replay_mode && crate::segment::block_wants_slice(&self.seg, self.rank).is_some() {
             ring_if_stretched(&self.seg);
         }
         // A polling rank posts nothing and never blocks: publish where it polls at the

@@ -67,24 +67,51 @@ pub fn clear_urgent(seg: &JobSegment) {
     }
 }
 
-/// A rank posted a descriptor that needs a slice: note it for ranks that block before the
-/// next slice ([`block_wants_slice`]). One load per post once the word is set (the first
-/// post after a slice began writes it).
-pub fn mark_posted(seg: &JobSegment) {
+/// `JobHeader::posted_since` once more than one rank posted since the slice began (one
+/// rank alone: its rank + 1).
+const POSTED_BY_SEVERAL: u32 = u32::MAX;
+
+/// `rank` posted a descriptor that needs a slice: note it, and who posted, for ranks that
+/// block before the next slice ([`block_wants_slice`]). One load per post once the word
+/// says this rank or several (the first post after a slice began writes it, and the first
+/// of a second rank).
+pub fn mark_posted(seg: &JobSegment, rank: u32) {
     let h = seg.header();
-    if h.posted_since.load(Ordering::Relaxed) == 0 {
-        h.posted_since.store(1, Ordering::Release);
+    let me = rank.saturating_add(1).min(POSTED_BY_SEVERAL - 1);
+    let seen = h.posted_since.load(Ordering::Relaxed);
+    if seen == me || seen == POSTED_BY_SEVERAL {
+        return;
     }
+    if seen == 0 {
+        match h
+            .posted_since
+            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return,
+            Err(now) if now == me || now == POSTED_BY_SEVERAL => return,
+            Err(_) => {}
+        }
+    }
+    h.posted_since.store(POSTED_BY_SEVERAL, Ordering::Release);
 }
 
-/// A rank is about to block while others compute: whether the next slice should start now
-/// rather than at the timer. It should when descriptors wait for their exchange: the
-/// blocking rank may wait for one of them (a wavefront's downstream rank, whose upstream
-/// neighbour posted its `MPI_Isend` while this rank still computed: without this, the
-/// message waited up to a whole slice for the timer, 9% of the SWEEP3D-like benchmark's
-/// time). At most one early slice per batch of posts: the slice clears the word.
-pub fn block_wants_slice(seg: &JobSegment) -> bool {
-    seg.header().posted_since.load(Ordering::Acquire) != 0
+/// `rank` is about to block while others compute: whether the next slice should start
+/// rather than wait for the timer, and how soon. It should when descriptors wait for
+/// their exchange: the blocking rank may wait for one of them (a wavefront's downstream
+/// rank, whose upstream neighbour posted its `MPI_Isend` while this rank still computed:
+/// without this, the message waited up to a whole slice for the timer, 9% of the
+/// SWEEP3D-like benchmark's time). At once ([`URGENT_NOW`]) when another rank posted;
+/// when only this rank did, its partner is often computing only for the microseconds
+/// before its own posts (an exchange's `MPI_Isend` and `MPI_Recv` on both ranks), so the
+/// ranks still computing get the grace of [`URGENT_SOON`] to post and block as well: a
+/// slice started at once exchanged one side of the exchange alone. At most one early
+/// slice per batch of posts: the slice clears the word.
+pub fn block_wants_slice(seg: &JobSegment, rank: u32) -> Option<u32> {
+    match seg.header().posted_since.load(Ordering::Acquire) {
+        0 => None,
+        p if p == rank.saturating_add(1).min(POSTED_BY_SEVERAL - 1) => Some(URGENT_SOON),
+        _ => Some(URGENT_NOW),
+    }
 }
 
 /// A post that need not wake the stretched Strobe Sender: a non-blocking receive (from a

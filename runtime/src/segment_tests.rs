@@ -191,6 +191,38 @@ fn urgent_requests_keep_both_levels_until_a_slice_begins() {
 }
 
 #[test]
+fn a_block_asks_at_once_for_other_ranks_posts_and_soon_for_its_own() {
+    let seg = JobSegment::create(3, 1, 16, 16).expect("segment");
+    assert_eq!(block_wants_slice(&seg, 0), None, "nothing waits");
+    mark_posted(&seg, 0);
+    mark_posted(&seg, 0);
+    assert_eq!(
+        block_wants_slice(&seg, 0),
+        Some(URGENT_SOON),
+        "only its own posts"
+    );
+    assert_eq!(
+        block_wants_slice(&seg, 1),
+        Some(URGENT_NOW),
+        "rank 0's posts"
+    );
+    mark_posted(&seg, 2);
+    assert_eq!(
+        block_wants_slice(&seg, 0),
+        Some(URGENT_NOW),
+        "several ranks posted"
+    );
+    assert_eq!(block_wants_slice(&seg, 2), Some(URGENT_NOW));
+    // Once several, always several until the slice begins.
+    mark_posted(&seg, 0);
+    assert_eq!(block_wants_slice(&seg, 0), Some(URGENT_NOW));
+    clear_urgent(&seg);
+    assert_eq!(block_wants_slice(&seg, 2), None, "the slice takes them");
+    mark_posted(&seg, 2);
+    assert_eq!(block_wants_slice(&seg, 2), Some(URGENT_SOON));
+}
+
+#[test]
 fn the_wake_up_of_a_send_to_a_blocked_rank_already_finds_its_request() {
     let seg = JobSegment::create(2, 1, 16, 16).expect("segment");
     let h = seg.header();

@@ -58,6 +58,12 @@ impl ReturnWatch {
         self.polls = None;
     }
 
+    /// Whether the last delivery since a slice began woke ranks at most `within` before `now`.
+    pub fn woke_within(&self, now: Instant, within: Duration) -> bool {
+        self.woke_at
+            .is_some_and(|at| now.saturating_duration_since(at) <= within)
+    }
+
     /// A slice begins at `now`: if the Strobe Sender polled since the last delivery, the
     /// time since it is how quickly the woken ranks came back.
     pub fn slice_began(&mut self, now: Instant) {
