@@ -58,6 +58,14 @@ pub const STREAM_BLOCKED: i64 = 2;
 /// Blocked flips as episodes of "differs" (written since format 19): see the module doc.
 pub const STREAM_BLOCKED_EPISODES: i64 = 3;
 
+/// The most bytes of a stream in one `replay_log` row. A row of the (`WITHOUT ROWID`)
+/// table longer than about 1,000 bytes does not fit in its 4 KiB B-tree page's share and
+/// spills into an overflow page of its own, nearly empty: a writer commit's kilobyte of one
+/// stream (`comet_exchange`) took a 4 KiB page for 20-50 bytes, and the table's pages held
+/// 2.9 bytes a descriptor instead of 1.05. The loader concatenates a stream's chunks, so a
+/// commit's bytes may be cut anywhere.
+pub const CHUNK_MAX: usize = 960;
+
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -413,15 +421,11 @@ impl ReplayLogEncoder {
                     continue;
                 }
                 let chunk = &mut s.chunks[stream as usize];
-                st.execute(params![
-                    stream,
-                    rank,
-                    *chunk,
-                    self.last_slice as i64,
-                    &buf[..]
-                ])?;
+                for piece in buf.chunks(CHUNK_MAX) {
+                    st.execute(params![stream, rank, *chunk, self.last_slice as i64, piece])?;
+                    *chunk += 1;
+                }
                 self.bytes += buf.len() as u64;
-                *chunk += 1;
                 buf.clear();
             }
         }

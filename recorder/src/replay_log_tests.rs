@@ -25,6 +25,53 @@ fn job(ranks: u32) -> Job {
 }
 
 #[test]
+fn a_long_commit_is_cut_into_rows_that_fit_their_page() {
+    let c = table();
+    let mut enc = ReplayLogEncoder::default();
+    // 3,000 slices of one descriptor each, 2 bytes apiece (every other slice): one commit
+    // of about 3 KB of rank 0's posting stream.
+    for s in 1..=3000u64 {
+        enc.slice(2 * s, &[(0, 1)], &[], &[], &[]);
+    }
+    enc.flush(&c).unwrap();
+    let lengths: Vec<i64> = c
+        .prepare("SELECT length(data) FROM replay_log WHERE stream = 0 AND rank = 0 ORDER BY chunk")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(lengths.len() > 1, "{lengths:?}");
+    assert!(
+        lengths.iter().all(|&n| n as usize <= CHUNK_MAX),
+        "{lengths:?}"
+    );
+    // No row spilled into an overflow page.
+    let overflow: i64 = c
+        .query_row(
+            "SELECT count(*) FROM dbstat WHERE name = 'replay_log' AND pagetype = 'overflow'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(overflow, 0);
+    for s in 1..=6000i64 {
+        c.execute(
+            "INSERT INTO slice (slice, reason, start_ns, n_descriptors, n_matches, n_chunks,
+             n_collectives, n_completions, n_blocked, digest) VALUES (?1, 'early', 0, ?2, 0, 0, 0, 0, 0, ?1)",
+            [s, (s % 2 == 0) as i64],
+        )
+        .unwrap();
+    }
+    let log = ReplayLog::load(&c, &job(1)).unwrap();
+    let expected: Vec<(u64, u32)> = (1..=3000u64).map(|s| (2 * s, 1)).collect();
+    assert_eq!(
+        log.ranks[0].posting, expected,
+        "the pieces concatenate to the stream"
+    );
+}
+
+#[test]
 fn round_trip_over_several_chunks() {
     let c = table();
     let mut enc = ReplayLogEncoder::default();
