@@ -276,8 +276,9 @@ pub struct JobHeader {
     pub urgent: AtomicU32,
     /// Non-zero when a rank posted a descriptor (not a local one) since the current slice
     /// began: it waits in a queue for the next exchange. A rank that blocks then asks for
-    /// that slice at once ([`mark_posted`], [`block_wants_slice`]). Cleared with `urgent`
-    /// (layout 10; padding before).
+    /// that slice, at once if another rank posted, soon if only itself did ([`mark_posted`],
+    /// [`block_wants_slice`]): the poster's rank + 1, or `u32::MAX` for several. Cleared
+    /// with `urgent` (layout 10; padding before).
     pub posted_since: AtomicU32,
     _p2: [u8; 40],
     /// Non-zero once the job is being torn down: ranks stop waiting and exit.

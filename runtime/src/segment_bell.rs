@@ -67,9 +67,13 @@ pub fn clear_urgent(seg: &JobSegment) {
     }
 }
 
-/// `JobHeader::posted_since` once more than one rank posted since the slice began (one
-/// rank alone: its rank + 1).
+/// `JobHeader::posted_since` once more than one rank posted since the slice began.
 const POSTED_BY_SEVERAL: u32 = u32::MAX;
+
+/// `JobHeader::posted_since` when `rank` alone posted since the slice began.
+fn posted_by(rank: u32) -> u32 {
+    rank.saturating_add(1).min(POSTED_BY_SEVERAL - 1)
+}
 
 /// `rank` posted a descriptor that needs a slice: note it, and who posted, for ranks that
 /// block before the next slice ([`block_wants_slice`]). One load per post once the word
@@ -77,7 +81,7 @@ const POSTED_BY_SEVERAL: u32 = u32::MAX;
 /// of a second rank).
 pub fn mark_posted(seg: &JobSegment, rank: u32) {
     let h = seg.header();
-    let me = rank.saturating_add(1).min(POSTED_BY_SEVERAL - 1);
+    let me = posted_by(rank);
     let seen = h.posted_since.load(Ordering::Relaxed);
     if seen == me || seen == POSTED_BY_SEVERAL {
         return;
@@ -109,7 +113,7 @@ pub fn mark_posted(seg: &JobSegment, rank: u32) {
 pub fn block_wants_slice(seg: &JobSegment, rank: u32) -> Option<u32> {
     match seg.header().posted_since.load(Ordering::Acquire) {
         0 => None,
-        p if p == rank.saturating_add(1).min(POSTED_BY_SEVERAL - 1) => Some(URGENT_SOON),
+        p if p == posted_by(rank) => Some(URGENT_SOON),
         _ => Some(URGENT_NOW),
     }
 }
