@@ -232,7 +232,16 @@ fn died_of(end: &JobEnd, launcher: Launcher, signal: i32) -> bool {
 /// Checks a finished run against the fixture's verdict; Err says what went wrong.
 pub fn judge(fx: &Fixture, launcher: Launcher, end: &JobEnd) -> Result<(), String> {
     let summary = format!("{} ok", fx.stem());
-    let passed = end.code == Some(0) && end.stdout.lines().any(|l| l.starts_with(&summary));
+    // Hydra forwards each rank's output as it reads it and has split a line written in one
+    // `write` from its newline, with another rank's line in between ("rank 2 draws ...
+    // random=4c64time_seed ok ranks=4 ..."): with MPICH the summary may follow other text on
+    // its line. strobe's ranks write to the launcher's stdout directly, where a line written
+    // at once stays whole.
+    let summary_line = |l: &str| match launcher {
+        Launcher::Strobe => l.starts_with(&summary),
+        Launcher::Mpich => l.contains(&summary),
+    };
+    let passed = end.code == Some(0) && end.stdout.lines().any(summary_line);
     let ok = match fx.verdict {
         Verdict::Pass => passed,
         Verdict::Deadlock => match launcher {
