@@ -96,9 +96,10 @@ pub(crate) fn write_from_arena(
     };
     // SAFETY: as in `write_carried`: the node manager flags a completion so only for one
     // of this rank's receives, with that receive's buffer address and at most the bytes it
-    // matched (never more than its capacity); the buffer is the receive's until this
-    // completion is taken, and the arena entry is not the buffer (shared memory of the
-    // job segment).
+    // matched (never more than its capacity), or for one of its reductions, with its
+    // non-null result buffer and at most that buffer's `rbytes`; the
+    // buffer is the call's until this completion is taken, and the arena entry is not the
+    // buffer (shared memory of the job segment).
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, len) };
 }
 
@@ -108,9 +109,10 @@ pub(crate) fn write_carried(c: &mut Completion) {
     if let Some((addr, raw, len)) = c.take_payload() {
         // SAFETY: the node manager carries a payload only in the completion of one of this
         // rank's receives, with that receive's buffer address and at most the bytes it
-        // matched (never more than its capacity). The buffer is the receive's until this
-        // completion is taken (the MPI contract; a Rust scope's borrow), and nothing else
-        // writes it meanwhile.
+        // matched (never more than its capacity), or of one of its reductions, with its
+        // non-null result buffer and at most that buffer's `rbytes`. The buffer is the
+        // call's until this completion is taken (the MPI contract; a Rust scope's borrow),
+        // and nothing else writes it meanwhile.
         unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), addr as *mut u8, len) };
     }
 }

@@ -35,6 +35,9 @@ use crate::ops;
 use crate::procmem::{self, ProcMemError};
 use crate::sched::{Decision, SliceDecisions};
 
+mod small;
+use small::{small_alltoall, small_alltoall_block, small_bcast};
+
 /// Errors found while executing, to be reported in the completion of the named descriptor.
 pub type Overrides = BTreeMap<DescRef, RtError>;
 
@@ -61,13 +64,15 @@ pub struct Memory<'a> {
 /// take it ([`Carried::allowed`]). Up to 16 bytes ride in the delivered completion
 /// (`descriptor::Completion::take_payload`), up to 64 in the rank's receive arena
 /// (`Completion::take_arena`, segment layout 13); the rank copies them when it takes the
-/// completion, so P2P makes no system call for them. The decisions are the same either way.
+/// completion, so P2P makes no system call for them. Reduction results of at most 64
+/// bytes for such a rank go the same way ([`Carried::take_results`]). The decisions are
+/// the same either way.
 #[derive(Default)]
 pub struct Carried {
     /// By world rank: whether its completions may carry payloads (a local rank whose
     /// results are not captured: `--capture-payloads` reads the buffers before delivery).
     pub allowed: Vec<bool>,
-    /// This slice's: receive -> (address in the receiver, bytes).
+    /// This slice's: receive (or reduction member) -> (address in the rank, bytes).
     pub by_recv: BTreeMap<DescRef, (u64, Vec<u8>)>,
 }
 
@@ -345,6 +350,9 @@ pub struct PendingWrite {
     desc: DescRef,
     addr: u64,
     data: Vec<u8>,
+    /// Whether `data` fits the result buffer as its rank described it (`rbytes`): only
+    /// then may the rank write it itself ([`Carried::take_results`]).
+    fits: bool,
 }
 
 /// BBM (`reductions == false`) or the reading half of RM (`reductions == true`): for
@@ -375,7 +383,7 @@ pub fn run_collectives(
                 let res = if reductions {
                     reduce(*kind, *root, &parts, mem, errs, writes)
                 } else {
-                    move_data(*kind, *root, &parts, mem, errs)
+                    move_data(*kind, *root, &parts, mem, errs, writes)
                 };
                 if let Err(e) = res {
                     for p in parts.iter().filter(|p| (mem.local)(p.rank)) {
@@ -430,9 +438,20 @@ fn move_data(
     parts: &[Descriptor],
     mem: &mut Memory<'_>,
     errs: &mut Overrides,
+    writes: &mut Vec<PendingWrite>,
 ) -> Result<(), RtError> {
     let n = parts.len();
     let root_d = (root >= 0).then(|| parts[root as usize]);
+    if kind == DescKind::Bcast {
+        if let Some(rt) = root_d.filter(|rt| rt.bytes <= RANK_COPY_MAX) {
+            return small_bcast(root as usize, &rt, parts, mem, writes);
+        }
+    }
+    if kind == DescKind::Alltoall {
+        if let Some(blk) = small_alltoall_block(parts) {
+            return small_alltoall(blk, parts, mem, writes);
+        }
+    }
     for (i, p) in parts.iter().enumerate() {
         if !(mem.local)(p.rank) {
             continue;
@@ -578,7 +597,7 @@ fn tree_reduce(op: ReduceOp, elem: ElemType, mut inputs: Vec<Vec<u8>>) -> Result
     Ok(inputs.into_iter().next().unwrap_or_default())
 }
 
-/// Second half of RM: write the reduction results.
+/// Second half of RM: write the reduction results (and small broadcasts' copies).
 pub fn apply_writes(writes: Vec<PendingWrite>, mem: &mut Memory<'_>, errs: &mut Overrides) {
     for w in writes {
         if let Err(e) = mem.write(w.desc.rank, w.addr, &w.data) {
@@ -600,6 +619,7 @@ fn reduce(
             desc: p.id(),
             addr: p.rbuf,
             data: data.to_vec(),
+            fits: data.len() as u64 <= p.rbytes,
         });
         Ok(())
     };

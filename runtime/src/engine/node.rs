@@ -440,8 +440,11 @@ impl NodeManager {
                 Phase::RmRead
             }
             Command::WriteAndDeliver => {
+                let writes = self
+                    .carried
+                    .take_results(std::mem::take(&mut w.writes), &w.errs);
                 let mut mem = self.memory();
-                helpers::apply_writes(std::mem::take(&mut w.writes), &mut mem, &mut w.errs);
+                helpers::apply_writes(writes, &mut mem, &mut w.errs);
                 w.local.t_rm = w.t_rm.map_or(Duration::ZERO, |t| t.elapsed());
                 let td = Instant::now();
                 let is_local = &*self.is_local;
