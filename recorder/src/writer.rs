@@ -612,7 +612,6 @@ fn write_mmds(conn: &Connection, ranks: &[RankMmds]) -> rusqlite::Result<()> {
             hist(r.rank, name, "size", &p.size)?;
         }
     }
-    drop(hist);
     hist_rows.flush(conn)
 }
 
