@@ -262,6 +262,7 @@ impl RankCtx {
         d.seq = g.next_seq;
         d.request = g.next_request;
         crate::checks::stamp(&mut d);
+        crate::rank_inline::copy_input(&d, &self.seg);
         let carried = crate::rank_inline::carry(&mut d, self.inline_max, &self.seg);
         let local = carried.is_none() && self.local_null && crate::rank_inline::make_local(&mut d);
         // Completed when posted: an inline send, or a local `MPI_PROC_NULL` call.

@@ -4,7 +4,7 @@
 
 use crate::descriptor::{
     Completion, DescKind, Descriptor, ANY_TAG, COMPLETION_INLINE, FLAG_INLINE, FLAG_LOCAL,
-    INLINE_MAX, PROC_NULL,
+    INLINE_MAX, PROC_NULL, RANK_COPY_MAX,
 };
 use crate::segment::JobSegment;
 
@@ -48,6 +48,42 @@ pub(crate) fn carry(d: &mut Descriptor, inline_max: u64, seg: &JobSegment) -> Op
         flags: COMPLETION_INLINE,
         ..Completion::default()
     })
+}
+
+/// The input region, as (address, bytes), of a collective small enough for its rank to
+/// copy into its send arena when it posts it (`engine/coll_inputs.rs`): a reduction's
+/// contribution, a broadcast's buffer (every member's: the rank does not know whether it
+/// is the root), an all-to-all's send buffer, of 1 to `RANK_COPY_MAX` bytes at a non-null
+/// address. The rank ([`copy_input`]) and the node manager (its drain) both apply this rule
+/// to the descriptor alone, so they agree on which arena entries hold an input.
+pub(crate) fn arena_input(d: &Descriptor) -> Option<(u64, u64)> {
+    let kind = d.kind()?;
+    let (addr, len) = if kind.is_reduction() {
+        crate::engine::remote::contribution_region(d)
+    } else if matches!(kind, DescKind::Bcast | DescKind::Alltoall) && !d.in_place() {
+        (d.buf, d.bytes)
+    } else {
+        return None;
+    };
+    (addr != 0 && len > 0 && len <= RANK_COPY_MAX).then_some((addr, len))
+}
+
+/// Copy a small collective's input ([`arena_input`]) into the rank's send arena entry for
+/// `d` (`d.seq` set), before `d` is pushed.
+pub(crate) fn copy_input(d: &Descriptor, seg: &JobSegment) {
+    let Some((addr, len)) = arena_input(d) else {
+        return;
+    };
+    // SAFETY: a collective's input region (`buf`/`bytes`, or `rbuf`/`rbytes` in place) is
+    // `len` readable bytes of this process until the call completes: a borrowed slice in
+    // the Rust API, the MPI contract of the call's buffers in the C ABI (packed into a
+    // buffer the C layer owns for a non-contiguous datatype). Null addresses are excluded
+    // by `arena_input`; the node manager reports them as before. A broadcast member that
+    // is not the root has its receive buffer copied too: mapped memory of the program,
+    // copied as plain bytes and never used.
+    let data = unsafe { std::slice::from_raw_parts(addr as *const u8, len as usize) };
+    // Cannot fail: `len` fits an entry and `d.rank` is this segment's.
+    let _ = seg.arena_write(d.rank, d.seq, data);
 }
 
 /// A send or receive whose peer is `MPI_PROC_NULL` (scheduler version 4) completes when it
@@ -114,5 +150,71 @@ pub(crate) fn write_carried(c: &mut Completion) {
         // call's until this completion is taken (the MPI contract; a Rust scope's borrow),
         // and nothing else writes it meanwhile.
         unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), addr as *mut u8, len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::FLAG_IN_PLACE;
+
+    fn coll(kind: DescKind, bytes: u64, flags: u8) -> Descriptor {
+        Descriptor {
+            kind: kind as u8,
+            flags,
+            buf: 0x1000,
+            bytes,
+            rbuf: 0x2000,
+            rbytes: bytes,
+            ..Descriptor::default()
+        }
+    }
+
+    #[test]
+    fn small_collective_inputs_are_their_contribution_or_send_buffer() {
+        assert_eq!(
+            arena_input(&coll(DescKind::Allreduce, 8, 0)),
+            Some((0x1000, 8))
+        );
+        assert_eq!(
+            arena_input(&coll(DescKind::Allreduce, 8, FLAG_IN_PLACE)),
+            Some((0x2000, 8)),
+            "in place: the result buffer holds the input"
+        );
+        assert_eq!(
+            arena_input(&coll(DescKind::Scan, 64, 0)),
+            Some((0x1000, 64))
+        );
+        assert_eq!(
+            arena_input(&coll(DescKind::Bcast, 16, 0)),
+            Some((0x1000, 16))
+        );
+        assert_eq!(
+            arena_input(&coll(DescKind::Alltoall, 32, 0)),
+            Some((0x1000, 32))
+        );
+        assert_eq!(
+            arena_input(&coll(DescKind::Alltoall, 32, FLAG_IN_PLACE)),
+            None
+        );
+        assert_eq!(
+            arena_input(&coll(DescKind::Allreduce, 65, 0)),
+            None,
+            "too long"
+        );
+        assert_eq!(arena_input(&coll(DescKind::Allreduce, 0, 0)), None, "empty");
+        assert_eq!(arena_input(&coll(DescKind::Gather, 8, 0)), None);
+        assert_eq!(
+            arena_input(&coll(DescKind::Send, 8, 0)),
+            None,
+            "sends have their own"
+        );
+        let mut null = coll(DescKind::Allreduce, 8, 0);
+        null.buf = 0;
+        assert_eq!(
+            arena_input(&null),
+            None,
+            "a null buffer is reported as before"
+        );
     }
 }

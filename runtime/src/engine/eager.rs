@@ -35,6 +35,8 @@ use crate::sched::{Decision, SliceDecisions};
 #[derive(Default)]
 pub struct EagerMemory {
     entries: Mutex<HashMap<DescRef, Vec<u8>>>,
+    /// Small collectives' inputs, taken from the ranks' send arenas (`coll_inputs.rs`).
+    pub inputs: super::coll_inputs::CollInputs,
 }
 
 impl EagerMemory {

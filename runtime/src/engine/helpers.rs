@@ -179,6 +179,15 @@ impl Memory<'_> {
         Ok(v)
     }
 
+    /// The input of collective member `p` at `(addr, len)`: held in node memory when its
+    /// rank carried it in its send arena (`coll_inputs.rs`), else read from the rank.
+    pub(super) fn input(&self, p: &Descriptor, addr: u64, len: u64) -> Result<Vec<u8>, RtError> {
+        match self.eager.inputs.take(p.id(), addr, len) {
+            Some(bytes) => Ok(bytes),
+            None => self.read(p.rank, addr, len),
+        }
+    }
+
     fn write(&self, rank: u32, addr: u64, data: &[u8]) -> Result<(), RtError> {
         if data.is_empty() {
             return Ok(());
@@ -576,7 +585,7 @@ fn move_data(
 /// The input of one member of a reduction (pushed by its node when remote).
 fn contribution(p: &Descriptor, mem: &Memory<'_>) -> Result<Vec<u8>, RtError> {
     let (addr, len) = super::remote::contribution_region(p);
-    mem.read(p.rank, addr, len)
+    mem.input(p, addr, len)
 }
 
 /// Combine `inputs` along a binomial tree rooted at index 0 (the papers' RM). The operand

@@ -6,6 +6,7 @@
 //! trait. Ranks talk to their node manager through the [`JobSegment`].
 
 pub mod capture;
+pub mod coll_inputs;
 mod deadlock;
 mod direct;
 pub mod eager;

@@ -49,6 +49,9 @@ impl NodeManager {
             if !batch.takes(dec, desc) {
                 continue;
             }
+            // A small collective's input not taken by its helpers (a broadcast member's,
+            // a call that failed) is freed with its completion.
+            self.shared.eager.inputs.forget(desc);
             // An inline send completed on its rank when it was posted.
             if c.request == 0 || c.flags & COMPLETION_INLINE != 0 {
                 continue;

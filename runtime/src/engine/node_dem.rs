@@ -110,6 +110,14 @@ impl NodeManager {
                 self.shared.eager.hold(d.id(), bytes);
             }
         }
+        // So do small collectives' inputs (`coll_inputs.rs`).
+        for d in &batch {
+            if let Some((addr, len)) = crate::rank_inline::arena_input(d) {
+                if let Some(bytes) = self.shared.seg.arena_read(d.rank, d.seq, len as usize) {
+                    self.shared.eager.inputs.hold(d.id(), addr, bytes);
+                }
+            }
+        }
         batch
     }
 

@@ -37,7 +37,8 @@ impl Carried {
     }
 }
 
-/// A broadcast of at most `RANK_COPY_MAX` bytes: the root's buffer is read once and each
+/// A broadcast of at most `RANK_COPY_MAX` bytes: the root's buffer is taken from node
+/// memory (`coll_inputs.rs`) or read once, and each
 /// local member's copy becomes a write applied with the reduction results (after RM's
 /// read), which a rank that may carry payloads takes in its completion
 /// ([`Carried::take_results`]): no system call per member. A legal program does not touch
@@ -53,7 +54,7 @@ pub(super) fn small_bcast(
         return Ok(());
     }
     // The scheduler checked that every member's `bytes` is the root's.
-    let data = mem.read(rt.rank, rt.buf, rt.bytes)?;
+    let data = mem.input(rt, rt.buf, rt.bytes)?;
     let members = parts
         .iter()
         .enumerate()
@@ -81,7 +82,7 @@ pub(super) fn small_alltoall_block(parts: &[Descriptor]) -> Option<u64> {
 }
 
 /// A small all-to-all ([`small_alltoall_block`]): every local member's send buffer is
-/// read once (a remote member's blocks as they were staged), and each local member's
+/// taken from node memory or read once (a remote member's blocks as they were staged), and each local member's
 /// receive buffer, assembled here, becomes a write applied with the reduction results:
 /// `n` reads for the node instead of a read and a write per block (24 system calls on 4
 /// ranks, 42 us of a 4-rank 8-byte `MPI_Alltoall`'s BBM). Same bytes, same places.
@@ -100,7 +101,7 @@ pub(super) fn small_alltoall(
     let mut received = vec![Vec::with_capacity(whole); locals.len()];
     for q in parts {
         let sent = if (mem.local)(q.rank) {
-            Some(mem.read(q.rank, q.buf, q.bytes)?)
+            Some(mem.input(q, q.buf, q.bytes)?)
         } else {
             None
         };
