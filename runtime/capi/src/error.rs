@@ -128,6 +128,12 @@ fn rank_text() -> String {
     }
 }
 
+/// Where each C entry point's return address lies from its call-site marker, learned on
+/// its first stack walk (`strobe_runtime::callsite::ReturnSlot`): one per entry point,
+/// whose frame layout is fixed.
+static RETURN_SLOTS: [callsite::ReturnSlot; Call::ALL.len()] =
+    [const { callsite::ReturnSlot::new() }; Call::ALL.len()];
+
 /// Run one C entry point. `call` is its identity in the call table
 /// (`strobe_runtime::calls`), `comm` the communicator whose error handler applies
 /// (`MPI_COMM_WORLD` for calls without one).
@@ -139,7 +145,10 @@ fn rank_text() -> String {
 pub fn entry(call: Call, comm: MpiComm, f: impl FnOnce() -> MpiResult) -> c_int {
     let _outermost = OutermostCall::enter(call);
     let marker = 0u8;
-    let _site = callsite::enter_c(std::hint::black_box(&marker) as *const u8 as usize);
+    let _site = callsite::enter_c_at(
+        std::hint::black_box(&marker) as *const u8 as usize,
+        &RETURN_SLOTS[call as usize],
+    );
     // Clock reads and getpid calls made inside an MPI call are the runtime's: not recorded.
     let _in_mpi = crate::libc_replay::InMpi::enter();
     // Per-call monitoring (MMDS) under the C name: the Rust API calls inside are nested and
