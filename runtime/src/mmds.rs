@@ -260,7 +260,12 @@ pub fn enter_bytes(p: Primitive, bytes: u64) -> CallGuard {
             let now = now_ns();
             let b = a.block;
             let computed = now.saturating_sub(b.last_exit_ns.load(Ordering::Relaxed));
+            // The time sums and the last event's time side by side: a rank killed between
+            // them (the launcher ends the others when one dies) would leave
+            // compute + comm != wall in its statistics (seen once in CI with the
+            // histogram updates in between).
             bump(&b.compute_ns, computed);
+            b.last_event_ns.store(now, Ordering::Relaxed);
             b.granularity.add(computed, a.k);
             let min1 = b.granularity_min_plus1.load(Ordering::Relaxed);
             if min1 == 0 || computed < min1 - 1 {
@@ -270,7 +275,6 @@ pub fn enter_bytes(p: Primitive, bytes: u64) -> CallGuard {
             if computed > b.granularity_max_ns.load(Ordering::Relaxed) {
                 b.granularity_max_ns.store(computed, Ordering::Relaxed);
             }
-            b.last_event_ns.store(now, Ordering::Relaxed);
             Some((p, now))
         }
         _ => None,
@@ -281,7 +285,10 @@ pub fn enter_bytes(p: Primitive, bytes: u64) -> CallGuard {
 fn on_exit(a: &Attached, p: Primitive, entered: u64, now: u64, bytes: u64) {
     let b = a.block;
     let lat = now.saturating_sub(entered);
+    // As in `enter_bytes`: the time sum and the event times side by side.
     bump(&b.comm_ns, lat);
+    b.last_exit_ns.store(now, Ordering::Relaxed);
+    b.last_event_ns.store(now, Ordering::Relaxed);
     bump(&b.calls, 1);
     b.overhead.add(lat, a.k);
     let c = &b.primitives[p as usize];
@@ -303,8 +310,6 @@ fn on_exit(a: &Attached, p: Primitive, entered: u64, now: u64, bytes: u64) {
         b.primitives_used
             .fetch_or(1u64 << p as usize, Ordering::Release);
     }
-    b.last_exit_ns.store(now, Ordering::Relaxed);
-    b.last_event_ns.store(now, Ordering::Relaxed);
     if p == Primitive::Finalize {
         b.end_ns.store(now, Ordering::Release);
     }
