@@ -16,6 +16,7 @@
 //! completed in error) is freed when its completion is delivered.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::descriptor::DescRef;
@@ -24,6 +25,9 @@ use crate::descriptor::DescRef;
 #[derive(Default)]
 pub struct CollInputs {
     held: Mutex<HashMap<DescRef, (u64, Vec<u8>)>>,
+    /// How many are held (kept with the map): [`CollInputs::forget`] runs for every
+    /// delivered completion, and a job without small collectives pending only loads this.
+    count: AtomicUsize,
 }
 
 impl CollInputs {
@@ -34,7 +38,9 @@ impl CollInputs {
 
     /// Hold `bytes`, the input of `desc` found at `addr` in its rank when it was posted.
     pub fn hold(&self, desc: DescRef, addr: u64, bytes: Vec<u8>) {
-        self.lock().insert(desc, (addr, bytes));
+        let mut held = self.lock();
+        held.insert(desc, (addr, bytes));
+        self.count.store(held.len(), Ordering::Relaxed);
     }
 
     /// The held input of `desc` if it is exactly the region `(addr, len)`, freed.
@@ -42,7 +48,9 @@ impl CollInputs {
         let mut held = self.lock();
         match held.get(&desc) {
             Some((a, b)) if *a == addr && b.len() as u64 == len => {
-                held.remove(&desc).map(|(_, b)| b)
+                let taken = held.remove(&desc).map(|(_, b)| b);
+                self.count.store(held.len(), Ordering::Relaxed);
+                taken
             }
             _ => None,
         }
@@ -50,10 +58,15 @@ impl CollInputs {
 
     /// Free whatever is held for `desc` (its completion is being delivered).
     pub fn forget(&self, desc: DescRef) {
-        let mut held = self.lock();
-        if !held.is_empty() {
-            held.remove(&desc);
+        // Every store of the count is the map's size, made under the lock; `desc` was held
+        // by this thread (its node drained it) before its completion is delivered here, so
+        // while it is held this load sees that store or a later one, never 0.
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return;
         }
+        let mut held = self.lock();
+        held.remove(&desc);
+        self.count.store(held.len(), Ordering::Relaxed);
     }
 
     /// Inputs held (tests, reports).
