@@ -382,7 +382,7 @@ impl<'a> Lone<'a> {
         let limit = src.handled_by(slice + 1) + 1;
         if slot.post_limit.swap(limit, Ordering::AcqRel) != limit && slot.state() == RankState::Held
         {
-            slot.wake_rank();
+            self.seg_ref().wake_rank(self.rank);
         }
         let need = src.handled_by(slice);
         let mut stuck_since: Option<Instant> = None;
@@ -420,7 +420,6 @@ impl<'a> Lone<'a> {
             return Ok(());
         }
         let queues = self.seg.queues(self.rank);
-        let slot = self.seg_ref().slot(self.rank);
         for del in deliveries {
             let Some(d) = self.pending.remove(&del.seq) else {
                 return Err(Stop::Diverged(format!(
@@ -459,13 +458,13 @@ impl<'a> Lone<'a> {
             }
             while queues.completions.push(&c).is_err() {
                 // The rank drains its completion queue when it next looks: let it.
-                slot.wake_rank();
+                self.seg_ref().wake_rank(self.rank);
                 self.watch()?;
                 std::thread::sleep(NAP);
             }
         }
         resume_computing(self.seg, self.rank);
-        slot.wake_rank();
+        self.seg.wake_rank(self.rank);
         Ok(())
     }
 

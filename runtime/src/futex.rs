@@ -45,6 +45,18 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> WaitR
 /// `CLOCK_MONOTONIC` deadline (the clock behind `Instant` on Linux), so retrying after
 /// EINTR needs no recomputation and wall-clock jumps do not matter.
 pub fn wait_until(word: &AtomicU32, expected: u32, deadline: Option<Instant>) -> WaitResult {
+    wait_bits_until(word, expected, BITSET_MATCH_ANY, deadline)
+}
+
+/// [`wait_until`] as one of the waiters `bits` names: a [`wake_bits`] wakes it only if
+/// its bits and the wake's share one (`FUTEX_WAIT_BITSET`). Many threads can then sleep
+/// on one word and one system call wakes any set of them.
+pub fn wait_bits_until(
+    word: &AtomicU32,
+    expected: u32,
+    bits: NonZeroU32,
+    deadline: Option<Instant>,
+) -> WaitResult {
     // The deadline is absolute, so one conversion serves every retry after EINTR.
     let ts = match deadline {
         None => None,
@@ -62,7 +74,7 @@ pub fn wait_until(word: &AtomicU32, expected: u32, deadline: Option<Instant>) ->
         },
     };
     loop {
-        match futex::wait_bitset(word, SHARED, expected, ts.as_ref(), BITSET_MATCH_ANY) {
+        match futex::wait_bitset(word, SHARED, expected, ts.as_ref(), bits) {
             Ok(()) => return WaitResult::Woken,
             Err(Errno::AGAIN) => return WaitResult::ValueChanged,
             Err(Errno::TIMEDOUT) => return WaitResult::TimedOut,
@@ -87,6 +99,15 @@ pub fn wake(word: &AtomicU32, n: u32) -> usize {
 /// Wakes every waiter on `word`; returns how many were woken.
 pub fn wake_all(word: &AtomicU32) -> usize {
     wake(word, i32::MAX as u32)
+}
+
+/// Wakes every waiter on `word` that sleeps through [`wait_bits_until`] with a bit in
+/// `bits` (and every plain waiter); returns how many were woken.
+pub fn wake_bits(word: &AtomicU32, bits: NonZeroU32) -> usize {
+    match futex::wake_bitset(word, SHARED, i32::MAX as u32, bits) {
+        Ok(woken) => woken,
+        Err(e) => panic!("futex wake failed: {e}"),
+    }
 }
 
 /// [`wait_until`], counted in `sleepers` so that [`bump_and_wake`] can skip the system call
@@ -117,14 +138,6 @@ pub fn bump_and_wake(word: &AtomicU32, sleepers: &AtomicU32) {
     if sleepers.load(Ordering::SeqCst) != 0 {
         wake_all(word);
     }
-}
-
-/// The first half of [`bump_and_wake`]: bump `word`; true when someone sleeps on it, so
-/// the caller must [`wake_all`] it (after bumping every other word it has to: see the
-/// node manager's delivery, where the first wake-up may preempt the waker).
-pub fn bump(word: &AtomicU32, sleepers: &AtomicU32) -> bool {
-    word.fetch_add(1, Ordering::SeqCst);
-    sleepers.load(Ordering::SeqCst) != 0
 }
 
 /// `deadline` as an absolute `CLOCK_MONOTONIC` timespec, or `None` if it has passed.

@@ -530,7 +530,7 @@ fn shutdown(segs: &JobSegments, children: &mut [Child], reaped: &[Option<i32>]) 
         s.request_stop();
     }
     for r in 0..segs.lead().seg.ranks() {
-        segs.of(r).seg.slot(r).wake_rank();
+        segs.of(r).seg.wake_rank(r);
     }
     // Ranks computing outside MPI would never notice: kill everything still running. Each
     // rank leads its own process group, which holds whatever it started too (the

@@ -31,6 +31,7 @@ pub mod procmem;
 pub mod rank;
 mod rank_inline;
 pub mod rank_output;
+pub mod rank_wake;
 pub mod ring;
 pub mod segment;
 pub mod shm_region;

@@ -289,7 +289,8 @@ impl RankCtx {
                     let slot = self.seg.slot(self.rank);
                     let seen = slot.wake.load(Ordering::Acquire);
                     ring_doorbell(&self.seg);
-                    slot.sleep_on_wake(seen, Duration::from_micros(200));
+                    self.seg
+                        .sleep_on_wake(self.rank, seen, Duration::from_micros(200));
                     g = self.inner.lock().expect("rank context lock");
                 }
             }
@@ -351,7 +352,8 @@ impl RankCtx {
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                 std::process::exit(1);
             }
-            slot.sleep_on_wake(seen, Duration::from_millis(50));
+            self.seg
+                .sleep_on_wake(self.rank, seen, Duration::from_millis(50));
         }
         resume_computing_from(&self.seg, self.rank, RankState::Held);
     }
@@ -403,7 +405,8 @@ impl RankCtx {
                 ready(&g.done)
             };
             if !satisfied && !futex::spin_while_eq(&slot.wake, seen, futex::spin_budget()) {
-                slot.sleep_on_wake(seen, Duration::from_millis(100));
+                self.seg
+                    .sleep_on_wake(self.rank, seen, Duration::from_millis(100));
             }
             resume_computing(&self.seg, self.rank);
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {

@@ -18,7 +18,8 @@ impl RankCtx {
             while g.queues.outcomes.push(r).is_err() {
                 let seen = slot.wake.load(Ordering::Acquire);
                 ring_doorbell(&self.seg);
-                slot.sleep_on_wake(seen, Duration::from_micros(200));
+                self.seg
+                    .sleep_on_wake(self.rank, seen, Duration::from_micros(200));
                 if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                     std::process::exit(1);
                 }
@@ -96,7 +97,8 @@ impl RankCtx {
             if self.seg.header().shutdown.load(Ordering::Acquire) != 0 {
                 std::process::exit(1);
             }
-            slot.sleep_on_wake(seen, Duration::from_millis(50));
+            self.seg
+                .sleep_on_wake(self.rank, seen, Duration::from_millis(50));
         }
     }
 

@@ -23,8 +23,9 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// a push for a pull and copy into its own memory, so it must refuse to attach.
 /// 11: `MmdsBlock::primitives_used` (a snapshot reads only the primitives a rank called).
 /// 12: each slot's send arena (`segment_arena.rs`) after its MMDS block. 13: each slot's
-/// receive arena after its send arena.
-pub const LAYOUT_VERSION: u32 = 13;
+/// receive arena after its send arena. 14: a rank sleeps on its group's `group_wake` word,
+/// no longer on `wake` (a rank of layout 13 would never be woken).
+pub const LAYOUT_VERSION: u32 = 14;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -325,33 +326,15 @@ pub struct RankSlot {
     /// only by the rank).
     site_addr: AtomicU64,
     site_info: AtomicU64,
+    /// In the slot of every 32nd rank: the futex word its group of 32 ranks sleeps on, one
+    /// bit each, so that one system call wakes every sleeper of a delivery (`rank_wake.rs`,
+    /// layout 14).
+    pub(crate) group_wake: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<RankSlot>() == 128);
 
 impl RankSlot {
-    /// Wake the rank (bump `wake`); a system call only if it sleeps rather than polls.
-    pub fn wake_rank(&self) {
-        crate::futex::bump_and_wake(&self.wake, &self.wake_sleepers);
-    }
-
-    /// [`Self::wake_rank`] in two steps: bump `wake` now; true when the rank sleeps and
-    /// needs [`Self::wake_sleeper`] (a system call).
-    pub fn bump_wake(&self) -> bool {
-        crate::futex::bump(&self.wake, &self.wake_sleepers)
-    }
-
-    /// Wake the rank sleeping on `wake` (after [`Self::bump_wake`]).
-    pub fn wake_sleeper(&self) {
-        crate::futex::wake_all(&self.wake);
-    }
-
-    /// Sleep while `wake` still reads `seen`, at most `timeout` (counted, see [`Self::wake_rank`]).
-    pub fn sleep_on_wake(&self, seen: u32, timeout: std::time::Duration) {
-        let deadline = std::time::Instant::now().checked_add(timeout);
-        crate::futex::wait_counted(&self.wake, seen, &self.wake_sleepers, deadline);
-    }
-
     /// What the rank is doing.
     pub fn state(&self) -> RankState {
         RankState::from_raw(self.state.load(Ordering::Acquire))

@@ -161,7 +161,7 @@ pub fn kill_all(shared: &JobShared, children: &mut [Child], reaped: &[bool]) {
     shared.seg.header().shutdown.store(1, Ordering::Release);
     shared.request_stop();
     for r in 0..shared.seg.ranks() {
-        shared.seg.slot(r).wake_rank();
+        shared.seg.wake_rank(r);
     }
     for (i, c) in children.iter_mut().enumerate() {
         if !reaped.get(i).copied().unwrap_or(false) {

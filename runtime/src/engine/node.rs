@@ -479,7 +479,7 @@ impl NodeManager {
             if slot.post_limit.swap(limit, Ordering::AcqRel) != limit
                 && slot.state() == RankState::Held
             {
-                slot.wake_rank();
+                self.shared.seg.wake_rank(r);
             }
         }
     }
