@@ -24,8 +24,9 @@ pub const MAGIC: u64 = 0x5354_524f_4245_4a31; // "STROBEJ1"
 /// 11: `MmdsBlock::primitives_used` (a snapshot reads only the primitives a rank called).
 /// 12: each slot's send arena (`segment_arena.rs`) after its MMDS block. 13: each slot's
 /// receive arena after its send arena. 14: a rank sleeps on its group's `group_wake` word,
-/// no longer on `wake` (a rank of layout 13 would never be woken).
-pub const LAYOUT_VERSION: u32 = 14;
+/// no longer on `wake` (a rank of layout 13 would never be woken). 15: `dma_done_sleepers`
+/// (a DMA Helper of layout 14 would not wake a node manager counted there).
+pub const LAYOUT_VERSION: u32 = 15;
 
 /// What a rank is doing, as its slot publishes it. The values are the shared-memory
 /// encoding (layout version 4): never renumber.
@@ -330,6 +331,9 @@ pub struct RankSlot {
     /// bit each, so that one system call wakes every sleeper of a delivery (`rank_wake.rs`,
     /// layout 14).
     pub(crate) group_wake: AtomicU32,
+    /// Node manager threads sleeping on `dma_done` (`futex::wait_counted`): the DMA Helper
+    /// wakes them only then, once per drained queue (layout 15).
+    pub dma_done_sleepers: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<RankSlot>() == 128);

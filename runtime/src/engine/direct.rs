@@ -85,7 +85,8 @@ pub(super) fn await_direct(
                 }
                 std::hint::spin_loop();
             } else {
-                futex::wait(&slot.dma_done, done, Some(Duration::from_millis(5)));
+                let deadline = std::time::Instant::now().checked_add(Duration::from_millis(5));
+                futex::wait_counted(&slot.dma_done, done, &slot.dma_done_sleepers, deadline);
             }
         }
         let e = slot.dma_error.swap(0, Ordering::AcqRel);
