@@ -28,7 +28,7 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::calls::Call;
 use crate::datatype::{compare_signatures, SigMatch, TypeSig};
@@ -39,6 +39,7 @@ use crate::descriptor::{
 use crate::engine::{SliceRecord, SliceSink};
 use crate::sched::Decision;
 use crate::segment::BlockedCall;
+use crate::symbolize::CallSite;
 
 /// What a finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -239,8 +240,10 @@ struct State {
     /// Findings per kind so far (listed or not).
     per_kind: BTreeMap<CheckKind, usize>,
     /// Where the program made the blocking calls of the slice being checked, and of the
-    /// unmatched sends (a send-send finding names a send of an earlier slice).
-    sites: BTreeMap<DescRef, String>,
+    /// unmatched sends (a send-send finding names a send of an earlier slice), with the
+    /// descriptor's peer (to look it up among the unmatched sends). Formatted only for a
+    /// finding: two formatted sites a slice were a tenth of a ping-pong's slice.
+    sites: BTreeMap<DescRef, (i32, Arc<CallSite>)>,
 }
 
 fn call_name(d: &Descriptor) -> String {
@@ -313,7 +316,7 @@ impl State {
             slice,
             rank: d.rank,
             call: call_name(d),
-            call_site: self.sites.get(&d.id()).cloned(),
+            call_site: self.sites.get(&d.id()).map(|(_, site)| site.short()),
             detail,
         });
     }
@@ -406,12 +409,12 @@ impl State {
     /// rank has moved on by the time the slice sees it, and resolving a site at every post
     /// would cost a stack walk per call (docs/debugging.md, "Correctness checks").
     fn note_sites(&mut self, rec: &SliceRecord) {
-        let unmatched: BTreeSet<DescRef> = self
-            .unmatched_sends
-            .values()
-            .flat_map(|m| m.keys().copied())
-            .collect();
-        self.sites.retain(|id, _| unmatched.contains(id));
+        let unmatched = &self.unmatched_sends;
+        self.sites.retain(|id, (peer, _)| {
+            unmatched
+                .get(&(id.rank, *peer))
+                .is_some_and(|m| m.contains_key(id))
+        });
         for d in rec.descriptors.iter().filter(|d| d.blocking()) {
             let Some(kind) = d.kind() else { continue };
             // Blocked in this call, or not blocked yet: then the site is the one its rank
@@ -423,7 +426,7 @@ impl State {
                 .is_none_or(|&(_, call)| call == BlockedCall::Posted(kind));
             let site = rec.sites.iter().find(|(r, _)| *r == d.rank);
             if let (true, Some((_, site))) = (in_it, site) {
-                self.sites.insert(d.id(), site.short());
+                self.sites.insert(d.id(), (d.peer, Arc::clone(site)));
             }
         }
     }
