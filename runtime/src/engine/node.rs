@@ -115,6 +115,8 @@ pub struct NodeManager {
     urgent_since: Option<Instant>,
     /// Whether the Strobe Sender polls after a delivery although every rank computes.
     woken: super::woken::ReturnWatch,
+    /// The sleeping ranks a delivery wakes (kept: its list is reused every slice).
+    wake_groups: crate::rank_wake::WakeGroups,
     /// Replay: how long the Strobe Sender sleeps for the gate without a doorbell
     /// (`node_start.rs`, `GATE_NAP_SHORTEST`..`GATE_NAP_LONGEST`).
     gate_nap: Duration,
@@ -228,6 +230,7 @@ impl NodeManager {
             early_delivery,
             urgent_since: None,
             woken: Default::default(),
+            wake_groups: Default::default(),
             gate_nap: start::GATE_NAP_SHORTEST,
             cfg,
         }

@@ -27,36 +27,73 @@ use std::time::Duration;
 /// Index of a node (a node manager) in the job, `0..nodes`.
 pub type NodeId = u32;
 
-/// A set of destination nodes. Small jobs dominate on one host; the representation is a
-/// sorted, deduplicated list so it works for any node count.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NodeSet(Vec<NodeId>);
+/// A set of destination nodes: a range of node ids (every node, one node: the sets of the
+/// slice path, several a slice, so they must not allocate) or a sorted, deduplicated list
+/// for any other set.
+#[derive(Clone, Debug)]
+pub struct NodeSet(NodeSetRepr);
+
+#[derive(Clone, Debug)]
+enum NodeSetRepr {
+    /// `start..end`.
+    Range(NodeId, NodeId),
+    List(Vec<NodeId>),
+}
 
 impl NodeSet {
     /// Every node of a job of `nodes` nodes.
     pub fn all(nodes: u32) -> Self {
-        NodeSet((0..nodes).collect())
+        NodeSet(NodeSetRepr::Range(0, nodes))
     }
     pub fn single(node: NodeId) -> Self {
-        NodeSet(vec![node])
+        NodeSet(NodeSetRepr::Range(node, node.saturating_add(1)))
     }
     pub fn from_nodes(nodes: impl IntoIterator<Item = NodeId>) -> Self {
         let mut v: Vec<NodeId> = nodes.into_iter().collect();
         v.sort_unstable();
         v.dedup();
-        NodeSet(v)
+        NodeSet(NodeSetRepr::List(v))
     }
+    /// The nodes, ascending.
     pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.0.iter().copied()
+        let (range, list): (std::ops::Range<NodeId>, &[NodeId]) = match &self.0 {
+            NodeSetRepr::Range(start, end) => (*start..*end, &[]),
+            NodeSetRepr::List(v) => (0..0, v),
+        };
+        range.chain(list.iter().copied())
     }
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            NodeSetRepr::Range(start, end) => end.saturating_sub(*start) as usize,
+            NodeSetRepr::List(v) => v.len(),
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
     pub fn contains(&self, node: NodeId) -> bool {
-        self.0.binary_search(&node).is_ok()
+        match &self.0 {
+            NodeSetRepr::Range(start, end) => (*start..*end).contains(&node),
+            NodeSetRepr::List(v) => v.binary_search(&node).is_ok(),
+        }
+    }
+}
+
+/// Equal when they hold the same nodes, whichever form each has.
+impl PartialEq for NodeSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for NodeSet {}
+
+impl std::hash::Hash for NodeSet {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.len().hash(state);
+        for n in self.iter() {
+            n.hash(state);
+        }
     }
 }
 
@@ -202,4 +239,25 @@ pub trait Transport: Send + Sync {
 
     /// Atomically store a 64-bit global variable of this node (local access).
     fn store_var(&self, var: usize, value: u64) -> Result<(), TransportError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeSet;
+
+    #[test]
+    fn node_sets_are_equal_by_their_nodes_whatever_their_form() {
+        let all = NodeSet::all(3);
+        let listed = NodeSet::from_nodes([2, 0, 1, 1]);
+        assert_eq!(all, listed);
+        assert_eq!(all.iter().collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!((all.len(), listed.len()), (3, 3));
+        assert!(all.contains(2) && !all.contains(3));
+        let one = NodeSet::single(4);
+        assert_eq!(one, NodeSet::from_nodes([4]));
+        assert!(one.contains(4) && !one.contains(3) && !one.contains(5));
+        assert_ne!(one, NodeSet::all(4));
+        assert!(NodeSet::all(0).is_empty() && NodeSet::from_nodes([]).is_empty());
+        assert_eq!(NodeSet::all(0), NodeSet::from_nodes([]));
+    }
 }
