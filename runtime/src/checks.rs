@@ -231,7 +231,8 @@ struct State {
     longest: BTreeMap<u32, u64>,
     /// Blocking standard-mode sends on `MPI_COMM_WORLD` posted and not matched yet, by
     /// (sender, destination).
-    unmatched_sends: BTreeMap<(u32, i32), BTreeMap<DescRef, Descriptor>>,
+    /// One flat map (no inner map allocated and freed for every send of a ping-pong).
+    unmatched_sends: BTreeMap<(u32, i32, DescRef), Descriptor>,
     /// Those of them that completed eagerly.
     eager: BTreeSet<DescRef>,
     /// Send-send pairs already reported (lower descriptor first).
@@ -385,19 +386,11 @@ impl State {
     }
 
     fn is_unmatched(&self, d: &Descriptor) -> bool {
-        self.unmatched_sends
-            .get(&(d.rank, d.peer))
-            .is_some_and(|m| m.contains_key(&d.id()))
+        self.unmatched_sends.contains_key(&(d.rank, d.peer, d.id()))
     }
 
     fn no_longer_unmatched(&mut self, d: &Descriptor) {
-        let key = (d.rank, d.peer);
-        if let Some(m) = self.unmatched_sends.get_mut(&key) {
-            m.remove(&d.id());
-            if m.is_empty() {
-                self.unmatched_sends.remove(&key);
-            }
-        }
+        self.unmatched_sends.remove(&(d.rank, d.peer, d.id()));
         self.eager.remove(&d.id());
     }
 
@@ -410,11 +403,8 @@ impl State {
     /// would cost a stack walk per call (docs/debugging.md, "Correctness checks").
     fn note_sites(&mut self, rec: &SliceRecord) {
         let unmatched = &self.unmatched_sends;
-        self.sites.retain(|id, (peer, _)| {
-            unmatched
-                .get(&(id.rank, *peer))
-                .is_some_and(|m| m.contains_key(id))
-        });
+        self.sites
+            .retain(|id, (peer, _)| unmatched.contains_key(&(id.rank, *peer, *id)));
         for d in rec.descriptors.iter().filter(|d| d.blocking()) {
             let Some(kind) = d.kind() else { continue };
             // Blocked in this call, or not blocked yet: then the site is the one its rank
@@ -464,14 +454,16 @@ impl State {
             let Ok(dest) = u32::try_from(b.peer) else {
                 continue;
             };
+            let from = DescRef { rank: 0, seq: 0 };
+            let to = DescRef {
+                rank: u32::MAX,
+                seq: u64::MAX,
+            };
             let partner = self
                 .unmatched_sends
-                .get(&(dest, b.rank as i32))
-                .and_then(|sends| {
-                    sends
-                        .values()
-                        .find(|a| self.eager.contains(&a.id()) || self.eager.contains(&b.id()))
-                });
+                .range((dest, b.rank as i32, from)..=(dest, b.rank as i32, to))
+                .map(|(_, a)| a)
+                .find(|a| self.eager.contains(&a.id()) || self.eager.contains(&b.id()));
             let Some(a) = partner.copied() else { continue };
             let (first, second) = if a.id() < b.id() { (a, *b) } else { (*b, a) };
             if !self.pairs.insert((first.id(), second.id())) {
@@ -495,10 +487,7 @@ impl SliceSink for Checker {
         for d in &rec.descriptors {
             st.posted(rec.slice, d);
             if d.kind() == Some(DescKind::Send) && d.blocking() && d.comm == COMM_WORLD {
-                st.unmatched_sends
-                    .entry((d.rank, d.peer))
-                    .or_default()
-                    .insert(d.id(), *d);
+                st.unmatched_sends.insert((d.rank, d.peer, d.id()), *d);
                 fresh.push(*d);
             }
         }

@@ -117,6 +117,8 @@ pub struct NodeManager {
     woken: super::woken::ReturnWatch,
     /// The sleeping ranks a delivery wakes (kept: its list is reused every slice).
     wake_groups: crate::rank_wake::WakeGroups,
+    /// The vector of the last slice's descriptors, for the next drain to refill.
+    spare_batch: Vec<Descriptor>,
     /// Replay: how long the Strobe Sender sleeps for the gate without a doorbell
     /// (`node_start.rs`, `GATE_NAP_SHORTEST`..`GATE_NAP_LONGEST`).
     gate_nap: Duration,
@@ -231,6 +233,7 @@ impl NodeManager {
             urgent_since: None,
             woken: Default::default(),
             wake_groups: Default::default(),
+            spare_batch: Vec::new(),
             gate_nap: start::GATE_NAP_SHORTEST,
             cfg,
         }
@@ -721,7 +724,7 @@ impl NodeManager {
         for d in descriptors.iter_mut().filter(|d| d.is_inline()) {
             *d = d.without_payload();
         }
-        self.sink.slice(&SliceRecord {
+        let rec = SliceRecord {
             slice: w.slice,
             reason: w.reason,
             start_ns: (w.t0 - self.shared.started).as_nanos() as u64,
@@ -731,7 +734,10 @@ impl NodeManager {
             digest,
             blocked: all_blocked,
             sites,
-        });
+        };
+        self.sink.slice(&rec);
+        // The batch's vector is the next drain's (no allocation a slice for it).
+        self.spare_batch = rec.descriptors;
         quiet
     }
 
