@@ -166,6 +166,9 @@ pub struct Scheduler {
     live: BTreeMap<DescRef, Descriptor>,
     /// Next expected sequence number per rank: the canonical-order check.
     next_seq: Vec<u64>,
+    /// The vectors of a spent slice's decisions ([`Scheduler::recycle`]), for the next
+    /// slice to fill: no allocation a slice for them once their capacity suffices.
+    spare: Option<SliceDecisions>,
 }
 
 /// A descriptor the scheduler refused before it could be scheduled (malformed input). It
@@ -177,23 +180,31 @@ fn reject(out: &mut Out, d: &Descriptor, error: RtError) {
 /// Decisions under construction for one slice.
 pub(crate) struct Out {
     decisions: Vec<Decision>,
-    catalog: BTreeMap<DescRef, Descriptor>,
+    /// Every descriptor cited, in citation order (sorted and deduplicated at the end).
+    catalog: Vec<Descriptor>,
     wake: Vec<u32>,
 }
 
 impl Out {
-    fn new() -> Self {
+    /// Empty, in the vectors of `spare` (a spent slice's decisions) if there are some.
+    fn new(spare: Option<SliceDecisions>) -> Self {
+        let (mut decisions, mut catalog, mut wake) = spare
+            .map(|s| (s.decisions, s.catalog, s.wake))
+            .unwrap_or_default();
+        decisions.clear();
+        catalog.clear();
+        wake.clear();
         Out {
-            decisions: Vec::new(),
-            catalog: BTreeMap::new(),
-            wake: Vec::new(),
+            decisions,
+            catalog,
+            wake,
         }
     }
     fn push(&mut self, d: Decision) {
         self.decisions.push(d);
     }
     fn cite(&mut self, d: &Descriptor) {
-        self.catalog.insert(d.id(), *d);
+        self.catalog.push(*d);
     }
     /// Complete `d`; `fill` adjusts the completion's status fields.
     fn complete(&mut self, d: &Descriptor, error: RtError, fill: impl FnOnce(&mut Completion)) {
@@ -226,11 +237,16 @@ impl Out {
     fn finish(mut self, slice: u64) -> SliceDecisions {
         self.wake.sort_unstable();
         self.wake.dedup();
+        // By id, each descriptor once, its last citation (as a map by id would keep it):
+        // reversed, a stable sort puts an id's last citation first, and `dedup` keeps that.
+        self.catalog.reverse();
+        self.catalog.sort_by_key(Descriptor::id);
+        self.catalog.dedup_by_key(|d| d.id());
         SliceDecisions {
             slice,
             decisions: self.decisions,
             wake: self.wake,
-            catalog: self.catalog.into_values().collect(),
+            catalog: self.catalog,
         }
     }
 }
@@ -266,6 +282,7 @@ impl Scheduler {
             finalized: vec![false; n],
             live: BTreeMap::new(),
             next_seq: vec![0; n],
+            spare: None,
             cfg,
         }
     }
@@ -282,7 +299,7 @@ impl Scheduler {
         posted: &[Descriptor],
     ) -> Result<SliceDecisions, SchedError> {
         self.check_order(posted)?;
-        let mut out = Out::new();
+        let mut out = Out::new(self.spare.take());
         let mut iprobes = Vec::new();
         for d in posted {
             self.ingest(d, &mut out, &mut iprobes);
@@ -298,6 +315,12 @@ impl Scheduler {
         self.coll
             .schedule_ready(&mut self.comms, &mut self.live, &mut out);
         Ok(out.finish(slice))
+    }
+
+    /// Hand back a slice's decisions once nothing needs them: the next [`Self::schedule`]
+    /// fills their vectors instead of allocating new ones. Never changes a decision.
+    pub fn recycle(&mut self, spent: SliceDecisions) {
+        self.spare = Some(spent);
     }
 
     fn check_order(&mut self, posted: &[Descriptor]) -> Result<(), SchedError> {
@@ -379,6 +402,8 @@ impl Scheduler {
 
 #[cfg(test)]
 mod golden_tests;
+#[cfg(test)]
+mod recycle_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -705,6 +705,7 @@ impl NodeManager {
         global.usrsts = usr.sts;
         self.sink.node_metrics(w.slice, &local);
         if self.node != 0 {
+            self.sched.recycle(w.dec);
             return false;
         }
         let backlog =
@@ -738,6 +739,7 @@ impl NodeManager {
         self.sink.slice(&rec);
         // The batch's vector is the next drain's (no allocation a slice for it).
         self.spare_batch = rec.descriptors;
+        self.sched.recycle(rec.decisions);
         quiet
     }
 
