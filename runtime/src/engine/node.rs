@@ -119,6 +119,11 @@ pub struct NodeManager {
     wake_groups: crate::rank_wake::WakeGroups,
     /// The vector of the last slice's descriptors, for the next drain to refill.
     spare_batch: Vec<Descriptor>,
+    /// The last slice's blocked list, call-site words and sites, for the next to refill
+    /// (a slice with a blocked rank allocated each of them).
+    spare_blocked: Vec<(u32, BlockedCall)>,
+    spare_words: Vec<(u32, i32, crate::callsite::SiteWords)>,
+    spare_sites: Vec<(u32, Arc<crate::symbolize::CallSite>)>,
     /// Replay: how long the Strobe Sender sleeps for the gate without a doorbell
     /// (`node_start.rs`, `GATE_NAP_SHORTEST`..`GATE_NAP_LONGEST`).
     gate_nap: Duration,
@@ -234,6 +239,9 @@ impl NodeManager {
             woken: Default::default(),
             wake_groups: Default::default(),
             spare_batch: Vec::new(),
+            spare_blocked: Vec::new(),
+            spare_words: Vec::new(),
+            spare_sites: Vec::new(),
             gate_nap: start::GATE_NAP_SHORTEST,
             cfg,
         }
@@ -503,11 +511,23 @@ impl NodeManager {
 
     /// Ranks among `ranks` blocked when the slice started, with their calls (live runs).
     fn observe_blocked(&self, ranks: impl Iterator<Item = u32>) -> Vec<(u32, BlockedCall)> {
+        self.observe_blocked_into(Vec::new(), ranks)
+    }
+
+    /// [`Self::observe_blocked`] into `list`'s vector (emptied first).
+    fn observe_blocked_into(
+        &self,
+        mut list: Vec<(u32, BlockedCall)>,
+        ranks: impl Iterator<Item = u32>,
+    ) -> Vec<(u32, BlockedCall)> {
         let seg = &self.shared.seg;
-        ranks
-            .filter(|&r| seg.slot(r).state() == RankState::Blocked)
-            .map(|r| (r, seg.slot(r).blocked_call()))
-            .collect()
+        list.clear();
+        list.extend(
+            ranks
+                .filter(|&r| seg.slot(r).state() == RankState::Blocked)
+                .map(|r| (r, seg.slot(r).blocked_call())),
+        );
+        list
     }
 
     /// Replay: the recorded blocked set restricted to `ranks`, with the calls the ranks were
@@ -552,10 +572,12 @@ impl NodeManager {
         // The job-wide blocked list is also taken now: taken after the slice, it would name
         // calls ranks entered during the slice. Replay takes both from the recording, once
         // the batch is known (MSM).
-        let blocked = self.observe_blocked(self.local_ranks.iter().copied());
+        let spare = std::mem::take(&mut self.spare_blocked);
+        let blocked = self.observe_blocked_into(spare, self.local_ranks.iter().copied());
         let all_blocked =
             (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
-        let site_words = self.site_words(all_blocked.as_ref().unwrap_or(&blocked));
+        let spare = std::mem::take(&mut self.spare_words);
+        let site_words = self.site_words_into(spare, all_blocked.as_ref().unwrap_or(&blocked));
         let calls_at_start = match self.source {
             Some(_) => (0..self.cfg.ranks)
                 .map(|r| self.shared.seg.slot(r).blocked_call())
@@ -718,7 +740,9 @@ impl NodeManager {
         let quiet = self.sched.is_quiescent() && !backlog;
         let digest = w.digest;
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
-        let sites = self.blocked_sites(&w.site_words);
+        let spare = std::mem::take(&mut self.spare_sites);
+        let sites = self.blocked_sites_into(spare, &w.site_words);
+        self.spare_words = w.site_words;
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
         let mut descriptors = w.posted;
         // A message's bytes never belong in the schedule (nor in a recording).
@@ -739,6 +763,8 @@ impl NodeManager {
         self.sink.slice(&rec);
         // The batch's vector is the next drain's (no allocation a slice for it).
         self.spare_batch = rec.descriptors;
+        self.spare_blocked = rec.blocked;
+        self.spare_sites = rec.sites;
         self.sched.recycle(rec.decisions);
         quiet
     }

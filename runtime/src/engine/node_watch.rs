@@ -19,18 +19,30 @@ impl NodeManager {
         &self,
         blocked: &[(u32, BlockedCall)],
     ) -> Vec<(u32, i32, crate::callsite::SiteWords)> {
+        self.site_words_into(Vec::new(), blocked)
+    }
+
+    /// [`Self::site_words`] into `words`'s vector (emptied first).
+    pub(super) fn site_words_into(
+        &self,
+        mut words: Vec<(u32, i32, crate::callsite::SiteWords)>,
+        blocked: &[(u32, BlockedCall)],
+    ) -> Vec<(u32, i32, crate::callsite::SiteWords)> {
+        words.clear();
         if self.node != 0 {
-            return Vec::new();
+            return words;
         }
         let seg = &self.shared.seg;
-        blocked
-            .iter()
-            .filter(|&&(r, _)| self.may_symbolize(r))
-            .map(|&(r, _)| {
-                let slot = seg.slot(r);
-                (r, slot.pid.load(Ordering::Acquire) as i32, slot.site())
-            })
-            .collect()
+        words.extend(
+            blocked
+                .iter()
+                .filter(|&&(r, _)| self.may_symbolize(r))
+                .map(|&(r, _)| {
+                    let slot = seg.slot(r);
+                    (r, slot.pid.load(Ordering::Acquire) as i32, slot.site())
+                }),
+        );
+        words
     }
 
     /// Node 0: the sites of the blocking calls this slice exchanges whose ranks were not
@@ -84,14 +96,18 @@ impl NodeManager {
     }
 
     /// The call sites of the blocked ranks (node 0), resolved while the ranks are alive.
-    pub(super) fn blocked_sites(
+    pub(super) fn blocked_sites_into(
         &mut self,
+        mut sites: Vec<(u32, Arc<crate::symbolize::CallSite>)>,
         words: &[(u32, i32, crate::callsite::SiteWords)],
     ) -> Vec<(u32, Arc<crate::symbolize::CallSite>)> {
-        words
-            .iter()
-            .filter_map(|&(r, pid, w)| self.sites.site(r, pid, w).map(|s| (r, s)))
-            .collect()
+        sites.clear();
+        sites.extend(
+            words
+                .iter()
+                .filter_map(|&(r, pid, w)| self.sites.site(r, pid, w).map(|s| (r, s))),
+        );
+        sites
     }
 
     /// Strobe Sender: every live rank blocked, nothing posted, nothing scheduled, nothing in
