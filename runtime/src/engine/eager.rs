@@ -130,6 +130,19 @@ impl EagerMemory {
         self.with_chunk(s, r, offset, len, |bytes| Ok(bytes.to_vec()))
     }
 
+    /// [`Self::take_chunk`] of at most `RANK_COPY_MAX` bytes, without a heap allocation.
+    pub fn take_small_chunk(
+        &self,
+        s: &Descriptor,
+        r: &Descriptor,
+        offset: u64,
+        len: u64,
+    ) -> Option<Result<super::helpers::SmallBytes, RtError>> {
+        self.with_chunk(s, r, offset, len, |bytes| {
+            super::helpers::SmallBytes::new(bytes).ok_or(RtError::Buffer)
+        })
+    }
+
     /// Run `f` on the bytes of a chunk of an eager send (an error when the chunk is outside
     /// them) and free the entry with its last byte; `None` when the send is not eager.
     fn with_chunk<T>(

@@ -73,7 +73,40 @@ pub struct Carried {
     /// results are not captured: `--capture-payloads` reads the buffers before delivery).
     pub allowed: Vec<bool>,
     /// This slice's: receive (or reduction member) -> (address in the rank, bytes).
-    pub by_recv: BTreeMap<DescRef, (u64, Vec<u8>)>,
+    pub by_recv: BTreeMap<DescRef, (u64, SmallBytes)>,
+}
+
+/// At most `RANK_COPY_MAX` bytes, held inline: a carried payload is copied from node memory
+/// into its completion or the receive arena without a heap allocation of its own.
+#[derive(Clone, Copy)]
+pub struct SmallBytes {
+    len: u8,
+    bytes: [u8; RANK_COPY_MAX as usize],
+}
+
+impl SmallBytes {
+    /// `data` if it fits.
+    pub fn new(data: &[u8]) -> Option<SmallBytes> {
+        let mut bytes = [0u8; RANK_COPY_MAX as usize];
+        bytes.get_mut(..data.len())?.copy_from_slice(data);
+        Some(SmallBytes {
+            len: data.len() as u8,
+            bytes,
+        })
+    }
+}
+
+impl std::ops::Deref for SmallBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for SmallBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 impl Carried {
@@ -91,7 +124,7 @@ impl Carried {
         if !whole || !self.allowed.get(r.rank as usize).copied().unwrap_or(false) {
             return false;
         }
-        match eager.take_chunk(s, r, offset, len) {
+        match eager.take_small_chunk(s, r, offset, len) {
             None => false,
             Some(Ok(data)) => {
                 self.by_recv.insert(r.id(), (r.buf, data));
@@ -731,6 +764,15 @@ mod tests {
         assert_eq!(push.dst_addr, c.dst_addr + pull.len);
         assert_eq!(push.src_addr % 4096, 0, "the push starts on a source page");
         assert_eq!((pull.recv, push.recv), (c.recv, c.recv));
+    }
+
+    #[test]
+    fn small_bytes_hold_up_to_the_rank_copy_limit() {
+        let data: Vec<u8> = (0..RANK_COPY_MAX as u8).collect();
+        let held = SmallBytes::new(&data).expect("64 bytes fit");
+        assert_eq!(&*held, &data[..]);
+        assert_eq!(&*SmallBytes::new(&[]).expect("empty"), &[] as &[u8]);
+        assert!(SmallBytes::new(&[0; RANK_COPY_MAX as usize + 1]).is_none());
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub struct NodeManager {
     /// Per local rank, the bytes of its completions flagged `COMPLETION_ARENA` not yet
     /// pushed, in their order in `overflow`: written into the rank's receive arena as each
     /// is pushed (`node_deliver.rs`).
-    arena_bytes: Vec<std::collections::VecDeque<Vec<u8>>>,
+    arena_bytes: Vec<std::collections::VecDeque<super::helpers::SmallBytes>>,
     /// Direct copies queued so far to each local rank's DMA Helper (wrapping).
     dma_pushed: Vec<u32>,
     /// pid of every rank, once known.

@@ -25,12 +25,13 @@ impl Carried {
                 .get(w.desc.rank as usize)
                 .copied()
                 .unwrap_or(false);
-            let small = w.data.len() as u64 <= RANK_COPY_MAX;
+            let small = super::SmallBytes::new(&w.data);
             // A null result buffer is written (and reported) as before.
-            if allowed && small && w.fits && w.addr != 0 && !errs.contains_key(&w.desc) {
-                self.by_recv.insert(w.desc, (w.addr, w.data));
-            } else {
-                rest.push(w);
+            match small {
+                Some(data) if allowed && w.fits && w.addr != 0 && !errs.contains_key(&w.desc) => {
+                    self.by_recv.insert(w.desc, (w.addr, data));
+                }
+                _ => rest.push(w),
             }
         }
         rest
