@@ -177,6 +177,9 @@ fn reject(out: &mut Out, d: &Descriptor, error: RtError) {
     out.complete(d, error, |_| {});
 }
 
+/// The most entries a recycled decision vector may have room for ([`Scheduler::recycle`]).
+pub const MAX_RECYCLED: usize = 4096;
+
 /// Decisions under construction for one slice.
 pub(crate) struct Out {
     decisions: Vec<Decision>,
@@ -318,9 +321,14 @@ impl Scheduler {
     }
 
     /// Hand back a slice's decisions once nothing needs them: the next [`Self::schedule`]
-    /// fills their vectors instead of allocating new ones. Never changes a decision.
+    /// fills their vectors instead of allocating new ones. Never changes a decision. The
+    /// vectors of a slice that grew past [`MAX_RECYCLED`] entries are freed instead of
+    /// held for the rest of the job.
     pub fn recycle(&mut self, spent: SliceDecisions) {
-        self.spare = Some(spent);
+        let small = spent.decisions.capacity() <= MAX_RECYCLED
+            && spent.catalog.capacity() <= MAX_RECYCLED
+            && spent.wake.capacity() <= MAX_RECYCLED;
+        self.spare = small.then_some(spent);
     }
 
     fn check_order(&mut self, posted: &[Descriptor]) -> Result<(), SchedError> {

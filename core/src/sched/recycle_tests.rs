@@ -78,3 +78,20 @@ fn recycled_decisions_are_the_decisions_of_a_fresh_scheduler() {
         "some slice matched and completed the same descriptors"
     );
 }
+
+#[test]
+fn the_vectors_of_a_very_large_slice_are_not_kept() {
+    let mut sched = Scheduler::new(SchedConfig::single_node(2));
+    let small = SliceDecisions {
+        catalog: Vec::with_capacity(16),
+        ..Default::default()
+    };
+    sched.recycle(small);
+    assert!(sched.spare.is_some());
+    let large = SliceDecisions {
+        catalog: Vec::with_capacity(MAX_RECYCLED + 1),
+        ..Default::default()
+    };
+    sched.recycle(large);
+    assert!(sched.spare.is_none(), "a grown catalog is freed, not held");
+}

@@ -15,6 +15,7 @@ mod mirror;
 mod node;
 pub mod remote;
 pub mod sink;
+mod spares;
 mod strobe;
 #[cfg(test)]
 mod tests;

@@ -117,13 +117,8 @@ pub struct NodeManager {
     woken: super::woken::ReturnWatch,
     /// The sleeping ranks a delivery wakes (kept: its list is reused every slice).
     wake_groups: crate::rank_wake::WakeGroups,
-    /// The vector of the last slice's descriptors, for the next drain to refill.
-    spare_batch: Vec<Descriptor>,
-    /// The last slice's blocked list, call-site words and sites, for the next to refill
-    /// (a slice with a blocked rank allocated each of them).
-    spare_blocked: Vec<(u32, BlockedCall)>,
-    spare_words: Vec<(u32, i32, crate::callsite::SiteWords)>,
-    spare_sites: Vec<(u32, Arc<crate::symbolize::CallSite>)>,
+    /// The last slice's vectors, for the next to refill (`spares.rs`).
+    spares: super::spares::Spares,
     /// Replay: how long the Strobe Sender sleeps for the gate without a doorbell
     /// (`node_start.rs`, `GATE_NAP_SHORTEST`..`GATE_NAP_LONGEST`).
     gate_nap: Duration,
@@ -238,10 +233,7 @@ impl NodeManager {
             urgent_since: None,
             woken: Default::default(),
             wake_groups: Default::default(),
-            spare_batch: Vec::new(),
-            spare_blocked: Vec::new(),
-            spare_words: Vec::new(),
-            spare_sites: Vec::new(),
+            spares: Default::default(),
             gate_nap: start::GATE_NAP_SHORTEST,
             cfg,
         }
@@ -572,11 +564,11 @@ impl NodeManager {
         // The job-wide blocked list is also taken now: taken after the slice, it would name
         // calls ranks entered during the slice. Replay takes both from the recording, once
         // the batch is known (MSM).
-        let spare = std::mem::take(&mut self.spare_blocked);
+        let spare = std::mem::take(&mut self.spares.blocked);
         let blocked = self.observe_blocked_into(spare, self.local_ranks.iter().copied());
         let all_blocked =
             (self.node == 0 && self.cfg.nodes > 1).then(|| self.observe_blocked(0..self.cfg.ranks));
-        let spare = std::mem::take(&mut self.spare_words);
+        let spare = std::mem::take(&mut self.spares.words);
         let site_words = self.site_words_into(spare, all_blocked.as_ref().unwrap_or(&blocked));
         let calls_at_start = match self.source {
             Some(_) => (0..self.cfg.ranks)
@@ -740,9 +732,9 @@ impl NodeManager {
         let quiet = self.sched.is_quiescent() && !backlog;
         let digest = w.digest;
         let all_blocked = w.all_blocked.unwrap_or(w.blocked);
-        let spare = std::mem::take(&mut self.spare_sites);
+        let spare = std::mem::take(&mut self.spares.sites);
         let sites = self.blocked_sites_into(spare, &w.site_words);
-        self.spare_words = w.site_words;
+        self.spares.words = super::spares::kept(w.site_words);
         self.check_deadlock(w.slice, &w.posted, &w.dec, w.recorded_blocked.as_deref());
         let mut descriptors = w.posted;
         // A message's bytes never belong in the schedule (nor in a recording).
@@ -761,10 +753,7 @@ impl NodeManager {
             sites,
         };
         self.sink.slice(&rec);
-        // The batch's vector is the next drain's (no allocation a slice for it).
-        self.spare_batch = rec.descriptors;
-        self.spare_blocked = rec.blocked;
-        self.spare_sites = rec.sites;
+        self.spares.keep(rec.descriptors, rec.blocked, rec.sites);
         self.sched.recycle(rec.decisions);
         quiet
     }

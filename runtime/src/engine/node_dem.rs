@@ -86,7 +86,7 @@ impl NodeManager {
 
     /// Buffer Sender: take what the local ranks posted (up to the replayer's quota).
     pub(super) fn drain(&mut self, slice: u64) -> Vec<Descriptor> {
-        let mut batch = std::mem::take(&mut self.spare_batch);
+        let mut batch = std::mem::take(&mut self.spares.batch);
         batch.clear();
         for (i, q) in self.queues.iter().enumerate() {
             let rank = self.local_ranks[i];
