@@ -239,6 +239,35 @@ fn unix_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+/// Beside the job: hash the program into the job row (through the writer's queue) and
+/// remember the launch (`privacy::remember_launch` reads the user's whole launch list).
+/// The hash was taken before the job started: a 27 MB Rust program (an example with the
+/// runtime and its debug information) took 20-25 ms of every `strobe record`'s start, a
+/// large application's binary hundreds. The row has it once the writer takes the message
+/// (about as long after the start as the hash takes), so a recording of strobe killed
+/// later than that has it too; `finish` waits for the thread.
+fn hash_and_remember(
+    job: &JobInfo,
+    command: Vec<String>,
+    tx: SyncSender<Msg>,
+) -> Option<JoinHandle<()>> {
+    let program = job.program.clone();
+    let (cwd, env) = (job.cwd.clone(), job.env.clone());
+    std::thread::Builder::new()
+        .name("strobe-launches".into())
+        .spawn(move || {
+            let sha = sha256_file(&program).ok();
+            if let Some(sha) = &sha {
+                let _ = tx.send(Msg::ProgramSha256(sha.clone()));
+            }
+            drop(tx);
+            let shown = program.display().to_string();
+            let launch = privacy::launch_id(&shown, sha.as_deref(), &command, &cwd, &env);
+            privacy::remember_launch(&launch);
+        })
+        .ok()
+}
+
 /// Records one job into an SQLite file. Create it before `launch`, pass it as (part of) the
 /// sink, then call [`Recorder::finish`] with the report, whatever the outcome.
 pub struct Recorder {
@@ -291,18 +320,11 @@ impl Recorder {
             .transpose()?;
         let lock = file::create_locked(path, opts.mode, opts.replace)?;
         let reserve = file::SpaceReserve::hold(path);
-        let sha = sha256_file(&job.program).ok();
-        let command = if opts.redact {
+        let stored_command = if opts.redact {
             privacy::redact_args(&job.command)
         } else {
             job.command.clone()
         };
-        let program = job.program.display().to_string();
-        let launch = privacy::launch_id(&program, sha.as_deref(), &command, &job.cwd, &job.env);
-        let remembering = std::thread::Builder::new()
-            .name("strobe-launches".into())
-            .spawn(move || privacy::remember_launch(&launch))
-            .ok();
         let mut conn = Connection::open(path)?;
         // Until the job row is in: no fsync at all. The file is new and holds nothing a
         // power cut could lose (it would leave a file that fails its checks, reported as
@@ -317,8 +339,8 @@ impl Recorder {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         migrations::migrate(&mut conn)?;
         // JSON, so SQLite's `json_each` can read them (docs/recording.md).
-        let command =
-            serde_json::to_string(&command).map_err(|e| RecordError::Writer(e.to_string()))?;
+        let command = serde_json::to_string(&stored_command)
+            .map_err(|e| RecordError::Writer(e.to_string()))?;
         let env = serde_json::to_string(
             &job.env
                 .iter()
@@ -338,8 +360,8 @@ impl Recorder {
                 env!("CARGO_PKG_VERSION"),
                 command,
                 job.cwd,
-                program,
-                sha,
+                job.program.display().to_string(),
+                None::<String>,
                 env,
                 job.ranks,
                 job.nodes,
@@ -371,6 +393,7 @@ impl Recorder {
             .name("strobe-recorder".into())
             .spawn(move || writer::run(conn, rx, spent, queue, batch, folds))
             .map_err(|e| RecordError::Writer(e.to_string()))?;
+        let remembering = hash_and_remember(job, stored_command, tx.clone());
         Ok(Recorder {
             writer_thread: handle.thread().clone(),
             path: path.to_path_buf(),

@@ -35,6 +35,8 @@ pub(crate) enum Msg {
     Outcomes(u32, Vec<strobe_runtime::outcome::OutcomeRec>),
     /// What a captured rank was handed for one descriptor (`--capture-payloads`).
     Payload(Box<strobe_runtime::engine::Payload>),
+    /// The program's SHA-256, hashed beside the job (`hash_and_remember`).
+    ProgramSha256(String),
 }
 
 /// One slice, reduced to what the enabled layers record.
@@ -196,6 +198,7 @@ pub(crate) fn run(
     // Room for every statement the writer keeps (rusqlite's default is 16; the multi-row
     // inserts alone are four): one evicted is prepared again on its next use.
     conn.set_prepared_statement_cache_capacity(64);
+    crate::checkpointer::watch_wal(&conn);
     let mut error: Option<RecordError> = None;
     let mut slices = 0u64;
     let mut b = Batch::default();
@@ -273,6 +276,9 @@ pub(crate) fn run(
                 Ok(())
             }
             Msg::Payload(p) => write_payload(&conn, p),
+            Msg::ProgramSha256(sha) => conn
+                .execute("UPDATE job SET program_sha256 = ?1", [sha])
+                .map(drop),
         };
         if let Err(e) = res {
             error = Some(e.into());

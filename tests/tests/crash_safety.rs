@@ -168,6 +168,16 @@ fn interrupt_recording(sig: i32) {
         lag <= Duration::from_millis(100),
         "signal {sig}: the last recorded slice started {lag:?} before the kill"
     );
+    // Hashed beside the job (`hash_and_remember`), written long before the kill: a
+    // replay can check the program it would run.
+    let sha: Option<String> = c
+        .query_row("SELECT program_sha256 FROM job", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        sha.map(|s| s.len()),
+        Some(64),
+        "signal {sig}: no program hash"
+    );
     let outcome: Option<String> = c
         .query_row("SELECT outcome FROM job", [], |r| r.get(0))
         .unwrap();
