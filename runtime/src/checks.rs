@@ -223,7 +223,7 @@ pub const MAX_PER_KIND: usize = 100;
 struct State {
     /// Non-blocking sends and receives with a buffer, posted and not completed yet, by
     /// (rank, buffer start, descriptor)...
-    pending: BTreeMap<(u32, u64, DescRef), Descriptor>,
+    pending: BTreeMap<(u32, u64, DescRef), Kept>,
     /// ...and where each is in `pending`.
     pending_at: BTreeMap<DescRef, (u32, u64)>,
     /// The longest pending buffer each rank ever had: how far below a range an
@@ -232,7 +232,7 @@ struct State {
     /// Blocking standard-mode sends on `MPI_COMM_WORLD` posted and not matched yet, by
     /// (sender, destination).
     /// One flat map (no inner map allocated and freed for every send of a ping-pong).
-    unmatched_sends: BTreeMap<(u32, i32, DescRef), Descriptor>,
+    unmatched_sends: BTreeMap<(u32, i32, DescRef), Kept>,
     /// Those of them that completed eagerly.
     eager: BTreeSet<DescRef>,
     /// Send-send pairs already reported (lower descriptor first).
@@ -245,6 +245,61 @@ struct State {
     /// descriptor's peer (to look it up among the unmatched sends). Formatted only for a
     /// finding: two formatted sites a slice were a tenth of a ping-pong's slice.
     sites: BTreeMap<DescRef, (i32, Arc<CallSite>)>,
+    /// This slice's blocking standard sends on `MPI_COMM_WORLD` (kept for its capacity).
+    fresh: Vec<Kept>,
+}
+
+/// What the checks keep of a descriptor they wait on (a pending buffer, an unmatched
+/// send): the fields a check or its finding reads, 48 bytes instead of the descriptor's
+/// 128. The maps hold one per message in flight, inserted and removed on the slice path
+/// (a fifth of a ping-pong slice's work on the node manager was these maps).
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    seq: u64,
+    request: u64,
+    buf: u64,
+    bytes: u64,
+    rank: u32,
+    peer: i32,
+    kind: u8,
+    flags: u8,
+}
+
+impl Kept {
+    fn of(d: &Descriptor) -> Kept {
+        Kept {
+            seq: d.seq,
+            request: d.request,
+            buf: d.buf,
+            bytes: d.bytes,
+            rank: d.rank,
+            peer: d.peer,
+            kind: d.kind,
+            flags: d.flags,
+        }
+    }
+
+    /// The descriptor again, with the kept fields (for a finding's text).
+    fn desc(&self) -> Descriptor {
+        Descriptor {
+            seq: self.seq,
+            request: self.request,
+            buf: self.buf,
+            bytes: self.bytes,
+            rank: self.rank,
+            peer: self.peer,
+            kind: self.kind,
+            flags: self.flags,
+            ..Descriptor::default()
+        }
+    }
+
+    fn id(&self) -> DescRef {
+        DescRef {
+            rank: self.rank,
+            seq: self.seq,
+        }
+    }
 }
 
 fn call_name(d: &Descriptor) -> String {
@@ -359,7 +414,7 @@ impl State {
             self.finding(CheckKind::BufferReuse, slice, d, detail);
         }
         if !d.blocking() && d.request != 0 {
-            self.pending.insert((d.rank, mine.0, d.id()), *d);
+            self.pending.insert((d.rank, mine.0, d.id()), Kept::of(d));
             self.pending_at.insert(d.id(), (d.rank, mine.0));
             let longest = self.longest.entry(d.rank).or_default();
             *longest = (*longest).max(mine.1 - mine.0);
@@ -369,6 +424,7 @@ impl State {
     /// A pending operation of `rank` whose buffer overlaps `mine` and that clashes with
     /// it: a pending receive, or any pending operation when `mine` is a receive's.
     fn clash(&self, rank: u32, mine: (u64, u64), is_recv: bool) -> Option<Descriptor> {
+        let recv = DescKind::Recv as u8;
         let longest = self.longest.get(&rank).copied().unwrap_or(0);
         let lowest = DescRef { rank: 0, seq: 0 };
         // Candidates start below `mine`'s end; none starting more than `longest` below
@@ -379,10 +435,9 @@ impl State {
             .take_while(|((_, start, _), _)| start.saturating_add(longest) > mine.0)
             .map(|(_, p)| p)
             .find(|p| {
-                (is_recv || p.kind() == Some(DescKind::Recv))
-                    && range(p).is_some_and(|r| overlaps(r, mine))
+                (is_recv || p.kind == recv) && range(&p.desc()).is_some_and(|r| overlaps(r, mine))
             })
-            .copied()
+            .map(Kept::desc)
     }
 
     fn is_unmatched(&self, d: &Descriptor) -> bool {
@@ -449,8 +504,9 @@ impl State {
     /// communicator, from B's destination to B's sender) is still unmatched after the
     /// slice's matching, one of them having completed eagerly. Without buffering the
     /// sender of A would still be in its send, and B's sender in its own: a deadlock.
-    fn send_send(&mut self, slice: u64, fresh: &[Descriptor]) {
-        for b in fresh {
+    fn send_send(&mut self, slice: u64) {
+        let mut fresh = std::mem::take(&mut self.fresh);
+        for b in &fresh {
             let Ok(dest) = u32::try_from(b.peer) else {
                 continue;
             };
@@ -474,8 +530,10 @@ impl State {
                 "rank {} and rank {} each called a blocking MPI_Send to the other (#{} and #{}) before receiving; it completed only because rank {}'s message was buffered (eager): unsafe, it deadlocks without buffering (MPI-3.1 3.5)",
                 first.rank, second.rank, first.seq, second.seq, saved.rank
             );
-            self.finding(CheckKind::UnsafeSendSend, slice, &first, detail);
+            self.finding(CheckKind::UnsafeSendSend, slice, &first.desc(), detail);
         }
+        fresh.clear();
+        self.fresh = fresh;
     }
 }
 
@@ -483,12 +541,12 @@ impl SliceSink for Checker {
     fn slice(&self, rec: &SliceRecord) {
         let mut st = self.state.lock().expect("checker");
         st.note_sites(rec);
-        let mut fresh = Vec::new();
         for d in &rec.descriptors {
             st.posted(rec.slice, d);
             if d.kind() == Some(DescKind::Send) && d.blocking() && d.comm == COMM_WORLD {
-                st.unmatched_sends.insert((d.rank, d.peer, d.id()), *d);
-                fresh.push(*d);
+                st.unmatched_sends
+                    .insert((d.rank, d.peer, d.id()), Kept::of(d));
+                st.fresh.push(Kept::of(d));
             }
         }
         let decisions = &rec.decisions;
@@ -520,7 +578,7 @@ impl SliceSink for Checker {
                 _ => {}
             }
         }
-        st.send_send(rec.slice, &fresh);
+        st.send_send(rec.slice);
     }
 }
 

@@ -95,3 +95,36 @@ fn the_vectors_of_a_very_large_slice_are_not_kept() {
     sched.recycle(large);
     assert!(sched.spare.is_none(), "a grown catalog is freed, not held");
 }
+
+/// The catalog comes out by id, each descriptor once, as its last citation had it, in
+/// both of `Out::finish`'s paths (already in order, and not).
+#[test]
+fn the_catalog_is_by_id_with_each_descriptors_last_citation() {
+    let d = |rank: u32, seq: u64, bytes: u64| Descriptor {
+        rank,
+        seq,
+        bytes,
+        ..Default::default()
+    };
+    let mut order = CatalogOrder::default();
+    let ids = |s: &SliceDecisions| {
+        s.catalog
+            .iter()
+            .map(|c| (c.rank, c.seq, c.bytes))
+            .collect::<Vec<_>>()
+    };
+    for round in 0..2 {
+        let mut out = Out::new(None);
+        for c in [d(1, 0, 10), d(0, 3, 1), d(1, 0, 20), d(0, 1, 5), d(0, 3, 2)] {
+            out.cite(&c);
+        }
+        let s = out.finish(9, &mut order);
+        assert_eq!(ids(&s), [(0, 1, 5), (0, 3, 2), (1, 0, 20)], "round {round}");
+        let mut out = Out::new(Some(s));
+        for c in [d(0, 0, 1), d(0, 2, 1), d(3, 0, 1)] {
+            out.cite(&c);
+        }
+        let s = out.finish(10, &mut order);
+        assert_eq!(ids(&s), [(0, 0, 1), (0, 2, 1), (3, 0, 1)], "round {round}");
+    }
+}
