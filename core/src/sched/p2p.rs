@@ -63,6 +63,8 @@ pub(super) struct P2p {
     eager: BTreeSet<DescRef>,
     /// Bytes of the messages in `eager`.
     eager_bytes: u64,
+    /// Scratch: each node's chunk budget left in the slice being scheduled.
+    budget: Vec<u64>,
 }
 
 fn tag_ok(want: i32, got: i32) -> bool {
@@ -79,6 +81,7 @@ impl P2p {
             fresh: BTreeSet::new(),
             eager: BTreeSet::new(),
             eager_bytes: 0,
+            budget: Vec::new(),
         }
     }
 
@@ -393,9 +396,14 @@ impl P2p {
         live: &mut BTreeMap<DescRef, Descriptor>,
         out: &mut Out,
     ) {
-        let mut budget = vec![cfg.chunk_budget; cfg.nodes() as usize];
-        let mut keep = Vec::with_capacity(self.transfers.len());
-        for mut t in std::mem::take(&mut self.transfers) {
+        // Both vectors are the last slice's (a `vec!` and a `Vec::with_capacity` a slice
+        // were two of a ping-pong slice's allocations); `retain_mut` keeps the transfers'
+        // order, which is the decisions' order.
+        let mut budget = std::mem::take(&mut self.budget);
+        budget.clear();
+        budget.resize(cfg.nodes() as usize, cfg.chunk_budget);
+        let mut transfers = std::mem::take(&mut self.transfers);
+        transfers.retain_mut(|t| {
             let node = cfg.node_of_rank[t.recv.rank as usize] as usize;
             let take = (t.total - t.done).min(budget[node]);
             if take > 0 {
@@ -412,8 +420,7 @@ impl P2p {
                 budget[node] -= take;
             }
             if t.done < t.total {
-                keep.push(t);
-                continue;
+                return true;
             }
             let s = live.remove(&t.send).expect("matched send is live");
             let r = live.remove(&t.recv).expect("matched receive is live");
@@ -437,8 +444,10 @@ impl P2p {
                 .and_then(|v| v.rank_of(s.rank))
                 .map_or(-1, |x| x as i32);
             out.complete(&r, err, |c| set_status(c, src, s.tag, t.total));
-        }
-        self.transfers = keep;
+            false
+        });
+        self.transfers = transfers;
+        self.budget = budget;
     }
 
     /// Eager protocol: complete this slice's small standard-mode sends that no receive took,
