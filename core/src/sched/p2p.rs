@@ -49,16 +49,23 @@ struct Transfer {
 }
 
 pub(super) struct P2p {
-    /// Unmatched sends by (communicator, destination world rank), in arrival order.
+    /// Unmatched sends by (communicator, destination world rank), in arrival order. A
+    /// queue that empties stays (its buffer with it) while the map has at most
+    /// [`KEPT_QUEUES`] queues: removed and made again, it was a map node and a queue
+    /// buffer allocated and freed for every message of a ping-pong.
     unexpected: BTreeMap<(u32, u32), VecDeque<DescRef>>,
     /// Posted receives and probes by receiving world rank, in posting order.
     posted: Vec<VecDeque<DescRef>>,
-    /// Receivers whose queues changed since the last matching pass.
-    dirty: BTreeSet<u32>,
+    /// Receivers whose queues changed since the last matching pass (sorted and
+    /// deduplicated when matched; a vector that keeps its capacity, not a set made anew
+    /// each slice).
+    dirty: Vec<u32>,
     /// Matched messages with bytes still to move, in match order.
     transfers: Vec<Transfer>,
-    /// Sends exchanged this slice that no receive has taken yet: eager candidates.
-    fresh: BTreeSet<DescRef>,
+    /// Sends exchanged this slice, in canonical order, each with whether no receive has
+    /// taken it yet: eager candidates. A taken one is marked, not removed (found by binary
+    /// search: they are pushed in canonical order).
+    fresh: Vec<(DescRef, bool)>,
     /// Sends completed eagerly whose data is still in node memory (unmatched or moving).
     eager: BTreeSet<DescRef>,
     /// Bytes of the messages in `eager`.
@@ -66,6 +73,11 @@ pub(super) struct P2p {
     /// Scratch: each node's chunk budget left in the slice being scheduled.
     budget: Vec<u64>,
 }
+
+/// The most queues `P2p::unexpected` holds before an emptied one is removed (a job that
+/// makes communicator after communicator would otherwise keep one per communicator and
+/// destination for ever).
+const KEPT_QUEUES: usize = 4096;
 
 fn tag_ok(want: i32, got: i32) -> bool {
     want == ANY_TAG || want == got
@@ -76,9 +88,9 @@ impl P2p {
         P2p {
             unexpected: BTreeMap::new(),
             posted: (0..ranks).map(|_| VecDeque::new()).collect(),
-            dirty: BTreeSet::new(),
+            dirty: Vec::new(),
             transfers: Vec::new(),
-            fresh: BTreeSet::new(),
+            fresh: Vec::new(),
             eager: BTreeSet::new(),
             eager_bytes: 0,
             budget: Vec::new(),
@@ -145,9 +157,10 @@ impl P2p {
             .entry((d.comm, dest))
             .or_default()
             .push_back(d.id());
-        self.dirty.insert(dest);
+        self.dirty.push(dest);
         if !inline && matches!(d.kind(), Some(DescKind::Send | DescKind::Rsend)) {
-            self.fresh.insert(d.id());
+            debug_assert!(self.fresh.last().is_none_or(|&(last, _)| last < d.id()));
+            self.fresh.push((d.id(), true));
         }
     }
 
@@ -189,7 +202,7 @@ impl P2p {
         }
         live.insert(d.id(), *d);
         self.posted[d.rank as usize].push_back(d.id());
-        self.dirty.insert(d.rank);
+        self.dirty.push(d.rank);
     }
 
     /// `MPI_Cancel` of a send or a receive (its request id in `aux`): it succeeds if the
@@ -235,7 +248,7 @@ impl P2p {
         };
         let q = self.unexpected.get_mut(&key).expect("found above");
         let id = q.remove(pos).expect("position is in range");
-        if q.is_empty() {
+        if q.is_empty() && self.unexpected.len() > KEPT_QUEUES {
             self.unexpected.remove(&key);
         }
         let s = live.remove(&id).expect("unmatched sends are live");
@@ -292,8 +305,10 @@ impl P2p {
         live: &mut BTreeMap<DescRef, Descriptor>,
         out: &mut Out,
     ) {
-        let dirty = std::mem::take(&mut self.dirty);
-        for rank in dirty {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for &rank in &dirty {
             let mut i = 0;
             while i < self.posted[rank as usize].len() {
                 let rid = self.posted[rank as usize][i];
@@ -320,9 +335,11 @@ impl P2p {
                     continue;
                 }
                 queue.remove(pos);
-                self.fresh.remove(&sid);
-                if queue.is_empty() {
+                if queue.is_empty() && self.unexpected.len() > KEPT_QUEUES {
                     self.unexpected.remove(&(r.comm, rank));
+                }
+                if let Ok(f) = self.fresh.binary_search_by_key(&sid, |&(id, _)| id) {
+                    self.fresh[f].1 = false;
                 }
                 let truncated = s.bytes > r.bytes;
                 let bytes = s.bytes.min(r.bytes);
@@ -343,6 +360,10 @@ impl P2p {
                 });
             }
         }
+        // Nothing above posts, so nothing was marked dirty meanwhile.
+        debug_assert!(self.dirty.is_empty());
+        dirty.clear();
+        self.dirty = dirty;
     }
 
     /// Answer the `MPI_Iprobe`s of this slice from the state after matching.
@@ -458,7 +479,12 @@ impl P2p {
         live: &BTreeMap<DescRef, Descriptor>,
         out: &mut Out,
     ) {
-        for id in std::mem::take(&mut self.fresh) {
+        let mut fresh = std::mem::take(&mut self.fresh);
+        for id in fresh
+            .iter()
+            .filter(|&&(_, untaken)| untaken)
+            .map(|&(id, _)| id)
+        {
             if cfg.eager_max == 0 {
                 break;
             }
@@ -476,6 +502,8 @@ impl P2p {
                 c.flags |= COMPLETION_EAGER;
             });
         }
+        fresh.clear();
+        self.fresh = fresh;
     }
 
     /// Pending operations of `rank`, for deadlock reports.
