@@ -86,11 +86,14 @@ impl NodeManager {
         let mut woke = false;
         for i in 0..self.local_ranks.len() {
             let q = &self.queues[i];
-            let pending = std::mem::take(&mut self.overflow[i]);
+            // Two buffers trade places, so neither is allocated again each slice: the
+            // completions move from `pending` into the queue or into `rest`, which becomes
+            // the rank's backlog, and the emptied `pending` the next rank's `rest`.
+            let mut pending = std::mem::take(&mut self.overflow[i]);
             let mut delivered = false;
-            let mut rest = Vec::new();
+            let mut rest = std::mem::take(&mut self.spares.overflow);
             let rank = self.local_ranks[i];
-            for c in pending {
+            for c in pending.drain(..) {
                 let in_arena = c.flags & COMPLETION_ARENA != 0;
                 let pushed = rest.is_empty()
                     && q.completions
@@ -117,6 +120,7 @@ impl NodeManager {
                 self.shared.backlog.store(true, Ordering::Release);
             }
             self.overflow[i] = rest;
+            self.spares.overflow = super::super::spares::kept(pending);
             if delivered {
                 woke = true;
                 resume_computing(&self.shared.seg, rank);

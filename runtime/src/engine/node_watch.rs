@@ -60,7 +60,7 @@ impl NodeManager {
     /// had no place (seen once in CI, `c_replay`). The word is the rank's latest call, at
     /// most the next slice's posts ahead (`post_limit`).
     pub(super) fn add_post_sites(
-        &self,
+        &mut self,
         words: &mut Vec<(u32, i32, crate::callsite::SiteWords)>,
         posted: &[Descriptor],
     ) {
@@ -69,17 +69,21 @@ impl NodeManager {
         }
         let seg = &self.shared.seg;
         let replaying = self.source.is_some();
-        let mut added: Vec<(u32, i32, crate::callsite::SiteWords)> = posted
-            .iter()
-            .filter(|d| {
-                (replaying || (d.blocking() && !d.is_inline())) && self.may_symbolize(d.rank)
-            })
-            .map(|d| {
-                let slot = seg.slot(d.rank);
-                (d.rank, slot.pid.load(Ordering::Acquire) as i32, slot.site())
-            })
-            .collect();
+        // The last slice's vector (one allocation a ping-pong slice otherwise).
+        let mut added = super::super::spares::kept(std::mem::take(&mut self.spares.post_sites));
+        added.extend(
+            posted
+                .iter()
+                .filter(|d| {
+                    (replaying || (d.blocking() && !d.is_inline())) && self.may_symbolize(d.rank)
+                })
+                .map(|d| {
+                    let slot = seg.slot(d.rank);
+                    (d.rank, slot.pid.load(Ordering::Acquire) as i32, slot.site())
+                }),
+        );
         if added.is_empty() {
+            self.spares.post_sites = added;
             return;
         }
         added.sort_by_key(|&(r, _, _)| r);
@@ -92,7 +96,8 @@ impl NodeManager {
             listed.sort_unstable();
             added.retain(|&(r, _, _)| listed.binary_search(&r).is_err());
         }
-        words.extend(added);
+        words.append(&mut added);
+        self.spares.post_sites = added;
     }
 
     /// The call sites of the blocked ranks (node 0), resolved while the ranks are alive.

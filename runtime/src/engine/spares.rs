@@ -29,6 +29,10 @@ pub(super) struct Spares {
     pub blocked: Vec<(u32, BlockedCall)>,
     pub words: Vec<(u32, i32, SiteWords)>,
     pub sites: Vec<(u32, Arc<CallSite>)>,
+    /// An emptied per-rank delivery buffer (`deliver`).
+    pub overflow: Vec<crate::descriptor::Completion>,
+    /// The sites published with this slice's blocking posts (`add_post_sites`).
+    pub post_sites: Vec<(u32, i32, SiteWords)>,
 }
 
 impl Spares {
