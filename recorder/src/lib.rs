@@ -519,7 +519,7 @@ impl Recorder {
                 // The disk is probably full: give back the reserved space first, so the
                 // cut can be written.
                 self.reserve.lock().expect("recorder lock").release();
-                mark_cut(done.conn, done.committed, &e);
+                mark_cut(done.conn, done.committed, done.program_sha256, &e);
                 Err(e)
             }
             None => Ok((done.conn, done.slices, done.slice_rows)),
@@ -633,7 +633,7 @@ impl Recorder {
 /// `total_slices` is S. Best effort: with no space at all the update itself may fail, and
 /// the slices stay in the WAL next to the file (SQLite reads them from there). Then fold
 /// the WAL back if there is room, so the file can be copied alone.
-fn mark_cut(conn: Connection, committed: u64, e: &RecordError) {
+fn mark_cut(conn: Connection, committed: u64, sha: Option<String>, e: &RecordError) {
     let why = e.to_string();
     let what =
         if why.contains("full") || why.contains("too large") || why.contains("File too large") {
@@ -642,13 +642,15 @@ fn mark_cut(conn: Connection, committed: u64, e: &RecordError) {
             "write error"
         };
     let marked = conn.execute(
-        "UPDATE job SET message = ?1, total_slices = ?2, ended_at = ?3 WHERE outcome IS NULL",
+        "UPDATE job SET message = ?1, total_slices = ?2, ended_at = ?3,
+            program_sha256 = coalesce(program_sha256, ?4) WHERE outcome IS NULL",
         params![
             format!(
                 "cut: {what} at slice {committed} ({why}); the slices up to {committed} are kept"
             ),
             committed as i64,
-            unix_ns()
+            unix_ns(),
+            sha,
         ],
     );
     // Then the checksum of what is kept, on its own (best effort, like the cut): with no

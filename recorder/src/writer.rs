@@ -146,6 +146,8 @@ pub(crate) struct WriterDone {
     /// The last slice of the last successful commit (0: none): after an error (a full
     /// disk), the recording holds exactly the slices up to it.
     pub committed: u64,
+    /// The program's hash, if it came ([`Msg::ProgramSha256`]), even after an error.
+    pub program_sha256: Option<String>,
 }
 
 /// The writer's transaction state.
@@ -208,6 +210,7 @@ pub(crate) fn run(
     let mut rows = SliceRows::new();
     let mut nap = crate::nap::Nap::new(queue, interval, Instant::now());
     let mut slice_rows = TableRows::new("slice", &SLICE_COLUMNS);
+    let mut program_sha256 = None;
     loop {
         let msg = match rx.try_recv() {
             Ok(m) => Some(m),
@@ -225,6 +228,11 @@ pub(crate) fn run(
         };
         nap.received();
         let Some(msg) = msg else { break };
+        if let Msg::ProgramSha256(sha) = &msg {
+            // Kept whatever happens: a recording cut by a full disk still says which
+            // program it ran (`mark_cut` writes it), or replay refuses it.
+            program_sha256 = Some(sha.clone());
+        }
         if error.is_some() {
             continue;
         }
@@ -322,6 +330,7 @@ pub(crate) fn run(
         commit(&conn, &mut enc, &mut spans, &mut rows, &mut b, &mut error);
     }
     WriterDone {
+        program_sha256,
         slice_rows: error.is_none().then_some(slice_rows),
         conn,
         error,
