@@ -35,7 +35,9 @@ use crate::ops;
 use crate::procmem::{self, ProcMemError};
 use crate::sched::{Decision, SliceDecisions};
 
+mod carried_payloads;
 mod small;
+pub use carried_payloads::CarriedPayloads;
 use small::{small_alltoall, small_alltoall_block, small_bcast};
 
 /// Errors found while executing, to be reported in the completion of the named descriptor.
@@ -73,7 +75,7 @@ pub struct Carried {
     /// results are not captured: `--capture-payloads` reads the buffers before delivery).
     pub allowed: Vec<bool>,
     /// This slice's: receive (or reduction member) -> (address in the rank, bytes).
-    pub by_recv: BTreeMap<DescRef, (u64, SmallBytes)>,
+    pub by_recv: CarriedPayloads,
 }
 
 /// At most `RANK_COPY_MAX` bytes, held inline: a carried payload is copied from node memory
@@ -127,7 +129,7 @@ impl Carried {
         match eager.take_small_chunk(s, r, offset, len) {
             None => false,
             Some(Ok(data)) => {
-                self.by_recv.insert(r.id(), (r.buf, data));
+                self.by_recv.insert(r.id(), r.buf, data);
                 true
             }
             Some(Err(e)) => {

@@ -73,10 +73,12 @@ impl NodeManager {
             self.overflow[i].push(c);
         }
         // Whatever no completion took (none is expected) is written as usual.
-        for (desc, (addr, data)) in std::mem::take(&mut self.carried.by_recv) {
+        let mut rest = std::mem::take(&mut self.carried.by_recv);
+        for (desc, (addr, data)) in rest.take_rest() {
             let mut c = Completion::default();
             self.write_carried(desc, addr, &data, &mut c);
         }
+        self.carried.by_recv = rest;
         // Ranks that poll see their word change at once; sleeping ones need a system
         // call, made only after every word is bumped: a woken rank may preempt this thread
         // on its core, and a rank still polling on the other core would then wait for its

@@ -29,7 +29,7 @@ impl Carried {
             // A null result buffer is written (and reported) as before.
             match small {
                 Some(data) if allowed && w.fits && w.addr != 0 && !errs.contains_key(&w.desc) => {
-                    self.by_recv.insert(w.desc, (w.addr, data));
+                    self.by_recv.insert(w.desc, w.addr, data);
                 }
                 _ => rest.push(w),
             }
@@ -160,7 +160,7 @@ mod tests {
         let taken: Vec<(u64, u64, usize)> = carried
             .by_recv
             .iter()
-            .map(|(d, (addr, data))| (d.seq, *addr, data.len()))
+            .map(|(d, addr, data)| (d.seq, addr, data.len()))
             .collect();
         assert_eq!(taken, vec![(1, 0x1000, 8), (2, 0x2000, 64)]);
         let rest: Vec<u64> = left.iter().map(|w| w.desc.seq).collect();
